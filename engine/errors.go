@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Test for them with errors.Is; the typed errors below wrap
+// them and carry the details.
+var (
+	// ErrPeerLost means the connection to a peer broke (the peer died, closed,
+	// or the link failed). Every pending and later operation that needs that
+	// peer returns an error wrapping it; other peers keep working.
+	ErrPeerLost = errors.New("boltmesh: peer lost")
+	// ErrClosed means the transport was closed locally.
+	ErrClosed = errors.New("boltmesh: transport closed")
+	// ErrTimeout means RecvTimeout gave up. It also matches
+	// context.DeadlineExceeded under errors.Is.
+	ErrTimeout error = timeoutError{}
+	// ErrReservedTag means a tag at or above TagReservedBase (or a negative
+	// tag) was passed to a user operation.
+	ErrReservedTag = errors.New("boltmesh: tag is reserved")
+	// ErrTruncated means a message is longer than the buffer given to
+	// RecvInto. The message stays queued for the next receive.
+	ErrTruncated = errors.New("boltmesh: message longer than buffer")
+	// ErrHandshake means a connection was refused during the HELLO
+	// handshake (wrong magic, version, world, rank, mesh or key).
+	ErrHandshake = errors.New("boltmesh: handshake failed")
+	// ErrUnknownRank means a rank outside [0, world) was named.
+	ErrUnknownRank = errors.New("boltmesh: unknown rank")
+	// ErrLengthMismatch means two lengths that must agree do not.
+	ErrLengthMismatch = errors.New("boltmesh: length mismatch")
+	// ErrOutOfBounds means an offset and length fall outside a region.
+	ErrOutOfBounds = errors.New("boltmesh: out of bounds")
+	// ErrOptions means an Options field is invalid.
+	ErrOptions = errors.New("boltmesh: invalid options")
+)
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "boltmesh: receive timed out" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+func (timeoutError) Is(target error) bool {
+	return target == context.DeadlineExceeded
+}
+
+// PeerError reports an operation that failed because of a peer.
+type PeerError struct {
+	Op    string // "send", "recv", "barrier", ...
+	Rank  int    // the peer
+	Err   error  // ErrPeerLost or ErrClosed
+	Cause error  // what broke the connection, when known
+}
+
+func (e *PeerError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%s rank %d: %v: %v", e.Op, e.Rank, e.Err, e.Cause)
+	}
+	return fmt.Sprintf("%s rank %d: %v", e.Op, e.Rank, e.Err)
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *PeerError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Cause}
+}
+
+// UnknownRankError reports a rank outside [0, NumRanks).
+type UnknownRankError struct {
+	Rank     int
+	NumRanks int
+}
+
+func (e *UnknownRankError) Error() string {
+	return fmt.Sprintf("%v: %d (world size %d)", ErrUnknownRank, e.Rank, e.NumRanks)
+}
+
+// Unwrap returns ErrUnknownRank.
+func (e *UnknownRankError) Unwrap() error { return ErrUnknownRank }
+
+// LengthMismatchError reports two lengths that must agree.
+type LengthMismatchError struct {
+	Expected uint64
+	Got      uint64
+}
+
+func (e *LengthMismatchError) Error() string {
+	return fmt.Sprintf("%v: expected %d bytes, got %d", ErrLengthMismatch, e.Expected, e.Got)
+}
+
+// Unwrap returns ErrLengthMismatch.
+func (e *LengthMismatchError) Unwrap() error { return ErrLengthMismatch }
+
+// OutOfBoundsError reports an access outside a rank's symmetric heap.
+type OutOfBoundsError struct {
+	Rank     int
+	Offset   uint64
+	Len      uint64
+	HeapSize uint64
+}
+
+func (e *OutOfBoundsError) Error() string {
+	return fmt.Sprintf("%v: rank %d offset %d len %d heap %d", ErrOutOfBounds, e.Rank, e.Offset, e.Len, e.HeapSize)
+}
+
+// Unwrap returns ErrOutOfBounds.
+func (e *OutOfBoundsError) Unwrap() error { return ErrOutOfBounds }
+
+// TruncatedError reports a message longer than the RecvInto buffer. Nothing
+// is lost: the message stays first in line for (From, Tag).
+type TruncatedError struct {
+	From, Tag int
+	Len, Cap  int
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("%v: from rank %d tag %d: %d bytes, buffer %d", ErrTruncated, e.From, e.Tag, e.Len, e.Cap)
+}
+
+// Unwrap returns ErrTruncated.
+func (e *TruncatedError) Unwrap() error { return ErrTruncated }
+
+// HandshakeError reports a connection refused during the handshake, by this
+// rank (Local true) or by the peer.
+type HandshakeError struct {
+	Addr   string // the remote address
+	Rank   int    // the rank the peer claimed or was expected to be, or -1
+	Local  bool   // this rank refused the peer
+	Reason string
+	Err    error // a cause, if any
+}
+
+func (e *HandshakeError) Error() string {
+	side := "refused by peer"
+	if e.Local {
+		side = "refused"
+	}
+	s := fmt.Sprintf("%v: %s (rank %d) %s: %s", ErrHandshake, e.Addr, e.Rank, side, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns ErrHandshake and the cause.
+func (e *HandshakeError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrHandshake}
+	}
+	return []error{ErrHandshake, e.Err}
+}
+
+// OptionError names an invalid Options field.
+type OptionError struct {
+	Field  string
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%v: %s %s", ErrOptions, e.Field, e.Reason)
+}
+
+// Unwrap returns ErrOptions.
+func (e *OptionError) Unwrap() error { return ErrOptions }

@@ -1,0 +1,77 @@
+package engine
+
+// fifo is a growable ring buffer queue. Its zero value is empty and ready.
+type fifo[T comparable] struct {
+	buf  []T
+	head int
+	n    int
+}
+
+func (q *fifo[T]) len() int { return q.n }
+
+func (q *fifo[T]) push(v T) {
+	if q.n == len(q.buf) {
+		q.grow()
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = v
+	q.n++
+}
+
+func (q *fifo[T]) grow() {
+	nb := make([]T, max(4, 2*len(q.buf)))
+	for i := 0; i < q.n; i++ {
+		nb[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = nb, 0
+}
+
+func (q *fifo[T]) peek() (T, bool) {
+	var zero T
+	if q.n == 0 {
+		return zero, false
+	}
+	return q.buf[q.head], true
+}
+
+func (q *fifo[T]) pop() (T, bool) {
+	var zero T
+	if q.n == 0 {
+		return zero, false
+	}
+	v := q.buf[q.head]
+	q.buf[q.head] = zero
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return v, true
+}
+
+// remove deletes the first element equal to v, keeping the order of the
+// rest, and reports whether it was found.
+func (q *fifo[T]) remove(v T) bool {
+	var zero T
+	for i := 0; i < q.n; i++ {
+		if q.buf[(q.head+i)%len(q.buf)] != v {
+			continue
+		}
+		for j := i; j < q.n-1; j++ {
+			q.buf[(q.head+j)%len(q.buf)] = q.buf[(q.head+j+1)%len(q.buf)]
+		}
+		q.buf[(q.head+q.n-1)%len(q.buf)] = zero
+		q.n--
+		return true
+	}
+	return false
+}
+
+// each calls f for every element in order.
+func (q *fifo[T]) each(f func(T)) {
+	for i := 0; i < q.n; i++ {
+		f(q.buf[(q.head+i)%len(q.buf)])
+	}
+}
+
+// reset empties the queue, keeping its storage.
+func (q *fifo[T]) reset() {
+	clear(q.buf)
+	q.head, q.n = 0, 0
+}

@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+)
+
+// Handshake labels, so that a dialer's proof can never pass for an
+// acceptor's.
+const (
+	labelAcceptor = "boltmesh acceptor"
+	labelDialer   = "boltmesh dialer"
+)
+
+// hsConn runs the HELLO exchange over a net.Conn during setup, before the
+// socket is handed to the event loop. See frame/spec.md.
+type hsConn struct {
+	nc   net.Conn
+	o    *Options
+	self frame.Hello
+	raw  [frame.HelloSize]byte // our HELLO payload as sent
+	peer [frame.HelloSize]byte // the peer's HELLO payload as received
+}
+
+func newHsConn(nc net.Conn, o *Options, rank, world int) (*hsConn, error) {
+	hc := &hsConn{nc: nc, o: o}
+	hc.self = frame.Hello{Version: frame.Version, World: uint32(world), Rank: uint32(rank), MeshID: o.meshID()}
+	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {
+		return nil, err
+	}
+	hc.self.Encode(&hc.raw)
+	return hc, nc.SetDeadline(time.Now().Add(o.HandshakeTimeout))
+}
+
+func (hc *hsConn) write(kind frame.Kind, flags frame.Flags, payload []byte) error {
+	h := frame.Header{Kind: kind, Flags: flags, Length: uint64(len(payload))}
+	var hdr [frame.HeaderSize]byte
+	h.Encode(&hdr)
+	_, err := (&net.Buffers{hdr[:], payload}).WriteTo(hc.nc)
+	return err
+}
+
+// read reads one frame and requires it to be of kind with flags; a REJECT
+// becomes a *HandshakeError carrying the peer's reason.
+func (hc *hsConn) read(kind frame.Kind, flags frame.Flags) ([]byte, error) {
+	var hdr [frame.HeaderSize]byte
+	if _, err := io.ReadFull(hc.nc, hdr[:]); err != nil {
+		return nil, err
+	}
+	h, err := frame.Decode(hdr[:], frame.MaxReasonSize)
+	if err != nil {
+		return nil, err
+	}
+	payload := make([]byte, h.Length)
+	if _, err := io.ReadFull(hc.nc, payload); err != nil {
+		return nil, err
+	}
+	if h.Kind == frame.KindReject {
+		return nil, &HandshakeError{Addr: hc.addr(), Rank: -1, Reason: string(payload)}
+	}
+	if h.Kind != kind || h.Flags != flags {
+		return nil, fmt.Errorf("expected %v with flags %#x, got %v with flags %#x", kind, flags, h.Kind, h.Flags)
+	}
+	return payload, nil
+}
+
+func (hc *hsConn) addr() string { return hc.nc.RemoteAddr().String() }
+
+func (hc *hsConn) mac(label string, dialer, acceptor []byte) []byte {
+	m := hmac.New(sha256.New, hc.o.MeshKey)
+	m.Write([]byte(label))
+	m.Write(dialer)
+	m.Write(acceptor)
+	return m.Sum(nil)
+}
+
+// check validates the peer's HELLO against this rank's world and mesh.
+func (hc *hsConn) check(m frame.Hello) string {
+	switch {
+	case m.Version != frame.Version:
+		return fmt.Sprintf("protocol version %d, want %d", m.Version, frame.Version)
+	case m.World != hc.self.World:
+		return fmt.Sprintf("world size %d, want %d", m.World, hc.self.World)
+	case m.MeshID != hc.self.MeshID:
+		return "different mesh id"
+	case m.Rank >= m.World:
+		return fmt.Sprintf("rank %d outside world of %d", m.Rank, m.World)
+	}
+	return ""
+}
+
+// reject tells the peer why it is refused and returns the local error.
+func (hc *hsConn) reject(rank int, reason string, cause error) error {
+	hc.write(frame.KindReject, 0, []byte(reason))
+	return &HandshakeError{Addr: hc.addr(), Rank: rank, Local: true, Reason: reason, Err: cause}
+}
+
+// dial runs the dialer's side towards the rank expected to listen there.
+func (hc *hsConn) dial(expect int) error {
+	if err := hc.write(frame.KindHello, 0, hc.raw[:]); err != nil {
+		return err
+	}
+	payload, err := hc.read(frame.KindHello, frame.FlagReply)
+	if err != nil {
+		return err
+	}
+	m, err := frame.DecodeHello(payload)
+	if err != nil {
+		return hc.reject(expect, "bad HELLO", err)
+	}
+	if why := hc.check(m); why != "" {
+		return hc.reject(expect, why, nil)
+	}
+	if int(m.Rank) != expect {
+		return hc.reject(expect, fmt.Sprintf("answered as rank %d, want %d", m.Rank, expect), nil)
+	}
+	copy(hc.peer[:], payload)
+	proof, err := hc.read(frame.KindAuth, 0)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal(proof, hc.mac(labelAcceptor, hc.raw[:], hc.peer[:])) {
+		return hc.reject(expect, "wrong mesh key", nil)
+	}
+	if err := hc.write(frame.KindAuth, 0, hc.mac(labelDialer, hc.raw[:], hc.peer[:])); err != nil {
+		return err
+	}
+	_, err = hc.read(frame.KindAuth, frame.FlagReply)
+	return err
+}
+
+// accept runs the acceptor's side. claim is called once the dialer has
+// proven the key; it reserves the rank or says why not.
+func (hc *hsConn) accept(claim func(rank int) string) (int, error) {
+	payload, err := hc.read(frame.KindHello, 0)
+	if err != nil {
+		return -1, hc.reject(-1, "bad first frame", err)
+	}
+	m, err := frame.DecodeHello(payload)
+	if err != nil {
+		return -1, hc.reject(-1, "bad HELLO", err)
+	}
+	rank := int(m.Rank)
+	if why := hc.check(m); why != "" {
+		return rank, hc.reject(rank, why, nil)
+	}
+	if rank <= int(hc.self.Rank) {
+		return rank, hc.reject(rank, fmt.Sprintf("rank %d must be dialed by rank %d, not dial it", hc.self.Rank, rank), nil)
+	}
+	copy(hc.peer[:], payload)
+	if err := hc.write(frame.KindHello, frame.FlagReply, hc.raw[:]); err != nil {
+		return rank, err
+	}
+	if err := hc.write(frame.KindAuth, 0, hc.mac(labelAcceptor, hc.peer[:], hc.raw[:])); err != nil {
+		return rank, err
+	}
+	proof, err := hc.read(frame.KindAuth, 0)
+	if err != nil {
+		return rank, wrapRemote(hc, rank, err)
+	}
+	if !hmac.Equal(proof, hc.mac(labelDialer, hc.peer[:], hc.raw[:])) {
+		return rank, hc.reject(rank, "wrong mesh key", nil)
+	}
+	if why := claim(rank); why != "" {
+		return rank, hc.reject(rank, why, nil)
+	}
+	return rank, hc.write(frame.KindAuth, frame.FlagReply, nil)
+}
+
+func wrapRemote(hc *hsConn, rank int, err error) error {
+	var he *HandshakeError
+	if errors.As(err, &he) {
+		he.Rank = rank
+		return he
+	}
+	return &HandshakeError{Addr: hc.addr(), Rank: rank, Local: true, Reason: "handshake I/O", Err: err}
+}

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// NetTransport is a full mesh of TCP connections, one per pair of ranks,
+// driven by an ioloop.Loop. Build one with Bind or FromListener.
+type NetTransport struct {
+	rank  int
+	world int
+	opts  Options
+	loop  *ioloop.Loop
+	peers []*peer // indexed by rank; peers[rank] is this rank itself
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+
+	lostOnce sync.Once
+	lostCh   chan struct{} // closed when the first peer is lost
+	lostRank atomic.Int64  // that peer
+
+	barrierMu sync.Mutex
+	bar       barrierState // guarded by barrierMu
+	reqs      sync.Pool    // *recvReq
+}
+
+var _ Transport = (*NetTransport)(nil)
+
+func newNetTransport(rank, world int, o Options) *NetTransport {
+	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{})}
+	t.reqs.New = newRecvReq
+	t.peers = make([]*peer, world)
+	for r := range t.peers {
+		t.peers[r] = newPeer(t, r)
+	}
+	return t
+}
+
+// Rank returns this process's rank.
+func (t *NetTransport) Rank() int { return t.rank }
+
+// WorldSize returns the number of ranks.
+func (t *NetTransport) WorldSize() int { return t.world }
+
+// Options returns the options in force, defaults filled in.
+func (t *NetTransport) Options() Options { return t.opts }
+
+// Close shuts every connection down and fails every blocked operation with
+// ErrClosed. It leaks no goroutine or file descriptor and is idempotent.
+func (t *NetTransport) Close() error {
+	var err error
+	t.closeOnce.Do(func() {
+		t.closed.Store(true)
+		for _, p := range t.peers {
+			p.fail(ErrClosed, nil)
+		}
+		if t.loop != nil {
+			err = t.loop.Close()
+		}
+	})
+	return err
+}
+
+// noteLost records that rank's connection broke, for operations (barriers)
+// that need every rank.
+func (t *NetTransport) noteLost(rank int) {
+	t.lostOnce.Do(func() {
+		t.lostRank.Store(int64(rank))
+		close(t.lostCh)
+	})
+}
+
+// anyLost returns the error of the first lost peer, or nil.
+func (t *NetTransport) anyLost(op string) error {
+	select {
+	case <-t.lostCh:
+		return t.peers[t.lostRank.Load()].lostErr(op)
+	default:
+		return nil
+	}
+}
+
+func (t *NetTransport) checkRank(r int) error {
+	if r < 0 || r >= t.world {
+		return &UnknownRankError{Rank: r, NumRanks: t.world}
+	}
+	return nil
+}
+
+func checkTag(tag int) error {
+	if tag < 0 || tag >= TagReservedBase {
+		return ErrReservedTag
+	}
+	return nil
+}

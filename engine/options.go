@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+)
+
+// Options configures a NetTransport. The zero value selects every default;
+// New validates it once and names the first bad field.
+type Options struct {
+	// MaxFrame bounds a frame's payload in bytes; longer sends fail and a
+	// peer that sends one is dropped. Default 1 GiB.
+	MaxFrame uint64
+	// MaxQueuedBytes bounds the bytes of unexpected messages (arrived, not
+	// yet received) held for one peer. Past it the transport stops reading
+	// that peer's socket, so TCP flow control slows the sender, and resumes
+	// below half. Default 256 MiB.
+	MaxQueuedBytes int64
+	// DialTimeout bounds how long construction waits for the whole mesh:
+	// dials retry with backoff until it passes. Default 30 s.
+	DialTimeout time.Duration
+	// HandshakeTimeout bounds one connection's HELLO exchange; a silent
+	// connection is dropped after it. Default 5 s.
+	HandshakeTimeout time.Duration
+	// Spin is how long a blocking receive reads the socket itself before it
+	// sleeps until the event loop wakes it. Negative disables spinning.
+	// Default 50 µs.
+	Spin time.Duration
+	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF on every connection; 0 keeps
+	// the kernel's auto-tuning. Default 0.
+	SocketBuffer int
+	// KeepAlive is the TCP keepalive idle time and probe interval; a silent
+	// dead link is detected after about KeepAlive*4. Default 5 s.
+	KeepAlive time.Duration
+	// MeshKey, when set, makes every connection prove knowledge of it with
+	// HMAC-SHA256 in both directions. Default: the BOLTMESH_KEY environment
+	// variable, or no key.
+	MeshKey []byte
+	// MeshID names the mesh; ranks of different meshes refuse each other.
+	// Default "boltmesh".
+	MeshID string
+	// HeapSize is the size of the symmetric heap. Default 64 MiB.
+	HeapSize uint64
+	// Logger receives warnings such as refused connections. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// OnReject, if set, is called for every connection refused during
+	// setup, with a *HandshakeError.
+	OnReject func(error)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.MaxFrame == 0 {
+		o.MaxFrame = 1 << 30
+	}
+	if o.MaxFrame > 1<<62 {
+		return o, &OptionError{"MaxFrame", "above 2^62"}
+	}
+	if o.MaxQueuedBytes == 0 {
+		o.MaxQueuedBytes = 256 << 20
+	}
+	if o.MaxQueuedBytes < 0 {
+		return o, &OptionError{"MaxQueuedBytes", "is negative"}
+	}
+	defDur(&o.DialTimeout, 30*time.Second)
+	defDur(&o.HandshakeTimeout, 5*time.Second)
+	defDur(&o.Spin, 50*time.Microsecond)
+	defDur(&o.KeepAlive, 5*time.Second)
+	if o.DialTimeout < 0 || o.HandshakeTimeout < 0 || o.KeepAlive < 0 {
+		return o, &OptionError{"DialTimeout/HandshakeTimeout/KeepAlive", "is negative"}
+	}
+	if o.SocketBuffer < 0 {
+		return o, &OptionError{"SocketBuffer", "is negative"}
+	}
+	if o.MeshKey == nil {
+		if k := os.Getenv("BOLTMESH_KEY"); k != "" {
+			o.MeshKey = []byte(k)
+		}
+	}
+	if o.MeshID == "" {
+		o.MeshID = "boltmesh"
+	}
+	if o.HeapSize == 0 {
+		o.HeapSize = 64 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+func defDur(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
+
+func (o *Options) meshID() (id [frame.MeshIDSize]byte) {
+	sum := sha256.Sum256([]byte("boltmesh mesh id\x00" + o.MeshID))
+	copy(id[:], sum[:])
+	return id
+}

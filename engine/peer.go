@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// tagQueue holds, for one (source, tag), either messages that arrived before
+// anybody asked for them or receives posted before their message arrived.
+type tagQueue struct {
+	msgs  fifo[*bytebufferpool.ByteBuffer]
+	recvs fifo[*recvReq]
+}
+
+// peer is this rank's view of one other rank (or of itself, with no
+// connection): the matching state for messages from it, and the
+// connection's ioloop.Handler.
+type peer struct {
+	t    *NetTransport
+	rank int
+	conn *ioloop.Conn // nil for this rank itself
+
+	mu      sync.Mutex
+	tags    map[uint32]*tagQueue
+	claimed *recvReq   // receive whose buffer a payload is being read into
+	lost    *PeerError // why the peer is gone, once it is
+	queued  int64      // bytes in msgs queues
+	paused  bool       // reading stopped for backpressure
+}
+
+var _ ioloop.Handler = (*peer)(nil)
+
+func newPeer(t *NetTransport, rank int) *peer {
+	return &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue)}
+}
+
+func (p *peer) queue(tag uint32) *tagQueue {
+	q := p.tags[tag]
+	if q == nil {
+		q = &tagQueue{}
+		p.tags[tag] = q
+	}
+	return q
+}
+
+// Payload implements ioloop.Handler: a SEND whose receive is already posted
+// is read straight into the receiver's buffer.
+func (p *peer) Payload(_ *ioloop.Conn, h *frame.Header) []byte {
+	if h.Kind != frame.KindSend {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.tags[h.Tag]
+	if q == nil || q.msgs.len() > 0 {
+		return nil
+	}
+	r, ok := q.recvs.peek()
+	if !ok || h.Length == 0 || !r.fits(int(h.Length)) {
+		return nil // no receiver, nothing to read, or Deliver reports the truncation
+	}
+	q.recvs.pop()
+	r.state.Store(reqClaimed)
+	p.claimed = r
+	if r.into {
+		r.dst = r.dst[:h.Length]
+		return r.dst
+	}
+	r.data = make([]byte, h.Length)
+	return r.data
+}
+
+// Deliver implements ioloop.Handler.
+func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+	switch h.Kind {
+	case frame.KindSend:
+		if bb == nil {
+			p.completeClaimed(len(payload))
+			return
+		}
+		p.deliver(c, h.Tag, bb)
+	default:
+		if bb != nil {
+			bytebufferpool.Put(bb)
+		}
+		p.t.opts.Logger.Warn("boltmesh: dropped frame of unsupported kind", "rank", p.rank, "kind", h.Kind)
+	}
+}
+
+func (p *peer) completeClaimed(n int) {
+	p.mu.Lock()
+	r := p.claimed
+	p.claimed = nil
+	p.mu.Unlock()
+	r.n = n
+	r.complete(nil)
+}
+
+// deliver matches a message held in bb with the first fitting posted
+// receive, or queues it. Receives it does not fit fail with a
+// *TruncatedError, leaving the message for later ones.
+func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queue(tag)
+	for {
+		r, ok := q.recvs.pop()
+		if !ok {
+			break
+		}
+		if r.fits(len(bb.B)) {
+			r.take(bb)
+			return
+		}
+		r.complete(r.truncated(len(bb.B)))
+	}
+	q.msgs.push(bb)
+	p.queued += int64(len(bb.B))
+	if c != nil && !p.paused && p.queued > p.t.opts.MaxQueuedBytes {
+		p.paused = true
+		c.Pause()
+	}
+}
+
+// Closed implements ioloop.Handler: the peer is lost (or the transport
+// closed), and every receive waiting on it fails.
+func (p *peer) Closed(_ *ioloop.Conn, err error) {
+	if p.t.closed.Load() {
+		p.fail(ErrClosed, nil)
+		return
+	}
+	p.fail(ErrPeerLost, err)
+	p.t.noteLost(p.rank)
+}
+
+// fail marks the peer gone and fails the claimed and every posted receive.
+// Messages that arrived whole stay receivable.
+func (p *peer) fail(sentinel, cause error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lost == nil {
+		p.lost = &PeerError{Rank: p.rank, Err: sentinel, Cause: cause}
+	}
+	if r := p.claimed; r != nil {
+		p.claimed = nil
+		r.complete(p.errFor("recv"))
+	}
+	for _, q := range p.tags {
+		for {
+			r, ok := q.recvs.pop()
+			if !ok {
+				break
+			}
+			r.complete(p.errFor("recv"))
+		}
+	}
+}
+
+// errFor returns the peer's loss as an error of operation op; p.lost must
+// be set and p.mu held (or the peer known to be lost).
+func (p *peer) errFor(op string) error {
+	e := *p.lost
+	e.Op = op
+	return &e
+}
+
+// lostErr returns the peer's loss as an error of op, or nil.
+func (p *peer) lostErr(op string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lost == nil {
+		return nil
+	}
+	return p.errFor(op)
+}

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+)
+
+// waitOpts says when a blocked receive gives up besides completing.
+type waitOpts struct {
+	cancel  <-chan struct{} // a context's Done, or nil
+	ctxErr  func() error    // the context's Err, with cancel
+	timeout time.Duration   // > 0: give up after it with ErrTimeout
+	anyLost bool            // give up when any peer is lost (collectives)
+	op      string
+}
+
+// Recv implements Transport.
+func (t *NetTransport) Recv(from, tag int) ([]byte, error) {
+	if err := checkTag(tag); err != nil {
+		return nil, err
+	}
+	_, b, err := t.recv(from, uint32(tag), nil, false, waitOpts{op: "recv"})
+	return b, err
+}
+
+// RecvInto implements Transport.
+func (t *NetTransport) RecvInto(from, tag int, dst []byte) (int, error) {
+	if err := checkTag(tag); err != nil {
+		return 0, err
+	}
+	n, _, err := t.recv(from, uint32(tag), dst, true, waitOpts{op: "recv"})
+	return n, err
+}
+
+// RecvTimeout implements Transport.
+func (t *NetTransport) RecvTimeout(from, tag int, d time.Duration) ([]byte, error) {
+	if err := checkTag(tag); err != nil {
+		return nil, err
+	}
+	if d <= 0 {
+		d = time.Nanosecond
+	}
+	_, b, err := t.recv(from, uint32(tag), nil, false, waitOpts{op: "recv", timeout: d})
+	return b, err
+}
+
+// RecvContext implements Transport.
+func (t *NetTransport) RecvContext(ctx context.Context, from, tag int) ([]byte, error) {
+	if err := checkTag(tag); err != nil {
+		return nil, err
+	}
+	_, b, err := t.recv(from, uint32(tag), nil, false, ctxWait(ctx, "recv"))
+	return b, err
+}
+
+// RecvIntoContext implements Transport.
+func (t *NetTransport) RecvIntoContext(ctx context.Context, from, tag int, dst []byte) (int, error) {
+	if err := checkTag(tag); err != nil {
+		return 0, err
+	}
+	n, _, err := t.recv(from, uint32(tag), dst, true, ctxWait(ctx, "recv"))
+	return n, err
+}
+
+func ctxWait(ctx context.Context, op string) waitOpts {
+	return waitOpts{cancel: ctx.Done(), ctxErr: ctx.Err, op: op}
+}
+
+// recv receives one message from rank from under any tag: into dst when
+// into is set, else as a new slice.
+func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitOpts) (int, []byte, error) {
+	if err := t.checkRank(from); err != nil {
+		return 0, nil, err
+	}
+	if w.ctxErr != nil {
+		if err := w.ctxErr(); err != nil {
+			return 0, nil, err
+		}
+	}
+	p := t.peers[from]
+	p.mu.Lock()
+	q := p.queue(tag)
+	if bb, ok := q.msgs.peek(); ok {
+		return t.takeQueued(p, q, bb, dst, into, tag)
+	}
+	if p.lost != nil {
+		err := p.errFor(w.op)
+		p.mu.Unlock()
+		return 0, nil, err
+	}
+	r := t.reqs.Get().(*recvReq)
+	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
+	q.recvs.push(r)
+	p.mu.Unlock()
+
+	err := t.wait(p, q, r, w)
+	n, data := r.n, r.data
+	if err == nil {
+		err = r.err
+	}
+	r.reset()
+	t.reqs.Put(r)
+	return n, data, err
+}
+
+// takeQueued receives the first queued message; p.mu is held and released.
+func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteBuffer, dst []byte, into bool, tag uint32) (int, []byte, error) {
+	n := len(bb.B)
+	if into && n > len(dst) {
+		p.mu.Unlock()
+		return 0, nil, &TruncatedError{From: p.rank, Tag: int(tag), Len: n, Cap: len(dst)}
+	}
+	q.msgs.pop()
+	p.queued -= int64(n)
+	resume := p.paused && p.queued <= t.opts.MaxQueuedBytes/2
+	if resume {
+		p.paused = false
+	}
+	p.mu.Unlock()
+	if resume {
+		p.conn.Resume()
+	}
+	if into {
+		copy(dst, bb.B)
+		bytebufferpool.Put(bb)
+		return n, nil, nil
+	}
+	return n, bb.B, nil
+}
+
+// wait blocks until r completes or w says to give up. It first drives the
+// peer's connection itself for up to Options.Spin, then sleeps until the
+// event loop completes r. It returns a non-nil error only when it gave up
+// before r was claimed; otherwise r's own outcome stands.
+func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error {
+	var start time.Time
+	if w.timeout > 0 {
+		start = time.Now()
+	}
+	if t.spin(p, r) {
+		<-r.done
+		return nil
+	}
+	var timeout <-chan time.Time
+	if w.timeout > 0 {
+		if r.timer == nil {
+			r.timer = time.NewTimer(time.Hour)
+		}
+		r.timer.Reset(w.timeout - time.Since(start))
+		defer r.timer.Stop()
+		timeout = r.timer.C
+	}
+	var lost <-chan struct{}
+	if w.anyLost {
+		lost = t.lostCh
+	}
+	var cause error
+	select {
+	case <-r.done:
+		return nil
+	case <-w.cancel:
+		cause = w.ctxErr()
+	case <-timeout:
+		cause = ErrTimeout
+	case <-lost:
+		cause = t.anyLost(w.op)
+	}
+	return t.withdraw(p, q, r, cause)
+}
+
+// spin drives p's connection until r completes or Options.Spin passes.
+func (t *NetTransport) spin(p *peer, r *recvReq) bool {
+	if p.conn == nil || t.opts.Spin <= 0 {
+		return r.state.Load() == reqDone
+	}
+	deadline := time.Now().Add(t.opts.Spin)
+	for r.state.Load() != reqDone {
+		p.conn.Progress()
+		if r.state.Load() == reqDone || time.Now().After(deadline) {
+			break
+		}
+	}
+	return r.state.Load() == reqDone
+}
+
+// withdraw takes r back after a give-up. A receive whose payload is already
+// being read cannot be withdrawn: it waits for that read, which ends with
+// the message or with the peer's loss.
+func (t *NetTransport) withdraw(p *peer, q *tagQueue, r *recvReq, cause error) error {
+	p.mu.Lock()
+	if r.state.Load() == reqPosted && q.recvs.remove(r) {
+		p.mu.Unlock()
+		return cause
+	}
+	p.mu.Unlock()
+	<-r.done
+	return nil
+}

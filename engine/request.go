@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+)
+
+// Receive request states.
+const (
+	reqPosted  = iota // waiting in a tag queue
+	reqClaimed        // a frame's payload is being read into it
+	reqDone           // completed; done holds a token
+)
+
+// recvReq is one pending receive. It is recycled through a pool.
+type recvReq struct {
+	into  bool   // RecvInto: fill dst; otherwise hand over data
+	dst   []byte // RecvInto destination
+	from  int
+	tag   int
+	n     int    // bytes received
+	data  []byte // Recv: the message
+	err   error
+	state atomic.Uint32
+	done  chan struct{} // buffered 1: completion token
+	timer *time.Timer
+}
+
+func newRecvReq() any { return &recvReq{done: make(chan struct{}, 1)} }
+
+// complete publishes the outcome and wakes the waiter.
+func (r *recvReq) complete(err error) {
+	r.err = err
+	r.state.Store(reqDone)
+	r.done <- struct{}{}
+}
+
+// fits reports whether a message of n bytes can complete r.
+func (r *recvReq) fits(n int) bool { return !r.into || n <= len(r.dst) }
+
+// take completes r with the message in bb, which r's owner then holds: for
+// RecvInto it is copied into dst and bb is recycled; for Recv the buffer
+// itself becomes the caller's.
+func (r *recvReq) take(bb *bytebufferpool.ByteBuffer) {
+	if r.into {
+		r.n = copy(r.dst, bb.B)
+		bytebufferpool.Put(bb)
+	} else {
+		r.data = bb.B
+		r.n = len(bb.B)
+	}
+	r.complete(nil)
+}
+
+func (r *recvReq) truncated(n int) *TruncatedError {
+	return &TruncatedError{From: r.from, Tag: r.tag, Len: n, Cap: len(r.dst)}
+}
+
+func (r *recvReq) reset() {
+	r.dst, r.data, r.err, r.n = nil, nil, nil, 0
+	r.state.Store(reqPosted)
+}

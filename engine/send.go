@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// Send implements Transport.
+func (t *NetTransport) Send(to, tag int, p []byte) error {
+	if err := checkTag(tag); err != nil {
+		return err
+	}
+	return t.send(nil, to, uint32(tag), p)
+}
+
+// SendContext implements Transport.
+func (t *NetTransport) SendContext(ctx context.Context, to, tag int, p []byte) error {
+	if err := checkTag(tag); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := t.send(ctx.Done(), to, uint32(tag), p)
+	if errors.Is(err, ioloop.ErrCanceled) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// send is Send for any tag, reserved ones included.
+func (t *NetTransport) send(cancel <-chan struct{}, to int, tag uint32, p []byte) error {
+	if err := t.checkRank(to); err != nil {
+		return err
+	}
+	if uint64(len(p)) > t.opts.MaxFrame {
+		return fmt.Errorf("boltmesh: send of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
+	}
+	pr := t.peers[to]
+	if pr.conn == nil {
+		return t.sendSelf(pr, tag, p)
+	}
+	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag}
+	err := pr.conn.SendCancel(&h, p, cancel)
+	if err == nil || errors.Is(err, ioloop.ErrCanceled) {
+		return err
+	}
+	if e := pr.lostErr("send"); e != nil {
+		return e
+	}
+	if t.closed.Load() {
+		return &PeerError{Op: "send", Rank: to, Err: ErrClosed}
+	}
+	return &PeerError{Op: "send", Rank: to, Err: ErrPeerLost, Cause: err}
+}
+
+// sendSelf queues a copy of p for this rank's own receives.
+func (t *NetTransport) sendSelf(pr *peer, tag uint32, p []byte) error {
+	if t.closed.Load() {
+		return &PeerError{Op: "send", Rank: t.rank, Err: ErrClosed}
+	}
+	bb := bytebufferpool.Get()
+	bb.B = append(bb.B[:0], p...)
+	pr.deliver(nil, tag, bb)
+	return nil
+}

@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/boltmesh/boltmesh/ioloop"
+	"golang.org/x/sys/unix"
+)
+
+// Bind listens on peers[rank] and builds the mesh; see FromListener.
+func Bind(rank, world int, peers []string, opts Options) (*NetTransport, error) {
+	if rank < 0 || rank >= len(peers) {
+		return nil, &UnknownRankError{Rank: rank, NumRanks: len(peers)}
+	}
+	ln, err := net.Listen("tcp", peers[rank])
+	if err != nil {
+		return nil, err
+	}
+	return FromListener(rank, world, ln, peers, opts)
+}
+
+// FromListener builds a full mesh: peers[r] is rank r's address; this rank
+// dials every lower rank (retrying with backoff until Options.DialTimeout)
+// and accepts every higher rank on ln, whose address is peers[rank].
+// Passing listeners bound to ephemeral ports in advance makes multi-rank
+// tests race-free. The transport owns ln and closes it once the mesh is
+// complete or construction fails. Connections that fail the handshake are
+// refused, reported through Options.Logger and Options.OnReject, and do not
+// disturb the rest of the mesh.
+func FromListener(rank, world int, ln net.Listener, peers []string, opts Options) (*NetTransport, error) {
+	if ln != nil {
+		defer ln.Close()
+	}
+	if err := checkWorld(rank, world, peers, ln); err != nil {
+		return nil, err
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	t := newNetTransport(rank, world, o)
+	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame}); err != nil {
+		return nil, err
+	}
+	if err := t.connect(ln, peers); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func checkWorld(rank, world int, peers []string, ln net.Listener) error {
+	switch {
+	case world < 1 || world > 1<<20:
+		return &OptionError{"world", fmt.Sprintf("size %d out of range", world)}
+	case rank < 0 || rank >= world:
+		return &UnknownRankError{Rank: rank, NumRanks: world}
+	case len(peers) != world:
+		return &OptionError{"peers", fmt.Sprintf("has %d addresses for a world of %d", len(peers), world)}
+	case ln == nil && rank < world-1:
+		return &OptionError{"listener", fmt.Sprintf("is nil but rank %d must accept higher ranks", rank)}
+	}
+	return nil
+}
+
+// connect dials the lower ranks and accepts the higher ones concurrently.
+func (t *NetTransport) connect(ln net.Listener, peers []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), t.opts.DialTimeout)
+	defer cancel()
+	errs := make(chan error, t.rank+1)
+	var wg sync.WaitGroup
+	for r := 0; r < t.rank; r++ {
+		wg.Go(func() { errs <- t.dialPeer(ctx, r, peers[r]) })
+	}
+	if t.rank < t.world-1 {
+		wg.Go(func() { errs <- t.acceptPeers(ctx, ln) })
+	}
+	var first error
+	for range t.rank + min(1, t.world-1-t.rank) {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}
+	wg.Wait()
+	return first
+}
+
+// dialPeer connects to rank r, retrying refused or failed attempts with
+// backoff until ctx ends; a handshake refusal by the peer is final.
+func (t *NetTransport) dialPeer(ctx context.Context, r int, addr string) error {
+	backoff := 5 * time.Millisecond
+	var last error
+	for {
+		nc, err := (&net.Dialer{KeepAlive: -1}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			err = t.handshakeDial(nc, r)
+			var he *HandshakeError
+			if err == nil || errors.As(err, &he) {
+				return err
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("boltmesh: rank %d could not reach rank %d at %s within %v: %w", t.rank, r, addr, t.opts.DialTimeout, last)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+func (t *NetTransport) handshakeDial(nc net.Conn, r int) error {
+	hc, err := newHsConn(nc, &t.opts, t.rank, t.world)
+	if err == nil {
+		err = hc.dial(r)
+	}
+	if err == nil {
+		return t.adopt(nc, r)
+	}
+	nc.Close()
+	return err
+}
+
+// acceptPeers accepts until every higher rank has joined or ctx ends.
+// Each connection shakes hands in its own goroutine, so a silent or hostile
+// one cannot hold up the others.
+func (t *NetTransport) acceptPeers(ctx context.Context, ln net.Listener) error {
+	a := &acceptor{t: t, want: t.world - 1 - t.rank, joined: make(map[int]bool), done: make(chan struct{})}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	go a.loop(ln)
+	select {
+	case <-a.done:
+		ln.Close()
+		a.wg.Wait()
+		return a.err
+	case <-ctx.Done():
+		ln.Close()
+		a.wg.Wait()
+		return fmt.Errorf("boltmesh: rank %d: %d of %d higher ranks joined within %v: %w", t.rank, a.count(), a.want, t.opts.DialTimeout, ctx.Err())
+	}
+}
+
+// acceptor tracks the ranks that joined through the listener.
+type acceptor struct {
+	t      *NetTransport
+	want   int
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	joined map[int]bool
+	err    error
+	once   sync.Once
+	done   chan struct{}
+}
+
+func (a *acceptor) loop(ln net.Listener) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		a.wg.Go(func() { a.serve(nc) })
+	}
+}
+
+func (a *acceptor) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.joined)
+}
+
+func (a *acceptor) claim(rank int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.joined[rank] {
+		return fmt.Sprintf("rank %d is already connected", rank)
+	}
+	a.joined[rank] = true
+	return ""
+}
+
+func (a *acceptor) unclaim(rank int) {
+	a.mu.Lock()
+	delete(a.joined, rank)
+	a.mu.Unlock()
+}
+
+func (a *acceptor) serve(nc net.Conn) {
+	t := a.t
+	hc, err := newHsConn(nc, &t.opts, t.rank, t.world)
+	rank, claimed := -1, false
+	if err == nil {
+		rank, err = hc.accept(func(r int) string {
+			why := a.claim(r)
+			claimed = why == ""
+			return why
+		})
+	}
+	if err == nil {
+		err = t.adopt(nc, rank)
+		a.finish(err)
+		return
+	}
+	if claimed {
+		a.unclaim(rank)
+	}
+	nc.Close()
+	t.reportReject(nc.RemoteAddr().String(), rank, err)
+}
+
+func (a *acceptor) finish(err error) {
+	a.mu.Lock()
+	if err != nil && a.err == nil {
+		a.err = err
+	}
+	n := len(a.joined)
+	a.mu.Unlock()
+	if err != nil || n == a.want {
+		a.once.Do(func() { close(a.done) })
+	}
+}
+
+func (t *NetTransport) reportReject(addr string, rank int, err error) {
+	var he *HandshakeError
+	if !errors.As(err, &he) {
+		he = &HandshakeError{Addr: addr, Rank: rank, Local: true, Reason: "handshake I/O", Err: err}
+	}
+	t.opts.Logger.Warn("boltmesh: refused connection", "rank", t.rank, "from", addr, "claimed_rank", rank, "err", he)
+	if t.opts.OnReject != nil {
+		t.opts.OnReject(he)
+	}
+}
+
+// adopt tunes the socket, takes its fd away from the net package and
+// registers it with the event loop as rank r's connection.
+func (t *NetTransport) adopt(nc net.Conn, r int) error {
+	defer nc.Close()
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		return err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		t.tune(tc)
+	}
+	fd, err := dupFD(nc.(syscall.Conn))
+	if err != nil {
+		return err
+	}
+	c, err := t.loop.Register(fd, r, t.peers[r])
+	if err != nil {
+		return err
+	}
+	t.peers[r].conn = c
+	return nil
+}
+
+func (t *NetTransport) tune(tc *net.TCPConn) {
+	tc.SetNoDelay(true)
+	tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: t.opts.KeepAlive, Interval: t.opts.KeepAlive, Count: 3})
+	if n := t.opts.SocketBuffer; n > 0 {
+		tc.SetReadBuffer(n)
+		tc.SetWriteBuffer(n)
+	}
+}
+
+// dupFD returns a close-on-exec duplicate of the connection's descriptor.
+func dupFD(sc syscall.Conn) (int, error) {
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	err = raw.Control(func(s uintptr) {
+		fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	})
+	if err == nil {
+		err = derr
+	}
+	return fd, err
+}

@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// TagReservedBase is the first tag reserved for boltmesh's own protocols
+// (barriers, collectives, RPC). User tags are in [0, TagReservedBase).
+const TagReservedBase = 0xF000_0000
+
+// Transport is tagged two-sided messaging among the ranks of a world.
+// Matching is FIFO per (source, tag). Every method is safe for concurrent
+// use. Errors wrap the package's sentinels (ErrPeerLost, ErrClosed, ...).
+type Transport interface {
+	// Rank is this process's rank in [0, WorldSize()).
+	Rank() int
+	// WorldSize is the number of ranks.
+	WorldSize() int
+	// Send delivers p to rank to under tag. It returns once the bytes are
+	// handed to the kernel (or queued for this rank itself); p may be
+	// reused right after.
+	Send(to, tag int, p []byte) error
+	// SendContext is Send that honours ctx until the message starts to go
+	// out; once part of it is written it completes or the peer is lost.
+	SendContext(ctx context.Context, to, tag int, p []byte) error
+	// Recv returns the next message from rank from under tag. The slice is
+	// the caller's.
+	Recv(from, tag int) ([]byte, error)
+	// RecvInto receives the next message from rank from under tag straight
+	// into dst and returns its length. A message longer than dst fails with
+	// a *TruncatedError and stays queued.
+	RecvInto(from, tag int, dst []byte) (int, error)
+	// RecvTimeout is Recv that gives up after d with an error wrapping
+	// ErrTimeout; a message that arrives later goes to the next receive.
+	RecvTimeout(from, tag int, d time.Duration) ([]byte, error)
+	// RecvContext is Recv that gives up when ctx ends, returning ctx.Err().
+	RecvContext(ctx context.Context, from, tag int) ([]byte, error)
+	// RecvIntoContext is RecvInto that gives up when ctx ends.
+	RecvIntoContext(ctx context.Context, from, tag int, dst []byte) (int, error)
+	// Barrier returns when every rank has entered it, in O(log n) rounds.
+	Barrier() error
+	// BarrierContext is Barrier that gives up when ctx ends.
+	BarrierContext(ctx context.Context) error
+	// Close releases the transport; blocked operations return ErrClosed.
+	Close() error
+}

@@ -1,0 +1,78 @@
+package frame
+
+import "encoding/binary"
+
+// Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
+const Magic uint64 = 0x4853454d544c4f42
+
+// Version is the protocol version this package speaks.
+const Version uint16 = 1
+
+// MeshIDSize is the length of a mesh identity.
+const MeshIDSize = 16
+
+// NonceSize is the length of a handshake nonce.
+const NonceSize = 32
+
+// Hello is the payload of a KindHello frame.
+type Hello struct {
+	Version uint16           // protocol version of the sender
+	World   uint32           // world size the sender was started with
+	Rank    uint32           // the sender's rank
+	MeshID  [MeshIDSize]byte // identity of the mesh the sender belongs to
+	Nonce   [NonceSize]byte  // fresh random challenge for the HMAC proof
+}
+
+// Encode writes the payload into dst. Bytes 10-11 and 20-23 are reserved zero.
+func (m *Hello) Encode(dst *[HelloSize]byte) {
+	binary.LittleEndian.PutUint64(dst[0:], Magic)
+	binary.LittleEndian.PutUint16(dst[8:], m.Version)
+	binary.LittleEndian.PutUint16(dst[10:], 0)
+	binary.LittleEndian.PutUint32(dst[12:], m.World)
+	binary.LittleEndian.PutUint32(dst[16:], m.Rank)
+	binary.LittleEndian.PutUint32(dst[20:], 0)
+	copy(dst[24:40], m.MeshID[:])
+	copy(dst[40:72], m.Nonce[:])
+}
+
+// DecodeHello parses a HELLO payload. It checks the magic and the reserved
+// bytes; the version, world and rank are the caller's to judge.
+func DecodeHello(src []byte) (Hello, error) {
+	if len(src) < HelloSize {
+		return Hello{}, &DecodeError{Kind: KindHello, Field: "payload", Value: uint64(len(src)), Limit: HelloSize, Err: ErrShort}
+	}
+	if m := binary.LittleEndian.Uint64(src); m != Magic {
+		return Hello{}, &DecodeError{Kind: KindHello, Field: "magic", Value: m, Err: ErrBadMagic}
+	}
+	if r := uint64(binary.LittleEndian.Uint16(src[10:])) | uint64(binary.LittleEndian.Uint32(src[20:]))<<16; r != 0 {
+		return Hello{}, &DecodeError{Kind: KindHello, Field: "reserved", Value: r, Err: ErrReserved}
+	}
+	var m Hello
+	m.Version = binary.LittleEndian.Uint16(src[8:])
+	m.World = binary.LittleEndian.Uint32(src[12:])
+	m.Rank = binary.LittleEndian.Uint32(src[16:])
+	copy(m.MeshID[:], src[24:40])
+	copy(m.Nonce[:], src[40:72])
+	return m, nil
+}
+
+// GetReq is the payload of a KindGetReq frame; the header's Offset is the
+// heap offset to read.
+type GetReq struct {
+	ID     uint64 // request id echoed in the reply's Offset field
+	Length uint64 // bytes to read
+}
+
+// Encode writes the payload into dst.
+func (g *GetReq) Encode(dst *[GetReqSize]byte) {
+	binary.LittleEndian.PutUint64(dst[0:], g.ID)
+	binary.LittleEndian.PutUint64(dst[8:], g.Length)
+}
+
+// DecodeGetReq parses a GET request payload.
+func DecodeGetReq(src []byte) (GetReq, error) {
+	if len(src) < GetReqSize {
+		return GetReq{}, &DecodeError{Kind: KindGetReq, Field: "payload", Value: uint64(len(src)), Limit: GetReqSize, Err: ErrShort}
+	}
+	return GetReq{ID: binary.LittleEndian.Uint64(src), Length: binary.LittleEndian.Uint64(src[8:])}, nil
+}

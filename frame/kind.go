@@ -1,0 +1,96 @@
+package frame
+
+import "strconv"
+
+// Kind says what a frame is. Values are part of the wire format and never
+// change meaning; new kinds take new values.
+type Kind uint8
+
+// Frame kinds. See spec.md for each kind's use of the header fields.
+const (
+	KindHello     Kind = 1  // handshake: protocol, world, rank, mesh id, nonce
+	KindAuth      Kind = 2  // handshake: HMAC proof of the mesh key; ready when Reply
+	KindReject    Kind = 3  // handshake refused; payload is the reason text
+	KindSend      Kind = 4  // tagged two-sided message
+	KindPut       Kind = 5  // one-sided write into the target's heap at Offset
+	KindPutAck    Kind = 6  // completion of puts up to Aux; Error flag carries a reason
+	KindGetReq    Kind = 7  // one-sided read request: payload {request id, length}
+	KindGetReply  Kind = 8  // reply to a GetReq; Offset is the request id
+	KindRPCReq    Kind = 9  // RPC request; Offset is the request id
+	KindRPCReply  Kind = 10 // RPC reply; Offset is the request id
+	KindHeartbeat Kind = 11 // liveness probe, no payload
+	KindGoodbye   Kind = 12 // orderly close, no payload
+)
+
+// Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
+type Flags uint8
+
+// Frame flags.
+const (
+	FlagReply Flags = 1 << 0 // the frame answers one of the same kind (handshake)
+	FlagError Flags = 1 << 1 // the payload is an error text instead of data
+	FlagMore  Flags = 1 << 2 // a fragment: more frames of the same message follow
+)
+
+// Fixed payload sizes of the handshake and request kinds.
+const (
+	HelloSize     = 72   // payload of KindHello
+	MACSize       = 32   // payload of KindAuth: HMAC-SHA256
+	GetReqSize    = 16   // payload of KindGetReq
+	MaxReasonSize = 1024 // longest KindReject payload
+)
+
+type kindSpec struct {
+	name       string
+	flags      Flags // allowed flags
+	fixed      int   // exact payload length, or -1 for any
+	replyEmpty bool  // with FlagReply the payload may also be empty
+	max        int   // upper bound on payload length below the decoder's, or 0
+}
+
+var kindSpecs = [...]kindSpec{
+	KindHello:     {name: "HELLO", flags: FlagReply, fixed: HelloSize},
+	KindAuth:      {name: "AUTH", flags: FlagReply, fixed: MACSize, replyEmpty: true},
+	KindReject:    {name: "REJECT", fixed: -1, max: MaxReasonSize},
+	KindSend:      {name: "SEND", flags: FlagMore, fixed: -1},
+	KindPut:       {name: "PUT", flags: FlagMore, fixed: -1},
+	KindPutAck:    {name: "PUT_ACK", flags: FlagError, fixed: -1, max: MaxReasonSize},
+	KindGetReq:    {name: "GET_REQ", fixed: GetReqSize},
+	KindGetReply:  {name: "GET_REPLY", flags: FlagError | FlagMore, fixed: -1},
+	KindRPCReq:    {name: "RPC_REQ", fixed: -1},
+	KindRPCReply:  {name: "RPC_REPLY", flags: FlagError, fixed: -1},
+	KindHeartbeat: {name: "HEARTBEAT", fixed: 0},
+	KindGoodbye:   {name: "GOODBYE", fixed: 0},
+}
+
+func kindSpecOf(k Kind) (kindSpec, bool) {
+	if int(k) >= len(kindSpecs) || kindSpecs[k].name == "" {
+		return kindSpec{}, false
+	}
+	return kindSpecs[k], true
+}
+
+// Valid reports whether k is a kind this version of the format defines.
+func (k Kind) Valid() bool {
+	_, ok := kindSpecOf(k)
+	return ok
+}
+
+// String returns the kind's name, or "KIND(n)" for an unknown value.
+func (k Kind) String() string {
+	if s, ok := kindSpecOf(k); ok {
+		return s.name
+	}
+	return "KIND(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Kinds returns every defined kind in ascending order.
+func Kinds() []Kind {
+	var ks []Kind
+	for k := range kindSpecs {
+		if kindSpecs[k].name != "" {
+			ks = append(ks, Kind(k))
+		}
+	}
+	return ks
+}

@@ -1,0 +1,200 @@
+package ioloop
+
+import (
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/valyala/bytebufferpool"
+	"golang.org/x/sys/unix"
+)
+
+// reader is the read side of a Conn: a staging buffer for headers and small
+// payloads, and the frame being received.
+type reader struct {
+	mu      sync.Mutex  // held by whoever reads the socket
+	pending atomic.Bool // readiness reported while mu was held elsewhere
+	paused  atomic.Bool // the handler asked to stop reading
+
+	buf  []byte // staging; unread bytes are buf[r:w]
+	r, w int
+
+	inBody bool
+	hdr    frame.Header
+	dst    []byte // payload destination, len == hdr.Length
+	got    int    // payload bytes in dst
+	bb     *bytebufferpool.ByteBuffer
+	short  bool // the last read found the socket drained
+}
+
+// Progress reads whatever the socket holds and delivers every complete
+// frame to the handler, without blocking. A goroutine waiting for a frame
+// may call it in a loop to receive without a hand-off from the loop
+// goroutine. If another goroutine is reading, Progress returns at once and
+// that goroutine will read what arrived.
+func (c *Conn) Progress() {
+	for c.rd.mu.TryLock() {
+		c.rd.pending.Store(false)
+		op, err := c.drainLocked()
+		c.rd.mu.Unlock()
+		if err != nil {
+			c.fail(op, err)
+			return
+		}
+		if !c.rd.pending.Load() {
+			return
+		}
+	}
+}
+
+func (c *Conn) onReadable() {
+	c.rd.pending.Store(true)
+	c.Progress()
+}
+
+// Pause stops reading from the socket after the frame being delivered, so
+// that TCP flow control holds the peer back. Call it from Handler.Deliver
+// when too much has queued up.
+func (c *Conn) Pause() { c.rd.paused.Store(true) }
+
+// Resume undoes Pause and reads what has arrived since.
+func (c *Conn) Resume() {
+	if c.rd.paused.Swap(false) {
+		c.rd.pending.Store(true)
+		c.Progress()
+	}
+}
+
+// drainLocked delivers frames until the socket is drained, the handler
+// pauses reading, or the connection breaks.
+func (c *Conn) drainLocked() (string, error) {
+	rd := &c.rd
+	if c.closed {
+		return "", nil
+	}
+	rd.short = false
+	for !rd.paused.Load() {
+		if rd.inBody {
+			done, err := c.fillBody()
+			if err != nil || !done {
+				return "read", err
+			}
+			c.deliver()
+			continue
+		}
+		if rd.w-rd.r >= frame.HeaderSize {
+			if err := c.startFrame(); err != nil {
+				return "decode", err
+			}
+			continue
+		}
+		if rd.short {
+			return "", nil
+		}
+		if err := c.fill(); err != nil {
+			return "read", err
+		}
+	}
+	return "", nil
+}
+
+// startFrame decodes the header at rd.r and picks the payload destination.
+func (c *Conn) startFrame() error {
+	rd := &c.rd
+	h, err := frame.Decode(rd.buf[rd.r:rd.w], c.loop.opts.MaxFrame)
+	if err != nil {
+		return protocolError{err}
+	}
+	rd.r += frame.HeaderSize
+	rd.hdr = h
+	rd.inBody = true
+	rd.got = 0
+	rd.dst = c.h.Payload(c, &rd.hdr)
+	if rd.dst == nil || uint64(len(rd.dst)) != h.Length {
+		rd.bb = bytebufferpool.Get()
+		rd.bb.B = sized(rd.bb.B, int(h.Length))
+		rd.dst = rd.bb.B
+	}
+	return nil
+}
+
+func sized(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// fillBody moves staged bytes into the payload destination and reads the
+// rest, directly when it is large. It reports whether the payload is whole.
+func (c *Conn) fillBody() (bool, error) {
+	rd := &c.rd
+	for {
+		if rd.w > rd.r {
+			n := copy(rd.dst[rd.got:], rd.buf[rd.r:rd.w])
+			rd.r += n
+			rd.got += n
+		}
+		need := len(rd.dst) - rd.got
+		if need == 0 {
+			return true, nil
+		}
+		if rd.short {
+			return false, nil
+		}
+		if need < c.loop.opts.DirectRead {
+			if err := c.fill(); err != nil {
+				return false, err
+			}
+			continue
+		}
+		n, err := c.read(rd.dst[rd.got:])
+		if err != nil {
+			return false, err
+		}
+		rd.got += n
+	}
+}
+
+// fill reads into the staging buffer after the unread bytes.
+func (c *Conn) fill() error {
+	rd := &c.rd
+	if rd.r == rd.w {
+		rd.r, rd.w = 0, 0
+	} else if len(rd.buf)-rd.w < frame.HeaderSize {
+		rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
+		rd.r = 0
+	}
+	n, err := c.read(rd.buf[rd.w:])
+	rd.w += n
+	return err
+}
+
+// read does one read(2) and notes whether the socket is drained.
+func (c *Conn) read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(c.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			c.rd.short = true
+			return 0, nil
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0:
+			return 0, ErrEOF
+		}
+		c.rd.short = n < len(p)
+		return n, nil
+	}
+}
+
+// deliver hands the finished frame to the handler and resets the state.
+func (c *Conn) deliver() {
+	rd := &c.rd
+	payload, bb := rd.dst, rd.bb
+	rd.inBody, rd.dst, rd.bb = false, nil, nil
+	c.h.Deliver(c, &rd.hdr, payload, bb)
+}

@@ -1,0 +1,258 @@
+package ioloop
+
+import (
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"golang.org/x/sys/unix"
+)
+
+// maxIovecs caps the buffers passed to one writev (IOV_MAX is 1024).
+const maxIovecs = 1024
+
+// sendReq is one queued frame. It is owned by the sending goroutine until
+// it is queued, by the queue until it completes, and is recycled by the
+// sender after it receives from done.
+type sendReq struct {
+	hdr     [frame.HeaderSize]byte
+	payload []byte
+	done    chan error // buffered 1: the completion
+	off     int        // bytes of hdr+payload already written
+}
+
+func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
+
+// writer is the write side of a Conn: a FIFO of frames, written by whoever
+// holds mu (a sender, or the loop when the socket becomes writable again).
+type writer struct {
+	mu      sync.Mutex  // held while writing the socket
+	pending atomic.Bool // work arrived while mu was held elsewhere
+
+	qmu    sync.Mutex // guards the fields below
+	queue  []*sendReq // frames not yet completely written, in order
+	head   int        // queue[head:] is live
+	inUse  int        // frames of the live queue handed to the current writev
+	free   []*sendReq // recycled requests
+	failed error
+
+	bufs [][]byte     // the writev vector, reused
+	iov  []unix.Iovec // its iovec form, reused
+}
+
+// Send writes one frame: h's header followed by payload, which the loop
+// does not copy. It returns once every byte is in the kernel (payload may
+// then be reused), or with the connection's *ConnError. Frames from
+// concurrent Sends are never interleaved; frames queued while another Send
+// writes are coalesced into its writev. h.Length is set to len(payload).
+func (c *Conn) Send(h *frame.Header, payload []byte) error {
+	return c.SendCancel(h, payload, nil)
+}
+
+// SendCancel is Send that gives up when cancel is closed, provided no byte
+// of the frame has reached the kernel yet; it then returns ErrCanceled.
+// Once part of the frame is written, the stream must stay intact: the send
+// continues until it completes or the connection fails.
+func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{}) error {
+	h.Length = uint64(len(payload))
+	r, err := c.enqueue(h, payload)
+	if err != nil {
+		return err
+	}
+	c.wr.pending.Store(true)
+	c.flush()
+	select {
+	case err = <-r.done:
+	default:
+		err = c.await(r, cancel)
+	}
+	c.recycle(r)
+	return err
+}
+
+// ErrCanceled is returned by SendCancel when it gave up before writing.
+var ErrCanceled = errCanceled{}
+
+type errCanceled struct{}
+
+func (errCanceled) Error() string { return "ioloop: send canceled before it started" }
+
+func (c *Conn) await(r *sendReq, cancel <-chan struct{}) error {
+	select {
+	case err := <-r.done:
+		return err
+	case <-cancel:
+	}
+	if c.unqueue(r) {
+		return ErrCanceled
+	}
+	return <-r.done
+}
+
+func (c *Conn) enqueue(h *frame.Header, payload []byte) (*sendReq, error) {
+	w := &c.wr
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if w.failed != nil {
+		return nil, w.failed
+	}
+	var r *sendReq
+	if n := len(w.free); n > 0 {
+		r, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		r = &sendReq{done: make(chan error, 1)}
+	}
+	h.Encode(&r.hdr)
+	r.payload, r.off = payload, 0
+	if w.head > 0 && w.head >= len(w.queue)/2 {
+		n := copy(w.queue, w.queue[w.head:])
+		clear(w.queue[n:])
+		w.queue, w.head = w.queue[:n], 0
+	}
+	w.queue = append(w.queue, r)
+	return r, nil
+}
+
+// unqueue removes r if no byte of it was handed to writev.
+func (c *Conn) unqueue(r *sendReq) bool {
+	w := &c.wr
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	for i := w.head + w.inUse; i < len(w.queue); i++ {
+		if w.queue[i] == r && r.off == 0 {
+			copy(w.queue[i:], w.queue[i+1:])
+			w.queue[len(w.queue)-1] = nil
+			w.queue = w.queue[:len(w.queue)-1]
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conn) recycle(r *sendReq) {
+	r.payload = nil
+	w := &c.wr
+	w.qmu.Lock()
+	w.free = append(w.free, r)
+	w.qmu.Unlock()
+}
+
+func (c *Conn) onWritable() {
+	c.wr.pending.Store(true)
+	c.flush()
+}
+
+// flush writes queued frames until the queue is empty or the socket is
+// full; in the latter case the loop resumes when the socket is writable.
+func (c *Conn) flush() {
+	for c.wr.mu.TryLock() {
+		c.wr.pending.Store(false)
+		err := c.flushLocked()
+		c.wr.mu.Unlock()
+		if err != nil {
+			c.fail("writev", err)
+			return
+		}
+		if !c.wr.pending.Load() {
+			return
+		}
+	}
+}
+
+// flushLocked writes with writev until the queue is empty or EAGAIN.
+func (c *Conn) flushLocked() error {
+	if c.closed {
+		return nil
+	}
+	for {
+		if c.gather() == 0 {
+			return nil
+		}
+		n, err := writev(c.fd, c.wr.bufs, &c.wr.iov)
+		clear(c.wr.bufs)
+		if testHookWritev != nil {
+			testHookWritev(c.id, len(c.wr.bufs), n)
+		}
+		switch err {
+		case nil:
+			c.advance(n)
+		case unix.EINTR:
+			c.advance(0)
+		case unix.EAGAIN:
+			c.advance(0)
+			return nil
+		default:
+			c.advance(0)
+			return os.NewSyscallError("writev", err)
+		}
+	}
+}
+
+// testHookWritev, when set by a test, sees every writev: the connection
+// id, the number of buffers and the bytes written.
+var testHookWritev func(id, bufs, n int)
+
+// gather fills the writev vector from the live queue and marks those
+// frames in use; it returns how many frames it took.
+func (c *Conn) gather() int {
+	w := &c.wr
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	w.bufs = w.bufs[:0]
+	k := 0
+	for _, r := range w.queue[w.head:] {
+		if len(w.bufs)+2 > maxIovecs {
+			break
+		}
+		w.bufs = appendUnwritten(w.bufs, r)
+		k++
+	}
+	w.inUse = k
+	return k
+}
+
+// appendUnwritten appends the parts of r not yet written.
+func appendUnwritten(bufs [][]byte, r *sendReq) [][]byte {
+	if r.off < frame.HeaderSize {
+		bufs = append(bufs, r.hdr[r.off:])
+		if len(r.payload) > 0 {
+			bufs = append(bufs, r.payload)
+		}
+		return bufs
+	}
+	return append(bufs, r.payload[r.off-frame.HeaderSize:])
+}
+
+// advance accounts n written bytes: frames written whole complete.
+func (c *Conn) advance(n int) {
+	w := &c.wr
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	w.inUse = 0
+	for w.head < len(w.queue) {
+		r := w.queue[w.head]
+		left := r.size() - r.off
+		if n < left {
+			r.off += n
+			return
+		}
+		n -= left
+		w.queue[w.head] = nil
+		w.head++
+		r.done <- nil
+	}
+}
+
+// failQueued fails every queued frame and every later Send with e.
+func (c *Conn) failQueued(e *ConnError) {
+	w := &c.wr
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	w.failed = e
+	for _, r := range w.queue[w.head:] {
+		r.done <- e
+	}
+	clear(w.queue)
+	w.queue, w.head, w.inUse = w.queue[:0], 0, 0
+}

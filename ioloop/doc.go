@@ -1,0 +1,20 @@
+// Package ioloop drives boltmesh frames over non-blocking sockets with raw
+// epoll (Linux) or kqueue (macOS and the BSDs).
+//
+// A Loop owns a poller and a set of Conns. Sending is one writev of
+// [header, caller's payload] per frame, with frames queued for the same
+// connection coalesced into one writev; the payload is never copied into a
+// send buffer. Receiving reads each header, asks the connection's Handler
+// where the payload goes, and reads the payload straight there, or into a
+// pooled buffer (github.com/valyala/bytebufferpool) when the handler has no
+// destination yet.
+//
+// Progress is made both by the loop goroutine, when the poller reports
+// readiness, and by any goroutine that calls Conn.Progress: a goroutine
+// waiting for a message can read the socket itself instead of waiting for
+// the loop to wake it, which removes a goroutine hand-off from the latency of
+// every message.
+//
+// The package knows file descriptors, readiness and vectored I/O only. It
+// does not know what a rank or a tag is.
+package ioloop

@@ -1,0 +1,25 @@
+package ioloop
+
+import (
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/valyala/bytebufferpool"
+)
+
+// Handler decides where incoming payloads go and receives complete frames.
+// Its methods are called with the connection's read side locked, from the
+// loop goroutine or from a goroutine inside Conn.Progress: they must not
+// block and must not call Progress on the same Conn.
+type Handler interface {
+	// Payload names the buffer for the payload of h: exactly h.Length bytes,
+	// or nil to have the payload read into a pooled buffer. The buffer must
+	// stay untouched by others until Deliver or Closed is called.
+	Payload(c *Conn, h *frame.Header) []byte
+	// Deliver hands over a complete frame. payload is the buffer Payload
+	// returned or, when it returned nil, bb.B; in that case the handler owns
+	// bb and returns it with bytebufferpool.Put when done.
+	Deliver(c *Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer)
+	// Closed is called once, when the connection fails or is closed. err is
+	// a *ConnError. A buffer named by Payload whose frame was not delivered
+	// is abandoned: the loop no longer writes to it.
+	Closed(c *Conn, err error)
+}

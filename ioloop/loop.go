@@ -1,0 +1,162 @@
+package ioloop
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"golang.org/x/sys/unix"
+)
+
+// Options configures a Loop. The zero value selects every default.
+type Options struct {
+	// MaxFrame bounds the payload length of an incoming frame; a longer one
+	// fails its connection with ErrProtocol. Default frame.DefaultMaxLength.
+	MaxFrame uint64
+	// StagingSize is the per-connection read buffer that headers and small
+	// payloads are read through. Default 16 KiB, minimum 64 bytes.
+	StagingSize int
+	// DirectRead is the payload remainder at or above which the payload is
+	// read straight into its destination instead of through the staging
+	// buffer. Default 4 KiB.
+	DirectRead int
+	// Events is how many readiness events one poller wait returns at most.
+	// Default 128.
+	Events int
+}
+
+func (o *Options) setDefaults() error {
+	if o.MaxFrame == 0 {
+		o.MaxFrame = frame.DefaultMaxLength
+	}
+	if o.StagingSize == 0 {
+		o.StagingSize = 16 << 10
+	}
+	if o.StagingSize < 2*frame.HeaderSize {
+		return fmt.Errorf("ioloop: Options.StagingSize %d is below %d", o.StagingSize, 2*frame.HeaderSize)
+	}
+	if o.DirectRead <= 0 {
+		o.DirectRead = 4 << 10
+	}
+	if o.Events <= 0 {
+		o.Events = 128
+	}
+	return nil
+}
+
+// Loop is an event loop: one goroutine that waits on the poller and drives
+// the registered connections. All methods are safe for concurrent use.
+type Loop struct {
+	opts   Options
+	p      *poller
+	mu     sync.RWMutex
+	conns  map[int]*Conn
+	closed atomic.Bool
+	done   chan struct{}
+}
+
+// New starts a loop.
+func New(opts Options) (*Loop, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	p, err := newPoller(opts.Events)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loop{opts: opts, p: p, conns: make(map[int]*Conn), done: make(chan struct{})}
+	go l.run()
+	return l, nil
+}
+
+// Register hands fd, a connected stream socket, to the loop. The loop owns
+// fd from now on and closes it when the Conn is closed or fails, also when
+// Register itself fails. id is returned by Conn.ID and reported in errors.
+func (l *Loop) Register(fd int, id int, h Handler) (*Conn, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	c := newConn(l, fd, id, h)
+	l.mu.Lock()
+	if l.closed.Load() {
+		l.mu.Unlock()
+		unix.Close(fd)
+		return nil, ErrClosed
+	}
+	l.conns[fd] = c
+	l.mu.Unlock()
+	if err := l.p.add(fd); err != nil {
+		l.forget(fd)
+		unix.Close(fd)
+		return nil, err
+	}
+	c.Progress() // bytes that arrived before registration
+	return c, nil
+}
+
+func (l *Loop) forget(fd int) {
+	l.mu.Lock()
+	delete(l.conns, fd)
+	l.mu.Unlock()
+}
+
+func (l *Loop) lookup(fd int) *Conn {
+	l.mu.RLock()
+	c := l.conns[fd]
+	l.mu.RUnlock()
+	return c
+}
+
+func (l *Loop) run() {
+	defer close(l.done)
+	for !l.closed.Load() {
+		evs, err := l.p.wait()
+		if err != nil {
+			l.failAll(err)
+			return
+		}
+		for _, ev := range evs {
+			c := l.lookup(ev.fd)
+			if c == nil {
+				continue
+			}
+			if ev.writable {
+				c.onWritable()
+			}
+			if ev.readable {
+				c.onReadable()
+			}
+		}
+	}
+}
+
+func (l *Loop) failAll(err error) {
+	l.mu.RLock()
+	cs := make([]*Conn, 0, len(l.conns))
+	for _, c := range l.conns {
+		cs = append(cs, c)
+	}
+	l.mu.RUnlock()
+	for _, c := range cs {
+		c.fail("poll", err)
+	}
+}
+
+// Close stops the loop and closes every connection still registered; their
+// handlers see ErrClosed. It waits for the loop goroutine to exit.
+func (l *Loop) Close() error {
+	if l.closed.Swap(true) {
+		<-l.done
+		return nil
+	}
+	werr := l.p.wake()
+	<-l.done
+	l.failAll(ErrClosed)
+	if err := l.p.close(); err != nil {
+		return err
+	}
+	return werr
+}
