@@ -21,8 +21,10 @@ type Transport interface {
 	// handed to the kernel (or queued for this rank itself); p may be
 	// reused right after.
 	Send(to, tag int, p []byte) error
-	// SendContext is Send that honours ctx until the message starts to go
-	// out; once part of it is written it completes or the peer is lost.
+	// SendContext is Send that stops waiting when ctx ends. If no byte of
+	// the message reached the kernel it is dropped and ctx.Err() returned;
+	// if part of it did, the message is committed (the rest is copied and
+	// sent in the background) and SendContext returns nil.
 	SendContext(ctx context.Context, to, tag int, p []byte) error
 	// Recv returns the next message from rank from under tag. The slice is
 	// the caller's.

@@ -25,7 +25,7 @@ type reader struct {
 	dst    []byte // payload destination, len == hdr.Length
 	got    int    // payload bytes in dst
 	bb     *bytebufferpool.ByteBuffer
-	short  bool // the last read found the socket drained
+	short  bool // the last read hit EAGAIN: the socket is drained
 }
 
 // Progress reads whatever the socket holds and delivers every complete
@@ -171,7 +171,8 @@ func (c *Conn) fill() error {
 	return err
 }
 
-// read does one read(2) and notes whether the socket is drained.
+// read does one read(2) and notes EAGAIN, which means the socket is
+// drained and the poller will report new data.
 func (c *Conn) read(p []byte) (int, error) {
 	for {
 		n, err := unix.Read(c.fd, p)
@@ -186,7 +187,9 @@ func (c *Conn) read(p []byte) (int, error) {
 		case n == 0:
 			return 0, ErrEOF
 		}
-		c.rd.short = n < len(p)
+		// A short read does not prove the socket drained: Linux may return
+		// early from a large read with data still queued, and no new edge
+		// comes for that data. Only EAGAIN ends a drain.
 		return n, nil
 	}
 }

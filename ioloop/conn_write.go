@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,8 +19,9 @@ const maxIovecs = 1024
 type sendReq struct {
 	hdr     [frame.HeaderSize]byte
 	payload []byte
-	done    chan error // buffered 1: the completion
-	off     int        // bytes of hdr+payload already written
+	done    chan error                 // buffered 1: the completion
+	off     int                        // bytes of hdr+payload already written
+	owned   *bytebufferpool.ByteBuffer // detached: payload is this copy
 }
 
 func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
@@ -50,10 +52,12 @@ func (c *Conn) Send(h *frame.Header, payload []byte) error {
 	return c.SendCancel(h, payload, nil)
 }
 
-// SendCancel is Send that gives up when cancel is closed, provided no byte
-// of the frame has reached the kernel yet; it then returns ErrCanceled.
-// Once part of the frame is written, the stream must stay intact: the send
-// continues until it completes or the connection fails.
+// SendCancel is Send that stops waiting when cancel is closed. If no byte
+// of the frame has reached the kernel yet, the frame is dropped and
+// SendCancel returns ErrCanceled. Otherwise the frame is committed: the
+// stream must stay intact, so the unwritten rest of the payload is copied
+// into a pooled buffer, written in the background, and SendCancel returns
+// nil; payload may be reused either way.
 func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{}) error {
 	h.Length = uint64(len(payload))
 	r, err := c.enqueue(h, payload)
@@ -65,7 +69,10 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 	select {
 	case err = <-r.done:
 	default:
-		err = c.await(r, cancel)
+		var detached bool
+		if err, detached = c.await(r, cancel); detached {
+			return nil // the queue owns r now
+		}
 	}
 	c.recycle(r)
 	return err
@@ -78,16 +85,61 @@ type errCanceled struct{}
 
 func (errCanceled) Error() string { return "ioloop: send canceled before it started" }
 
-func (c *Conn) await(r *sendReq, cancel <-chan struct{}) error {
+// await waits for r or cancel; detached reports that r was handed over to
+// the queue and must not be recycled by the sender.
+func (c *Conn) await(r *sendReq, cancel <-chan struct{}) (err error, detached bool) {
 	select {
 	case err := <-r.done:
-		return err
+		return err, false
 	case <-cancel:
 	}
 	if c.unqueue(r) {
-		return ErrCanceled
+		return ErrCanceled, false
 	}
-	return <-r.done
+	if c.detach(r) {
+		return nil, true
+	}
+	return <-r.done, false
+}
+
+// detach gives a started frame its own copy of the payload so that the
+// sender may return; the queue recycles it when it completes. It reports
+// false if the frame completed (or failed) first.
+func (c *Conn) detach(r *sendReq) bool {
+	w := &c.wr
+	w.mu.Lock() // no writev is using r.payload while we hold it
+	defer w.mu.Unlock()
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if len(r.done) > 0 || !w.queued(r) {
+		return false
+	}
+	r.owned = bytebufferpool.Get()
+	r.owned.B = append(r.owned.B[:0], r.payload...)
+	r.payload = r.owned.B
+	return true
+}
+
+// queued reports whether r is in the live queue; qmu must be held.
+func (w *writer) queued(r *sendReq) bool {
+	for _, q := range w.queue[w.head:] {
+		if q == r {
+			return true
+		}
+	}
+	return false
+}
+
+// finish completes r: its sender is told, or, for a detached frame, the
+// copy and the request are recycled. qmu must be held.
+func (w *writer) finish(r *sendReq, err error) {
+	if r.owned == nil {
+		r.done <- err
+		return
+	}
+	bytebufferpool.Put(r.owned)
+	r.owned, r.payload = nil, nil
+	w.free = append(w.free, r)
 }
 
 func (c *Conn) enqueue(h *frame.Header, payload []byte) (*sendReq, error) {
@@ -240,7 +292,7 @@ func (c *Conn) advance(n int) {
 		n -= left
 		w.queue[w.head] = nil
 		w.head++
-		r.done <- nil
+		w.finish(r, nil)
 	}
 }
 
@@ -251,7 +303,7 @@ func (c *Conn) failQueued(e *ConnError) {
 	defer w.qmu.Unlock()
 	w.failed = e
 	for _, r := range w.queue[w.head:] {
-		r.done <- e
+		w.finish(r, e)
 	}
 	clear(w.queue)
 	w.queue, w.head, w.inUse = w.queue[:0], 0, 0

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"golang.org/x/sys/unix"
@@ -51,6 +52,11 @@ func (o *Options) setDefaults() error {
 type Loop struct {
 	opts   Options
 	p      *poller
+	pf     *os.File        // the poller fd, registered with Go's poller
+	rc     syscall.RawConn // pf's, to park until the poller fd is readable
+	pollFn func(uintptr) bool
+	evs    []event // result of the last pollFn
+	perr   error
 	mu     sync.RWMutex
 	conns  map[int]*Conn
 	closed atomic.Bool
@@ -67,6 +73,13 @@ func New(opts Options) (*Loop, error) {
 		return nil, err
 	}
 	l := &Loop{opts: opts, p: p, conns: make(map[int]*Conn), done: make(chan struct{})}
+	l.pf = os.NewFile(uintptr(p.fd), "ioloop-poller")
+	if l.rc, err = l.pf.SyscallConn(); err != nil {
+		p.close()
+		l.pf.Close()
+		return nil, err
+	}
+	l.pollFn = l.pollOnce
 	go l.run()
 	return l, nil
 }
@@ -110,15 +123,24 @@ func (l *Loop) lookup(fd int) *Conn {
 	return c
 }
 
+// run is the loop goroutine. It parks in Go's network poller until the
+// poller fd is readable, so that it holds no thread while idle and the
+// goroutines it wakes run at once, then dispatches the ready fds.
 func (l *Loop) run() {
 	defer close(l.done)
-	for !l.closed.Load() {
-		evs, err := l.p.wait()
+	for {
+		err := l.rc.Read(l.pollFn)
+		if l.closed.Load() {
+			return
+		}
+		if err == nil {
+			err = l.perr
+		}
 		if err != nil {
 			l.failAll(err)
 			return
 		}
-		for _, ev := range evs {
+		for _, ev := range l.evs {
 			c := l.lookup(ev.fd)
 			if c == nil {
 				continue
@@ -131,6 +153,13 @@ func (l *Loop) run() {
 			}
 		}
 	}
+}
+
+// pollOnce collects ready fds without blocking; false makes RawConn.Read
+// park until the poller fd is readable and call it again.
+func (l *Loop) pollOnce(uintptr) bool {
+	l.evs, l.perr = l.p.wait()
+	return l.perr != nil || len(l.evs) > 0 || l.closed.Load()
 }
 
 func (l *Loop) failAll(err error) {
@@ -155,7 +184,8 @@ func (l *Loop) Close() error {
 	werr := l.p.wake()
 	<-l.done
 	l.failAll(ErrClosed)
-	if err := l.p.close(); err != nil {
+	l.p.close()
+	if err := l.pf.Close(); err != nil {
 		return err
 	}
 	return werr

@@ -8,8 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// poller waits for readiness with edge-triggered epoll and is woken through
-// an eventfd.
+// poller collects readiness with edge-triggered epoll. Its fd is itself
+// pollable: the Loop parks on it in Go's network poller instead of blocking
+// a thread in epoll_wait. wake makes it readable through an eventfd.
 type poller struct {
 	fd     int
 	wakeFd int
@@ -22,6 +23,10 @@ func newPoller(size int) (*poller, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
 	wfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		unix.Close(fd)
@@ -31,6 +36,7 @@ func newPoller(size int) (*poller, error) {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}
 	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, wfd, &ev); err != nil {
 		p.close()
+		unix.Close(fd)
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
 	return p, nil
@@ -47,10 +53,10 @@ func (p *poller) del(fd int) error {
 	return os.NewSyscallError("epoll_ctl", unix.EpollCtl(p.fd, unix.EPOLL_CTL_DEL, fd, nil))
 }
 
-// wait blocks until at least one registered fd is ready or wake is called,
-// and returns the ready fds. The slice is valid until the next call.
+// wait returns the fds that became ready, without blocking. The slice is
+// valid until the next call.
 func (p *poller) wait() ([]event, error) {
-	n, err := unix.EpollWait(p.fd, p.raw, -1)
+	n, err := unix.EpollWait(p.fd, p.raw, 0)
 	if err == unix.EINTR {
 		return p.ready[:0], nil
 	}
@@ -88,7 +94,8 @@ func (p *poller) drainWake() {
 	unix.Read(p.wakeFd, buf[:])
 }
 
+// close releases the wake-up fd; the poller fd belongs to the os.File the
+// Loop made of it.
 func (p *poller) close() error {
-	unix.Close(p.wakeFd)
-	return os.NewSyscallError("close", unix.Close(p.fd))
+	return os.NewSyscallError("close", unix.Close(p.wakeFd))
 }

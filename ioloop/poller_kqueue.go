@@ -8,8 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// poller waits for readiness with kqueue (EV_CLEAR, i.e. edge-triggered) and
-// is woken through a non-blocking pipe, which every BSD has.
+// poller collects readiness with kqueue (EV_CLEAR, i.e. edge-triggered).
+// Its fd is itself pollable: the Loop parks on it in Go's network poller
+// instead of blocking a thread in kevent. wake makes it readable through a
+// non-blocking pipe, which every BSD has.
 type poller struct {
 	fd    int
 	wakeR int
@@ -24,6 +26,10 @@ func newPoller(size int) (*poller, error) {
 		return nil, os.NewSyscallError("kqueue", err)
 	}
 	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
 	var pipe [2]int
 	if err := unix.Pipe(pipe[:]); err != nil {
 		unix.Close(fd)
@@ -34,11 +40,13 @@ func newPoller(size int) (*poller, error) {
 		unix.CloseOnExec(f)
 		if err := unix.SetNonblock(f, true); err != nil {
 			p.close()
+			unix.Close(fd)
 			return nil, os.NewSyscallError("fcntl", err)
 		}
 	}
 	if err := p.ctl(p.wakeR, unix.EVFILT_READ, unix.EV_ADD|unix.EV_CLEAR); err != nil {
 		p.close()
+		unix.Close(fd)
 		return nil, err
 	}
 	return p, nil
@@ -68,10 +76,10 @@ func (p *poller) del(fd int) error {
 	return err
 }
 
-// wait blocks until at least one registered fd is ready or wake is called,
-// and returns the ready fds. The slice is valid until the next call.
+// wait returns the fds that became ready, without blocking. The slice is
+// valid until the next call.
 func (p *poller) wait() ([]event, error) {
-	n, err := unix.Kevent(p.fd, nil, p.raw, nil)
+	n, err := unix.Kevent(p.fd, nil, p.raw, &unix.Timespec{})
 	if err == unix.EINTR {
 		return p.ready[:0], nil
 	}
@@ -113,8 +121,9 @@ func (p *poller) drainWake() {
 	}
 }
 
+// close releases the wake-up pipe; the poller fd belongs to the os.File
+// the Loop made of it.
 func (p *poller) close() error {
 	unix.Close(p.wakeR)
-	unix.Close(p.wakeW)
-	return os.NewSyscallError("close", unix.Close(p.fd))
+	return os.NewSyscallError("close", unix.Close(p.wakeW))
 }

@@ -1,0 +1,111 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/engine"
+)
+
+// Child processes: the test binary re-executes itself with these variables
+// set, and TestMain runs the role instead of the tests. The child's
+// listener is inherited as fd 3.
+const (
+	childRoleEnv  = "BOLTMESH_TEST_ROLE"
+	childRankEnv  = "BOLTMESH_TEST_RANK"
+	childAddrsEnv = "BOLTMESH_TEST_ADDRS"
+)
+
+// Exchange parameters shared by parent and children.
+const procTags, procMsgs, procMax = 2, 4, 8 << 20
+
+// floodTag and floodSize describe the messages the "flood" role sends to
+// rank 0 until it is killed.
+const floodTag, floodSize = 1, 64 << 20
+
+func runChild(role string) error {
+	rank, err := strconv.Atoi(os.Getenv(childRankEnv))
+	if err != nil {
+		return err
+	}
+	addrs := strings.Split(os.Getenv(childAddrsEnv), ",")
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		return err
+	}
+	t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{})
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	switch role {
+	case "exchange":
+		if err := exchange(t, procTags, procMsgs, procMax); err != nil {
+			return err
+		}
+		return t.Barrier()
+	case "flood":
+		buf := pattern(rank, 0, floodTag, 0, floodSize)
+		for {
+			if err := t.Send(0, floodTag, buf); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+// startChild runs rank as a child process with the given role; the
+// listener is passed down and closed here.
+func startChild(t *testing.T, role string, rank int, ln net.Listener, addrs []string) *exec.Cmd {
+	t.Helper()
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ln.Close()
+	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childRankEnv+"="+strconv.Itoa(rank), childAddrsEnv+"="+strings.Join(addrs, ","))
+	cmd.ExtraFiles = []*os.File{f}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+func TestMeshAllPairsProcesses(t *testing.T) {
+	const ranks = 4
+	lns, addrs := listeners(t, ranks)
+	cmds := make([]*exec.Cmd, 0, ranks-1)
+	for r := 1; r < ranks; r++ {
+		cmds = append(cmds, startChild(t, "exchange", r, lns[r], addrs))
+	}
+	tr, err := engine.FromListener(0, ranks, lns[0], addrs, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := exchange(tr, procTags, procMsgs, procMax); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Barrier(); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("rank %d: %v", i+1, err)
+		}
+	}
+}
