@@ -2,9 +2,14 @@ package engine_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
 	"slices"
-	"sync"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,18 +45,140 @@ func (m meshEnd) RecvInto(dst []byte) (int, error) {
 }
 func (m meshEnd) Close() error { return m.t.Close() }
 
-// newBenchPair connects two ends with impl; both close at cleanup.
-func newBenchPair(b *testing.B, impl string) (benchEnd, benchEnd) {
+// Benchmark peers run in a child process (the test binary re-executed),
+// so that a benchmark measures two processes on loopback as the reference
+// tools (sockperf, iperf3) do, not two goroutines sharing one runtime.
+const (
+	benchSizeEnv = "BOLTMESH_BENCH_SIZE"
+	benchNEnv    = "BOLTMESH_BENCH_N"
+	benchAddrEnv = "BOLTMESH_BENCH_ADDR"
+)
+
+// newBenchPeer starts the child process that plays rank 1 of impl for op
+// ("echo" or "stream") and returns rank 0's end, closed at cleanup after
+// the child has been waited for.
+func newBenchPeer(b *testing.B, impl, op string, size, n int) benchEnd {
 	b.Helper()
+	env := []string{fmt.Sprintf("%s=%d", benchSizeEnv, size), fmt.Sprintf("%s=%d", benchNEnv, n)}
+	role := "bench-" + impl + "-" + op
 	switch impl {
 	case "boltmesh":
-		ts := newMesh(b, 2, engine.Options{})
-		return meshEnd{ts[0], 1}, meshEnd{ts[1], 0}
+		lns, addrs := listeners(b, 2)
+		cmd := startChildEnv(b, role, 1, lns[1], addrs, env)
+		t, err := engine.FromListener(0, 2, lns[0], addrs, engine.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		end := meshEnd{t, 1}
+		b.Cleanup(func() { waitChild(b, cmd, end) })
+		return end
 	case "stdnet":
-		return newStdnetPair(b)
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ln.Close()
+		cmd := startChildEnv(b, role, 1, nil, nil, append(env, benchAddrEnv+"="+ln.Addr().String()))
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := newStdnetEnd(c, 0)
+		b.Cleanup(func() { waitChild(b, cmd, e) })
+		return e
 	}
 	b.Fatalf("unknown impl %q", impl)
-	return nil, nil
+	return nil
+}
+
+// runBenchChild is rank 1 of a benchmark: it echoes (op "echo") or sends
+// (op "stream") the messages rank 0 expects, checking what it receives.
+func runBenchChild(role string, rank int, addrs []string, ln net.Listener) error {
+	size, err1 := strconv.Atoi(os.Getenv(benchSizeEnv))
+	n, err2 := strconv.Atoi(os.Getenv(benchNEnv))
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	var end benchEnd
+	switch {
+	case strings.HasPrefix(role, "bench-boltmesh-"):
+		t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{})
+		if err != nil {
+			return err
+		}
+		end = meshEnd{t, 0}
+	case strings.HasPrefix(role, "bench-stdnet-"):
+		c, err := net.Dial("tcp", os.Getenv(benchAddrEnv))
+		if err != nil {
+			return err
+		}
+		end = newStdnetEnd(c.(*net.TCPConn), 1)
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	defer end.Close()
+	if strings.HasSuffix(role, "-echo") {
+		return benchEcho(end, size, n)
+	}
+	return benchSend(end, size, n)
+}
+
+func benchEcho(end benchEnd, size, n int) error {
+	buf := make([]byte, size)
+	for i := range n {
+		m, err := end.RecvInto(buf)
+		if err == nil {
+			err = benchCheck(buf, m, size, i)
+		}
+		if err == nil {
+			err = end.Send(benchTag, buf[:m])
+		}
+		if err != nil {
+			return fmt.Errorf("echo %d: %w", i, err)
+		}
+	}
+	return benchDone(end)
+}
+
+func benchSend(end benchEnd, size, n int) error {
+	buf := benchPattern(size)
+	for i := range n {
+		benchStamp(buf, i)
+		if err := end.Send(benchTag, buf); err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	return benchDone(end)
+}
+
+// benchDone waits for rank 0's last word, so that closing does not race
+// with bytes still in flight.
+func benchDone(end benchEnd) error {
+	var b [1]byte
+	_, err := end.RecvInto(b[:])
+	return err
+}
+
+// waitChild waits for the child to exit and closes rank 0's end; a child
+// that fails or does not exit in time fails the benchmark. After a failure
+// the end is closed first, so that a child waiting for rank 0 exits.
+func waitChild(b *testing.B, cmd *exec.Cmd, end benchEnd) {
+	defer end.Close()
+	if b.Failed() {
+		end.Close()
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil && !b.Failed() {
+			b.Errorf("benchmark peer: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		b.Error("benchmark peer did not exit")
+	}
 }
 
 // benchPatternByte is byte j of the size-dependent payload pattern.
@@ -122,74 +249,18 @@ func benchRun(b *testing.B, fn func(b *testing.B, impl string, size int)) {
 	}
 }
 
-// benchFailer stops a benchmark whose helper goroutine may be blocked: it
-// closes both ends (which fails the goroutine's pending operation), waits
-// for the goroutine and reports its error, which comes first, too.
-type benchFailer struct {
-	b    *testing.B
-	ends [2]benchEnd
-	wg   *sync.WaitGroup
-	errc chan error
-}
-
-func (f *benchFailer) fatal(err error) {
-	f.b.Helper()
-	f.ends[0].Close()
-	f.ends[1].Close()
-	f.wg.Wait()
-	select {
-	case gerr := <-f.errc:
-		f.b.Fatalf("%v (and then: %v)", gerr, err)
-	default:
-		f.b.Fatal(err)
-	}
-}
-
-// check reports a helper goroutine's error, after the loop.
-func (f *benchFailer) check() {
-	f.b.Helper()
-	f.wg.Wait()
-	select {
-	case err := <-f.errc:
-		f.b.Fatal(err)
-	default:
-	}
-}
-
 // BenchmarkPingPong measures round trips: one op is a message of size N
 // from rank 0 to rank 1 and the same message back. Bytes are counted in
 // both directions; p50-us is the median round trip.
 func BenchmarkPingPong(b *testing.B) { benchRun(b, benchPingPong) }
 
 func benchPingPong(b *testing.B, impl string, size int) {
-	var wg sync.WaitGroup
-	b.Cleanup(wg.Wait) // runs after the ends' own cleanup closed them
-	a, z := newBenchPair(b, impl)
+	n := b.N
+	a := newBenchPeer(b, impl, "echo", size, n)
 	want := benchPattern(size)
 	sbuf := slices.Clone(want)
 	rbuf := make([]byte, size)
-	ebuf := make([]byte, size)
-	lat := make([]time.Duration, b.N)
-	f := &benchFailer{b: b, ends: [2]benchEnd{a, z}, wg: &wg, errc: make(chan error, 1)}
-	n := b.N
-
-	wg.Go(func() { // rank 1: echo every message back
-		for i := range n {
-			m, err := z.RecvInto(ebuf)
-			if err == nil {
-				err = benchCheck(ebuf, m, size, i)
-			}
-			if err == nil {
-				err = z.Send(benchTag, ebuf[:m])
-			}
-			if err != nil {
-				f.errc <- fmt.Errorf("rank 1, round trip %d: %w", i, err)
-				z.Close()
-				return
-			}
-		}
-	})
-
+	lat := make([]time.Duration, n)
 	b.SetBytes(2 * int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -197,75 +268,61 @@ func benchPingPong(b *testing.B, impl string, size int) {
 		benchStamp(sbuf, i)
 		t0 := time.Now()
 		if err := a.Send(benchTag, sbuf); err != nil {
-			f.fatal(fmt.Errorf("rank 0, round trip %d: send: %w", i, err))
+			b.Fatalf("round trip %d: send: %v", i, err)
 		}
 		m, err := a.RecvInto(rbuf)
 		lat[i] = time.Since(t0)
 		if err != nil {
-			f.fatal(fmt.Errorf("rank 0, round trip %d: recv: %w", i, err))
+			b.Fatalf("round trip %d: recv: %v", i, err)
 		}
 		if err := benchCheck(rbuf, m, size, i); err != nil {
-			f.fatal(err)
+			b.Fatal(err)
 		}
 		if i == 0 || i == n-1 {
 			b.StopTimer()
 			if err := benchCheckWhole(rbuf, want, i); err != nil {
-				f.fatal(err)
+				b.Fatal(err)
 			}
 			b.StartTimer()
 		}
 	}
 	b.StopTimer()
-	f.check()
+	if err := a.Send(benchTag, []byte{1}); err != nil {
+		b.Fatal(err)
+	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[(n-1)/2])/float64(time.Microsecond), "p50-us")
+	b.ReportMetric(float64(lat[(n-1)*99/100])/float64(time.Microsecond), "p99-us")
 }
 
-// BenchmarkStream measures one-way throughput: rank 0 sends b.N messages of
-// size N back to back and rank 1 receives them; the time is the receiver's.
+// BenchmarkStream measures one-way throughput: rank 1 sends b.N messages of
+// size N back to back and rank 0 receives them; the time is the receiver's.
 func BenchmarkStream(b *testing.B) { benchRun(b, benchStream) }
 
 func benchStream(b *testing.B, impl string, size int) {
-	var wg sync.WaitGroup
-	b.Cleanup(wg.Wait) // runs after the ends' own cleanup closed them
-	a, z := newBenchPair(b, impl)
-	want := benchPattern(size)
-	sbuf := slices.Clone(want)
-	rbuf := make([]byte, size)
-	f := &benchFailer{b: b, ends: [2]benchEnd{a, z}, wg: &wg, errc: make(chan error, 1)}
 	n := b.N
-	start := make(chan struct{})
-
-	wg.Go(func() { // rank 0: the sender
-		<-start
-		for i := range n {
-			benchStamp(sbuf, i)
-			if err := a.Send(benchTag, sbuf); err != nil {
-				f.errc <- fmt.Errorf("rank 0, message %d: send: %w", i, err)
-				a.Close()
-				return
-			}
-		}
-	})
-
+	a := newBenchPeer(b, impl, "stream", size, n)
+	want := benchPattern(size)
+	rbuf := make([]byte, size)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
-	close(start)
 	for i := range n {
-		m, err := z.RecvInto(rbuf)
+		m, err := a.RecvInto(rbuf)
 		if err != nil {
-			f.fatal(fmt.Errorf("rank 1, message %d: recv: %w", i, err))
+			b.Fatalf("message %d: recv: %v", i, err)
 		}
 		if err := benchCheck(rbuf, m, size, i); err != nil {
-			f.fatal(err)
+			b.Fatal(err)
 		}
 		if i == 0 || i == n-1 { // timed: stopping the clock would let the sender run ahead
 			if err := benchCheckWhole(rbuf, want, i); err != nil {
-				f.fatal(err)
+				b.Fatal(err)
 			}
 		}
 	}
 	b.StopTimer()
-	f.check()
+	if err := a.Send(benchTag, []byte{1}); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -29,12 +30,16 @@ type peer struct {
 	lost    *PeerError // why the peer is gone, once it is
 	queued  int64      // bytes in msgs queues
 	paused  bool       // reading stopped for backpressure
+
+	spinNs atomic.Int64 // adaptive spin budget in ns; -1 until first use
 }
 
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
-	return &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue)}
+	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue)}
+	p.spinNs.Store(-1)
+	return p
 }
 
 func (p *peer) queue(tag uint32) *tagQueue {
@@ -84,7 +89,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 		p.deliver(c, h.Tag, bb)
 	default:
 		if bb != nil {
-			bytebufferpool.Put(bb)
+			ioloop.PutBuffer(bb)
 		}
 		p.t.opts.Logger.Warn("boltmesh: dropped frame of unsupported kind", "rank", p.rank, "kind", h.Kind)
 	}

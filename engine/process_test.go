@@ -20,6 +20,8 @@ const (
 	childRoleEnv  = "BOLTMESH_TEST_ROLE"
 	childRankEnv  = "BOLTMESH_TEST_RANK"
 	childAddrsEnv = "BOLTMESH_TEST_ADDRS"
+	// set when the child inherits a listener as fd 3
+	childListenerEnv = "BOLTMESH_TEST_LISTENER"
 )
 
 // Exchange parameters shared by parent and children.
@@ -35,9 +37,14 @@ func runChild(role string) error {
 		return err
 	}
 	addrs := strings.Split(os.Getenv(childAddrsEnv), ",")
-	ln, err := net.FileListener(os.NewFile(3, "listener"))
-	if err != nil {
-		return err
+	var ln net.Listener
+	if os.Getenv(childListenerEnv) != "" {
+		if ln, err = net.FileListener(os.NewFile(3, "listener")); err != nil {
+			return err
+		}
+	}
+	if strings.HasPrefix(role, "bench-") {
+		return runBenchChild(role, rank, addrs, ln)
 	}
 	t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{})
 	if err != nil {
@@ -63,17 +70,27 @@ func runChild(role string) error {
 
 // startChild runs rank as a child process with the given role; the
 // listener is passed down and closed here.
-func startChild(t *testing.T, role string, rank int, ln net.Listener, addrs []string) *exec.Cmd {
+func startChild(t testing.TB, role string, rank int, ln net.Listener, addrs []string) *exec.Cmd {
+	return startChildEnv(t, role, rank, ln, addrs, nil)
+}
+
+// startChildEnv is startChild with extra environment variables; ln may be
+// nil. The child is killed and reaped at cleanup if still running.
+func startChildEnv(t testing.TB, role string, rank int, ln net.Listener, addrs, env []string) *exec.Cmd {
 	t.Helper()
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ln.Close()
-	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$", "-test.bench=^$")
 	cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childRankEnv+"="+strconv.Itoa(rank), childAddrsEnv+"="+strings.Join(addrs, ","))
-	cmd.ExtraFiles = []*os.File{f}
+	cmd.Env = append(cmd.Env, env...)
+	if ln != nil {
+		f, err := ln.(*net.TCPListener).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		ln.Close()
+		cmd.ExtraFiles = []*os.File{f}
+		cmd.Env = append(cmd.Env, childListenerEnv+"=1")
+	}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"time"
 
+	"github.com/boltmesh/boltmesh/ioloop"
 	"github.com/valyala/bytebufferpool"
 )
 
@@ -124,7 +126,7 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 	}
 	if into {
 		copy(dst, bb.B)
-		bytebufferpool.Put(bb)
+		ioloop.PutBuffer(bb)
 		return n, nil, nil
 	}
 	return n, bb.B, nil
@@ -135,14 +137,13 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 // event loop completes r. It returns a non-nil error only when it gave up
 // before r was claimed; otherwise r's own outcome stands.
 func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error {
-	var start time.Time
-	if w.timeout > 0 {
-		start = time.Now()
-	}
+	start := time.Now()
 	if t.spin(p, r) {
 		<-r.done
+		p.adaptSpin(time.Since(start), t.opts.Spin)
 		return nil
 	}
+	defer func() { p.adaptSpin(time.Since(start), t.opts.Spin) }()
 	var timeout <-chan time.Time
 	if w.timeout > 0 {
 		if r.timer == nil {
@@ -170,19 +171,29 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 	return t.withdraw(p, q, r, cause)
 }
 
-// spin drives p's connection until r completes or Options.Spin passes.
+// spin drives p's connection itself until r completes, its payload starts
+// to arrive (the rest then comes at wire speed and the event loop finishes
+// it), or the peer's spin budget passes. Between attempts it yields, so a
+// spinning receiver does not starve goroutines of its own process.
 func (t *NetTransport) spin(p *peer, r *recvReq) bool {
-	if p.conn == nil || t.opts.Spin <= 0 {
+	budget := p.spinBudget(t.opts.Spin)
+	if p.conn == nil || budget <= 0 {
 		return r.state.Load() == reqDone
 	}
-	deadline := time.Now().Add(t.opts.Spin)
-	for r.state.Load() != reqDone {
+	start := time.Now()
+	for {
 		p.conn.Progress()
-		if r.state.Load() == reqDone || time.Now().After(deadline) {
-			break
+		if s := r.state.Load(); s != reqPosted {
+			if s == reqClaimed {
+				p.conn.Progress() // a payload mid-way may be whole by now
+			}
+			return r.state.Load() == reqDone
 		}
+		if time.Since(start) > budget {
+			return false
+		}
+		runtime.Gosched()
 	}
-	return r.state.Load() == reqDone
 }
 
 // withdraw takes r back after a give-up. A receive whose payload is already

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boltmesh/boltmesh/ioloop"
 	"github.com/valyala/bytebufferpool"
 )
 
@@ -46,7 +47,7 @@ func (r *recvReq) fits(n int) bool { return !r.into || n <= len(r.dst) }
 func (r *recvReq) take(bb *bytebufferpool.ByteBuffer) {
 	if r.into {
 		r.n = copy(r.dst, bb.B)
-		bytebufferpool.Put(bb)
+		ioloop.PutBuffer(bb)
 	} else {
 		r.data = bb.B
 		r.n = len(bb.B)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // Send implements Transport.
@@ -64,8 +63,8 @@ func (t *NetTransport) sendSelf(pr *peer, tag uint32, p []byte) error {
 	if t.closed.Load() {
 		return &PeerError{Op: "send", Rank: t.rank, Err: ErrClosed}
 	}
-	bb := bytebufferpool.Get()
-	bb.B = append(bb.B[:0], p...)
+	bb := ioloop.GetBuffer(len(p))
+	copy(bb.B, p)
 	pr.deliver(nil, tag, bb)
 	return nil
 }

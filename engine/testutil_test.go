@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"time"
 )
 
 // pattern fills a payload that names its sender, receiver, tag and sequence
@@ -66,4 +67,15 @@ func sizeFor(from, to, tag, seq, max int) int {
 	default:
 		return max - r.IntN(max/4+1)
 	}
+}
+
+func mustDur(s string) time.Duration {
+	if s == "-1" {
+		return -1
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

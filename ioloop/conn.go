@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,7 +74,7 @@ func (c *Conn) release() {
 	c.closed = true
 	unix.Close(c.fd)
 	if c.rd.bb != nil {
-		bytebufferpool.Put(c.rd.bb)
+		PutBuffer(c.rd.bb)
 		c.rd.bb = nil
 	}
 	c.rd.dst = nil

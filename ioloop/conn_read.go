@@ -112,18 +112,10 @@ func (c *Conn) startFrame() error {
 	rd.got = 0
 	rd.dst = c.h.Payload(c, &rd.hdr)
 	if rd.dst == nil || uint64(len(rd.dst)) != h.Length {
-		rd.bb = bytebufferpool.Get()
-		rd.bb.B = sized(rd.bb.B, int(h.Length))
+		rd.bb = GetBuffer(int(h.Length))
 		rd.dst = rd.bb.B
 	}
 	return nil
-}
-
-func sized(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
 }
 
 // fillBody moves staged bytes into the payload destination and reads the

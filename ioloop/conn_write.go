@@ -114,8 +114,8 @@ func (c *Conn) detach(r *sendReq) bool {
 	if len(r.done) > 0 || !w.queued(r) {
 		return false
 	}
-	r.owned = bytebufferpool.Get()
-	r.owned.B = append(r.owned.B[:0], r.payload...)
+	r.owned = GetBuffer(len(r.payload))
+	copy(r.owned.B, r.payload)
 	r.payload = r.owned.B
 	return true
 }
@@ -137,7 +137,7 @@ func (w *writer) finish(r *sendReq, err error) {
 		r.done <- err
 		return
 	}
-	bytebufferpool.Put(r.owned)
+	PutBuffer(r.owned)
 	r.owned, r.payload = nil, nil
 	w.free = append(w.free, r)
 }

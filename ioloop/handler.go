@@ -16,7 +16,7 @@ type Handler interface {
 	Payload(c *Conn, h *frame.Header) []byte
 	// Deliver hands over a complete frame. payload is the buffer Payload
 	// returned or, when it returned nil, bb.B; in that case the handler owns
-	// bb and returns it with bytebufferpool.Put when done.
+	// bb and returns it with PutBuffer when done.
 	Deliver(c *Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer)
 	// Closed is called once, when the connection fails or is closed. err is
 	// a *ConnError. A buffer named by Payload whose frame was not delivered
