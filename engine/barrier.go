@@ -17,11 +17,17 @@ const tagBarrier = TagReservedBase + 0x100
 // ranks have not called Barrier the same number of times.
 var ErrBarrierSkew = errors.New("boltmesh: barrier calls out of step across ranks")
 
-// barrierState is the per-transport barrier bookkeeping, guarded by mu.
+// barrierState is the per-transport barrier bookkeeping, guarded by
+// barrierMu. A barrier that gave up (its context ended) stays in progress
+// and the next call resumes it where it stopped, so that every rank's
+// barriers stay in step.
 type barrierState struct {
-	epoch uint64
-	out   [8]byte
-	in    [8]byte
+	epoch      uint64 // number of the current (or last) barrier
+	inProgress bool
+	round      uint32 // next round of the current barrier
+	sent       bool   // this round's signal is sent
+	out        [8]byte
+	in         [8]byte
 }
 
 // Barrier implements Transport.
@@ -41,7 +47,8 @@ func (t *NetTransport) BarrierContext(ctx context.Context) error {
 // root. Each signal carries the barrier's epoch so that signals left over
 // from a barrier that was given up are discarded. Because it needs every
 // rank, it fails as soon as any peer is lost. Calls from several goroutines
-// of one rank are serialized.
+// of one rank are serialized. A barrier given up through its context is
+// resumed by the next call.
 func (t *NetTransport) barrier(w waitOpts) error {
 	t.barrierMu.Lock()
 	defer t.barrierMu.Unlock()
@@ -52,21 +59,29 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		return err
 	}
 	b := &t.bar
-	b.epoch++
-	binary.LittleEndian.PutUint64(b.out[:], b.epoch)
-	for k, dist := uint32(0), 1; dist < t.world; k, dist = k+1, dist*2 {
+	if !b.inProgress {
+		b.epoch++
+		b.inProgress, b.round, b.sent = true, 0, false
+		binary.LittleEndian.PutUint64(b.out[:], b.epoch)
+	}
+	for ; 1<<b.round < t.world; b.round, b.sent = b.round+1, false {
+		dist := 1 << b.round
 		to := (t.rank + dist) % t.world
 		from := (t.rank - dist + t.world) % t.world
-		if err := t.send(w.cancel, to, tagBarrier+k, b.out[:]); err != nil {
-			if errors.Is(err, ioloop.ErrCanceled) {
-				return w.ctxErr()
+		if !b.sent {
+			if err := t.send(w.cancel, to, tagBarrier+b.round, b.out[:]); err != nil {
+				if errors.Is(err, ioloop.ErrCanceled) {
+					return w.ctxErr()
+				}
+				return err
 			}
-			return err
+			b.sent = true
 		}
-		if err := t.barrierRecv(from, tagBarrier+k, w); err != nil {
+		if err := t.barrierRecv(from, tagBarrier+b.round, w); err != nil {
 			return err
 		}
 	}
+	b.inProgress = false
 	return nil
 }
 

@@ -171,7 +171,7 @@ func waitChild(b *testing.B, cmd *exec.Cmd, end benchEnd) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil && !b.Failed() {
+		if err != nil {
 			b.Errorf("benchmark peer: %v", err)
 		}
 	case <-time.After(30 * time.Second):

@@ -13,6 +13,9 @@ var (
 	// or the link failed). Every pending and later operation that needs that
 	// peer returns an error wrapping it; other peers keep working.
 	ErrPeerLost = errors.New("boltmesh: peer lost")
+	// ErrPeerClosed is the cause of an ErrPeerLost when the peer closed its
+	// transport in an orderly way (it said GOODBYE) rather than dying.
+	ErrPeerClosed = errors.New("boltmesh: peer closed its transport")
 	// ErrClosed means the transport was closed locally.
 	ErrClosed = errors.New("boltmesh: transport closed")
 	// ErrTimeout means RecvTimeout gave up. It also matches

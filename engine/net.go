@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -49,11 +52,17 @@ func (t *NetTransport) WorldSize() int { return t.world }
 // Options returns the options in force, defaults filled in.
 func (t *NetTransport) Options() Options { return t.opts }
 
-// Close shuts every connection down and fails every blocked operation with
-// ErrClosed. It leaks no goroutine or file descriptor and is idempotent.
+// goodbyeWait bounds how long Close tries to tell peers it is leaving.
+const goodbyeWait = 200 * time.Millisecond
+
+// Close tells every peer that this rank leaves (a GOODBYE frame, so that
+// they can tell an orderly close from a crash), shuts every connection
+// down and fails every blocked operation with ErrClosed. It leaks no
+// goroutine or file descriptor and is idempotent.
 func (t *NetTransport) Close() error {
 	var err error
 	t.closeOnce.Do(func() {
+		t.sayGoodbye()
 		t.closed.Store(true)
 		for _, p := range t.peers {
 			p.fail(ErrClosed, nil)
@@ -63,6 +72,19 @@ func (t *NetTransport) Close() error {
 		}
 	})
 	return err
+}
+
+// sayGoodbye sends GOODBYE to every connected peer, giving up on a peer
+// whose socket stays full past goodbyeWait.
+func (t *NetTransport) sayGoodbye() {
+	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
+	defer cancel()
+	for _, p := range t.peers {
+		if p.conn != nil {
+			h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank)}
+			p.conn.SendCancel(&h, nil, ctx.Done())
+		}
+	}
 }
 
 // noteLost records that rank's connection broke, for operations (barriers)

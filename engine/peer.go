@@ -31,7 +31,8 @@ type peer struct {
 	queued  int64      // bytes in msgs queues
 	paused  bool       // reading stopped for backpressure
 
-	spinNs atomic.Int64 // adaptive spin budget in ns; -1 until first use
+	spinNs  atomic.Int64 // adaptive spin budget in ns; -1 until first use
+	goodbye atomic.Bool  // the peer announced an orderly close
 }
 
 var _ ioloop.Handler = (*peer)(nil)
@@ -87,6 +88,11 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 			return
 		}
 		p.deliver(c, h.Tag, bb)
+	case frame.KindGoodbye:
+		p.goodbye.Store(true)
+		if bb != nil {
+			ioloop.PutBuffer(bb)
+		}
 	default:
 		if bb != nil {
 			ioloop.PutBuffer(bb)
@@ -131,14 +137,20 @@ func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer
 }
 
 // Closed implements ioloop.Handler: the peer is lost (or the transport
-// closed), and every receive waiting on it fails.
+// closed), and every receive waiting on it fails. A peer that said GOODBYE
+// first closed in order: operations with it fail, but operations that
+// need every rank (barriers) are not aborted, since the peer finished its
+// part of them before closing.
 func (p *peer) Closed(_ *ioloop.Conn, err error) {
-	if p.t.closed.Load() {
+	switch {
+	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)
-		return
+	case p.goodbye.Load():
+		p.fail(ErrPeerLost, ErrPeerClosed)
+	default:
+		p.fail(ErrPeerLost, err)
+		p.t.noteLost(p.rank)
 	}
-	p.fail(ErrPeerLost, err)
-	p.t.noteLost(p.rank)
 }
 
 // fail marks the peer gone and fails the claimed and every posted receive.

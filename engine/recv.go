@@ -140,10 +140,9 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 	start := time.Now()
 	if t.spin(p, r) {
 		<-r.done
-		p.adaptSpin(time.Since(start), t.opts.Spin)
+		p.adaptSpin(r.doneAt.Sub(start), t.opts.Spin)
 		return nil
 	}
-	defer func() { p.adaptSpin(time.Since(start), t.opts.Spin) }()
 	var timeout <-chan time.Time
 	if w.timeout > 0 {
 		if r.timer == nil {
@@ -160,6 +159,7 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 	var cause error
 	select {
 	case <-r.done:
+		p.adaptSpin(r.doneAt.Sub(start), t.opts.Spin)
 		return nil
 	case <-w.cancel:
 		cause = w.ctxErr()

@@ -15,7 +15,8 @@ func (p *peer) spinBudget(max time.Duration) time.Duration {
 	return time.Duration(b)
 }
 
-// adaptSpin updates p's spin budget after a receive that waited d: a
+// adaptSpin updates p's spin budget after a receive whose message completed
+// d after the receive began (not counting the wake-up that followed): a
 // message that came within max would have been caught by spinning, so the
 // budget grows back towards max; a longer wait halves it, so a rank that
 // mostly waits long (a slow peer, a bulk stream) stops burning a core.

@@ -1,7 +1,6 @@
 package ioloop
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -15,9 +14,9 @@ type Conn struct {
 	id   int
 	h    Handler
 
-	failOnce sync.Once
-	failed   atomic.Pointer[ConnError]
-	closed   bool // fd closed; guarded by rd.mu and wr.mu both held
+	failed     atomic.Pointer[ConnError] // set once, by fail
+	releasable atomic.Bool               // fail is done with the fd
+	closed     bool                      // fd closed; guarded by rd.mu and wr.mu both held
 
 	rd reader
 	wr writer
@@ -44,33 +43,43 @@ func (c *Conn) Err() error {
 
 // Close shuts the connection down; pending sends and the handler see a
 // *ConnError wrapping ErrClosed. Closing a failed connection does nothing.
+// It may be called from Handler methods; Handler.Closed may then run after
+// Close returns, on the goroutine that was reading.
 func (c *Conn) Close() error {
 	c.fail("close", ErrClosed)
 	return nil
 }
 
 // fail ends the connection once: the socket is shut down so that the peer
-// sees it at once, queued sends fail, the handler is told, and the fd is
-// closed as soon as no goroutine is using it. It must be called with
-// neither rd.mu nor wr.mu held.
+// sees it at once and every goroutine inside a syscall on it returns,
+// queued sends fail, and then the fd is released and the handler told. It
+// must be called with neither rd.mu nor wr.mu held by the caller; handler
+// methods may call Close.
 func (c *Conn) fail(op string, err error) {
-	c.failOnce.Do(func() {
-		e := &ConnError{Op: op, ID: c.id, Err: err}
-		c.failed.Store(e)
-		unix.Shutdown(c.fd, unix.SHUT_RDWR)
-		c.loop.p.del(c.fd)
-		c.loop.forget(c.fd)
-		c.failQueued(e)
-		c.release()
-		c.h.Closed(c, e)
-	})
+	e := &ConnError{Op: op, ID: c.id, Err: err}
+	if !c.failed.CompareAndSwap(nil, e) {
+		return
+	}
+	unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	c.loop.p.del(c.fd)
+	c.loop.forget(c.fd)
+	c.failQueued(e)
+	c.releasable.Store(true)
+	c.releaseIfDue()
 }
 
-// release closes the fd and returns the pooled read buffer, with both sides
-// locked so that nobody is inside a syscall on the fd.
-func (c *Conn) release() {
-	c.rd.mu.Lock()
-	c.wr.mu.Lock()
+// releaseIfDue closes a failed connection's fd, returns the pooled read
+// buffer and calls Handler.Closed, once. It needs the read side: if another
+// goroutine is reading, that goroutine does it as it leaves Progress.
+func (c *Conn) releaseIfDue() {
+	if !c.releasable.Load() || !c.rd.mu.TryLock() {
+		return
+	}
+	if c.closed {
+		c.rd.mu.Unlock()
+		return
+	}
+	c.wr.mu.Lock() // writers never wait for rd.mu, so this cannot deadlock
 	c.closed = true
 	unix.Close(c.fd)
 	if c.rd.bb != nil {
@@ -80,4 +89,5 @@ func (c *Conn) release() {
 	c.rd.dst = nil
 	c.wr.mu.Unlock()
 	c.rd.mu.Unlock()
+	c.h.Closed(c, c.failed.Load())
 }

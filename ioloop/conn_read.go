@@ -42,6 +42,7 @@ func (c *Conn) Progress() {
 			c.fail(op, err)
 			return
 		}
+		c.releaseIfDue()
 		if !c.rd.pending.Load() {
 			return
 		}
@@ -74,7 +75,7 @@ func (c *Conn) drainLocked() (string, error) {
 		return "", nil
 	}
 	rd.short = false
-	for !rd.paused.Load() {
+	for !rd.paused.Load() && c.failed.Load() == nil {
 		if rd.inBody {
 			done, err := c.fillBody()
 			if err != nil || !done {

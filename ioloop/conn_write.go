@@ -97,12 +97,15 @@ func (c *Conn) await(r *sendReq, cancel <-chan struct{}) (err error, detached bo
 		return ErrCanceled, false
 	}
 	if c.detach(r) {
+		c.wr.pending.Store(true) // readiness seen while detach held wr.mu
+		c.flush()
 		return nil, true
 	}
 	return <-r.done, false
 }
 
-// detach gives a started frame its own copy of the payload so that the
+// detach gives a started frame its own copy of the payload (all of it: the
+// written part is simply skipped, as r.off says) so that the
 // sender may return; the queue recycles it when it completes. It reports
 // false if the frame completed (or failed) first.
 func (c *Conn) detach(r *sendReq) bool {
@@ -287,23 +290,42 @@ func (c *Conn) advance(n int) {
 		left := r.size() - r.off
 		if n < left {
 			r.off += n
-			return
+			break
 		}
 		n -= left
 		w.queue[w.head] = nil
 		w.head++
 		w.finish(r, nil)
 	}
+	if w.failed != nil { // frames failQueued left to this writev
+		w.failRest()
+	}
 }
 
-// failQueued fails every queued frame and every later Send with e.
+// failQueued fails every queued frame and every later Send with e. Frames
+// handed to a writev in progress are left to it: advance completes those
+// it wrote and fails the rest, so that a frame that reached the kernel is
+// never reported as failed.
 func (c *Conn) failQueued(e *ConnError) {
 	w := &c.wr
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
 	w.failed = e
-	for _, r := range w.queue[w.head:] {
+	keep := w.head + w.inUse
+	for _, r := range w.queue[keep:] {
 		w.finish(r, e)
+	}
+	clear(w.queue[keep:])
+	w.queue = w.queue[:keep]
+	if w.inUse == 0 {
+		w.failRest()
+	}
+}
+
+// failRest fails what is left in the queue with w.failed; qmu must be held.
+func (w *writer) failRest() {
+	for _, r := range w.queue[w.head:] {
+		w.finish(r, w.failed)
 	}
 	clear(w.queue)
 	w.queue, w.head, w.inUse = w.queue[:0], 0, 0

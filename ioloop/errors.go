@@ -19,7 +19,7 @@ var (
 // it and the underlying cause (an *os.SyscallError, ErrEOF, a
 // *frame.DecodeError wrapped in ErrProtocol, or ErrClosed).
 type ConnError struct {
-	Op  string // "read", "writev", "decode", "close"
+	Op  string // "read", "writev", "decode", "close", "poll"
 	ID  int    // the id the connection was registered with
 	Err error
 }

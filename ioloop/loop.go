@@ -100,9 +100,12 @@ func (l *Loop) Register(fd int, id int, h Handler) (*Conn, error) {
 		return nil, ErrClosed
 	}
 	l.conns[fd] = c
+	err := l.p.add(fd) // under l.mu, so that Close cannot fail c meanwhile
+	if err != nil {
+		delete(l.conns, fd)
+	}
 	l.mu.Unlock()
-	if err := l.p.add(fd); err != nil {
-		l.forget(fd)
+	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
@@ -137,7 +140,7 @@ func (l *Loop) run() {
 			err = l.perr
 		}
 		if err != nil {
-			l.failAll(err)
+			l.failAll("poll", err)
 			return
 		}
 		for _, ev := range l.evs {
@@ -162,7 +165,7 @@ func (l *Loop) pollOnce(uintptr) bool {
 	return l.perr != nil || len(l.evs) > 0 || l.closed.Load()
 }
 
-func (l *Loop) failAll(err error) {
+func (l *Loop) failAll(op string, err error) {
 	l.mu.RLock()
 	cs := make([]*Conn, 0, len(l.conns))
 	for _, c := range l.conns {
@@ -170,7 +173,7 @@ func (l *Loop) failAll(err error) {
 	}
 	l.mu.RUnlock()
 	for _, c := range cs {
-		c.fail("poll", err)
+		c.fail(op, err)
 	}
 }
 
@@ -183,7 +186,7 @@ func (l *Loop) Close() error {
 	}
 	werr := l.p.wake()
 	<-l.done
-	l.failAll(ErrClosed)
+	l.failAll("close", ErrClosed)
 	l.p.close()
 	if err := l.pf.Close(); err != nil {
 		return err

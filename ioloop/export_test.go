@@ -1,0 +1,13 @@
+package ioloop
+
+// SetTestHookWritev installs f as the hook that sees every writev (nil
+// removes it). Set it only while no Loop is running.
+func SetTestHookWritev(f func(id, bufs, n int)) { testHookWritev = f }
+
+// QueuedFrames returns how many frames of c are queued and not yet
+// completely written.
+func QueuedFrames(c *Conn) int {
+	c.wr.qmu.Lock()
+	defer c.wr.qmu.Unlock()
+	return len(c.wr.queue) - c.wr.head
+}

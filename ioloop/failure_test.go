@@ -1,0 +1,214 @@
+package ioloop_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"golang.org/x/sys/unix"
+)
+
+// TestGarbage: bytes that are not a frame fail the connection with a
+// *ConnError wrapping ErrProtocol and the *frame.DecodeError; later Sends
+// return that error.
+func TestGarbage(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    ioloop.Options
+		wire    []byte
+		cause   error
+		field   string
+		prelude int // frames delivered before the garbage
+	}{
+		{name: "unknown kind", wire: append([]byte{0xee}, make([]byte, 31)...), cause: frame.ErrUnknownKind, field: "kind"},
+		{name: "after a frame", wire: append(encodeFrame(frame.Header{Kind: frame.KindSend, Aux: 9}, patterned(9, 100)), 0xee, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28),
+			cause: frame.ErrUnknownKind, field: "kind", prelude: 1},
+		{name: "too large", opts: ioloop.Options{MaxFrame: 1000}, wire: encodeFrame(frame.Header{Kind: frame.KindSend}, make([]byte, 1001)), cause: frame.ErrTooLarge, field: "length"},
+		{name: "reserved", wire: func() []byte { b := encodeFrame(frame.Header{Kind: frame.KindHeartbeat}, nil); b[2] = 1; return b }(), cause: frame.ErrReserved, field: "reserved"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			leakCheck(t)
+			l := newLoop(t, tc.opts)
+			rx := newTestHandler()
+			c, raw := rawPeer(t, l, unix.AF_UNIX, 42, rx)
+			raw.write(t, tc.wire)
+			err := rx.waitClosed(t)
+			ce := assertConnError(t, err, ioloop.ErrProtocol)
+			if ce.ID != 42 || ce.Op != "decode" {
+				t.Errorf("ConnError %+v, want ID 42 and Op decode", ce)
+			}
+			var de *frame.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("%v does not wrap a *frame.DecodeError", err)
+			}
+			if !errors.Is(err, tc.cause) || de.Field != tc.field {
+				t.Errorf("DecodeError %+v, want field %s and cause %v", de, tc.field, tc.cause)
+			}
+			if got := rx.count(); got != tc.prelude {
+				t.Errorf("%d frames delivered, want %d", got, tc.prelude)
+			}
+			if c.Err() != err {
+				t.Errorf("Err() = %v, want %v", c.Err(), err)
+			}
+			// Send after the failure returns the same *ConnError.
+			h := frame.Header{Kind: frame.KindHeartbeat}
+			serr := c.Send(&h, nil)
+			var sce *ioloop.ConnError
+			if !errors.As(serr, &sce) || sce != ce {
+				t.Errorf("Send after failure = %v, want the *ConnError %p", serr, ce)
+			}
+			// The peer sees the connection go away.
+			var b [64]byte
+			for {
+				n, err := unix.Read(raw.fd, b[:])
+				if n == 0 || err != nil && err != unix.EINTR {
+					break
+				}
+			}
+			c.Close() // a no-op on a failed connection
+			rx.check(t)
+		})
+	}
+}
+
+// TestPeerClose: the peer closing is reported as ErrEOF, after the frames
+// it sent before closing are delivered.
+func TestPeerClose(t *testing.T) {
+	for _, family := range families {
+		t.Run(familyName(family), func(t *testing.T) {
+			leakCheck(t)
+			l := newLoop(t, ioloop.Options{})
+			rx := newTestHandler()
+			c, raw := rawPeer(t, l, family, 8, rx)
+			want := frame.Header{Kind: frame.KindSend, Tag: 1}
+			raw.write(t, encodeFrame(want, patterned(1, 777)))
+			got := rx.waitFrames(t, 1)
+			assertFrame(t, got[0], want, patterned(1, 777), false)
+			raw.close()
+			ce := assertConnError(t, rx.waitClosed(t), ioloop.ErrEOF)
+			if ce.Op != "read" || ce.ID != 8 {
+				t.Errorf("ConnError %+v, want Op read and ID 8", ce)
+			}
+			h := frame.Header{Kind: frame.KindHeartbeat}
+			if err := c.Send(&h, nil); !errors.Is(err, ioloop.ErrEOF) {
+				t.Errorf("Send after EOF = %v", err)
+			}
+			rx.check(t)
+		})
+	}
+}
+
+// TestConnClose: Conn.Close tells the handler ErrClosed, fails a blocked
+// Send and later ones, and the peer sees EOF.
+func TestConnClose(t *testing.T) {
+	leakCheck(t)
+	wl := installWritevLog(t)
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 4, rx)
+	blocked := blockSender(t, c, wl, frame.Header{Kind: frame.KindSend}, 4<<20)
+	c.Close()
+	ce := assertConnError(t, rx.waitClosed(t), ioloop.ErrClosed)
+	if ce.Op != "close" {
+		t.Errorf("Op = %q, want close", ce.Op)
+	}
+	if err := <-blocked; !errors.Is(err, ioloop.ErrClosed) {
+		t.Errorf("blocked Send = %v, want ErrClosed", err)
+	}
+	h := frame.Header{Kind: frame.KindHeartbeat}
+	if err := c.Send(&h, nil); !errors.Is(err, ioloop.ErrClosed) {
+		t.Errorf("Send after Close = %v", err)
+	}
+	c.Close()
+	// The peer reads what was written and then EOF.
+	b := make([]byte, 1<<16)
+	for {
+		n, err := unix.Read(raw.fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("peer read: %v", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	rx.check(t)
+}
+
+// TestLoopClose: closing the loop fails every connection with ErrClosed,
+// including a blocked Send, refuses new registrations and leaves no
+// goroutine behind.
+func TestLoopClose(t *testing.T) {
+	leakCheck(t)
+	wl := installWritevLog(t)
+	l, err := ioloop.New(ioloop.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hs []*testHandler
+	var cs []*ioloop.Conn
+	for i := range 3 {
+		h := newTestHandler()
+		c, _ := rawPeer(t, l, unix.AF_UNIX, 10+i, h)
+		hs, cs = append(hs, h), append(cs, c)
+	}
+	ha, hb := newTestHandler(), newTestHandler()
+	ca, cb := connPair(t, l, unix.AF_INET, ha, hb)
+	hs, cs = append(hs, ha, hb), append(cs, ca, cb)
+	blocked := blockSender(t, cs[0], wl, frame.Header{Kind: frame.KindSend}, 4<<20)
+
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hs {
+		assertConnError(t, h.waitClosed(t), ioloop.ErrClosed)
+		hdr := frame.Header{Kind: frame.KindHeartbeat}
+		if err := cs[i].Send(&hdr, nil); !errors.Is(err, ioloop.ErrClosed) {
+			t.Errorf("Send after Loop.Close = %v", err)
+		}
+		h.check(t)
+	}
+	if err := <-blocked; !errors.Is(err, ioloop.ErrClosed) {
+		t.Errorf("blocked Send = %v, want ErrClosed", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	a, b := socketPair(t, unix.AF_UNIX)
+	defer unix.Close(b)
+	if _, err := l.Register(a, 99, newTestHandler()); !errors.Is(err, ioloop.ErrClosed) {
+		t.Errorf("Register after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestLoopLifecycleNoLeak: many loops with traffic, opened and closed,
+// leave no goroutines behind.
+func TestLoopLifecycleNoLeak(t *testing.T) {
+	leakCheck(t)
+	for range 20 {
+		l, err := ioloop.New(ioloop.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rx := newTestHandler()
+		ca, _ := connPair(t, l, unix.AF_UNIX, newTestHandler(), rx)
+		h := frame.Header{Kind: frame.KindSend}
+		if err := ca.Send(&h, patterned(0, 10000)); err != nil {
+			t.Fatal(err)
+		}
+		rx.waitFrames(t, 1)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rx.waitClosed(t)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	if _, err := ioloop.New(ioloop.Options{StagingSize: 63}); err == nil {
+		t.Error("New accepted a 63-byte staging buffer")
+	}
+}

@@ -1,0 +1,114 @@
+package ioloop_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"golang.org/x/sys/unix"
+)
+
+// TestPauseResume: Pause from Deliver stops delivery after that frame, and
+// holds the sender back once the socket buffers are full; Resume delivers
+// the rest in order.
+func TestPauseResume(t *testing.T) {
+	for _, family := range families {
+		t.Run(familyName(family), func(t *testing.T) {
+			leakCheck(t)
+			l := newLoop(t, ioloop.Options{})
+			rx := newTestHandler()
+			rx.named = func(h *frame.Header) bool { return h.Aux%2 == 0 }
+			const pauseAt = 3
+			var delivered atomic.Int32
+			rx.onDeliver = func(c *ioloop.Conn, h *frame.Header, n int) {
+				if delivered.Add(1) == pauseAt {
+					c.Pause()
+				}
+			}
+			ca, cb := connPairBuf(t, l, family, 128<<10, newTestHandler(), rx)
+
+			// Small frames: all of them fit in the socket buffers.
+			const small = 20
+			for i := range small {
+				h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
+				if err := ca.Send(&h, patterned(uint64(i), 100+i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rx.waitFrames(t, pauseAt)
+			time.Sleep(50 * time.Millisecond)
+			if n := rx.count(); n != pauseAt {
+				t.Fatalf("%d frames delivered while paused, want %d", n, pauseAt)
+			}
+
+			// Large frames: the sender blocks while the receiver is paused.
+			const large, largeSize = 64, 128 << 10
+			sent := make(chan error, 1)
+			go func() {
+				for i := small; i < small+large; i++ {
+					h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
+					if err := ca.Send(&h, patterned(uint64(i), largeSize)); err != nil {
+						sent <- err
+						return
+					}
+				}
+				sent <- nil
+			}()
+			select {
+			case err := <-sent:
+				t.Fatalf("8 MiB were sent to a paused receiver (err %v)", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			if n := rx.count(); n != pauseAt {
+				t.Fatalf("%d frames delivered while paused, want %d", n, pauseAt)
+			}
+
+			cb.Resume()
+			got := rx.waitFrames(t, small+large)
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range got {
+				size := 100 + i
+				if i >= small {
+					size = largeSize
+				}
+				assertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), size), i%2 == 0)
+			}
+			if len(got) != small+large {
+				t.Errorf("got %d frames, want %d", len(got), small+large)
+			}
+			rx.check(t)
+		})
+	}
+}
+
+// TestPauseFromOutside: Pause called by another goroutine stops delivery;
+// Resume restarts it, also for bytes that arrived while paused.
+func TestPauseFromOutside(t *testing.T) {
+	leakCheck(t)
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 1, rx)
+	c.Pause()
+	c.Pause()
+	var wire []byte
+	for i := range 10 {
+		wire = append(wire, encodeFrame(frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), 50))...)
+	}
+	raw.write(t, wire)
+	time.Sleep(50 * time.Millisecond)
+	c.Progress()
+	if n := rx.count(); n != 0 {
+		t.Fatalf("%d frames delivered while paused", n)
+	}
+	c.Resume()
+	c.Resume()
+	got := rx.waitFrames(t, 10)
+	for i, f := range got {
+		assertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), 50), false)
+	}
+	rx.check(t)
+}
