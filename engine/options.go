@@ -18,7 +18,8 @@ type Options struct {
 	// MaxQueuedBytes bounds the bytes of unexpected messages (arrived, not
 	// yet received) held for one peer. Past it the transport stops reading
 	// that peer's socket, so TCP flow control slows the sender, and resumes
-	// below half. Default 256 MiB.
+	// below half, or as soon as a receive from that peer is posted (the
+	// message it wants may be behind). Default 64 MiB.
 	MaxQueuedBytes int64
 	// DialTimeout bounds how long construction waits for the whole mesh:
 	// dials retry with backoff until it passes. Default 30 s.
@@ -26,9 +27,11 @@ type Options struct {
 	// HandshakeTimeout bounds one connection's HELLO exchange; a silent
 	// connection is dropped after it. Default 5 s.
 	HandshakeTimeout time.Duration
-	// Spin is how long a blocking receive reads the socket itself before it
-	// sleeps until the event loop wakes it. Negative disables spinning.
-	// Default 50 µs.
+	// Spin is how long a blocking receive keeps reading the socket itself
+	// while no byte arrives, before it sleeps until the event loop wakes
+	// it. Spinning takes the wake-up out of a message's latency at the cost
+	// of up to Spin of CPU per idle receive. Negative disables it. Default
+	// 50 µs.
 	Spin time.Duration
 	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF on every connection; 0 keeps
 	// the kernel's auto-tuning. Default 0.
@@ -61,7 +64,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, &OptionError{"MaxFrame", "above 2^62"}
 	}
 	if o.MaxQueuedBytes == 0 {
-		o.MaxQueuedBytes = 256 << 20
+		o.MaxQueuedBytes = 64 << 20
 	}
 	if o.MaxQueuedBytes < 0 {
 		return o, &OptionError{"MaxQueuedBytes", "is negative"}

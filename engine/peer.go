@@ -28,19 +28,18 @@ type peer struct {
 	tags    map[uint32]*tagQueue
 	claimed *recvReq   // receive whose buffer a payload is being read into
 	lost    *PeerError // why the peer is gone, once it is
-	queued  int64      // bytes in msgs queues
-	paused  bool       // reading stopped for backpressure
+	queued   int64      // bytes in msgs queues
+	paused   bool       // reading stopped for backpressure
+	waiting  int        // receives posted in recvs queues
+	deferred bool       // a large payload waits in the socket for a receive
 
-	spinNs  atomic.Int64 // adaptive spin budget in ns; -1 until first use
-	goodbye atomic.Bool  // the peer announced an orderly close
+	goodbye atomic.Bool // the peer announced an orderly close
 }
 
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
-	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue)}
-	p.spinNs.Store(-1)
-	return p
+	return &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue)}
 }
 
 func (p *peer) queue(tag uint32) *tagQueue {
@@ -52,23 +51,41 @@ func (p *peer) queue(tag uint32) *tagQueue {
 	return q
 }
 
+// deferMin is the payload size from which a SEND that nobody waits for is
+// left in the socket (ioloop.Conn.Defer) until a receive from its sender is
+// posted, instead of being read ahead into a pooled buffer and copied.
+const deferMin = 32 << 10
+
 // Payload implements ioloop.Handler: a SEND whose receive is already posted
-// is read straight into the receiver's buffer.
-func (p *peer) Payload(_ *ioloop.Conn, h *frame.Header) []byte {
+// is read straight into the receiver's buffer. A large SEND that no receive
+// waits for is deferred while nothing at all waits on this peer; once a
+// receive from the peer is posted, for any tag, it is read (into a pooled
+// buffer if the tag differs), so a deferred frame never blocks what is
+// behind it for longer than the application takes to ask.
+func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if h.Kind != frame.KindSend {
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.tags[h.Tag]
-	if q == nil || q.msgs.len() > 0 {
+	if q != nil && q.msgs.len() > 0 {
 		return nil
 	}
-	r, ok := q.recvs.peek()
-	if !ok || h.Length == 0 || !r.fits(int(h.Length)) {
+	var r *recvReq
+	if q != nil {
+		r, _ = q.recvs.peek()
+	}
+	if r == nil && p.waiting == 0 && h.Length >= deferMin {
+		p.deferred = true
+		c.Defer()
+		return nil
+	}
+	if r == nil || h.Length == 0 || !r.fits(int(h.Length)) {
 		return nil // no receiver, nothing to read, or Deliver reports the truncation
 	}
 	q.recvs.pop()
+	p.waiting--
 	r.state.Store(reqClaimed)
 	p.claimed = r
 	if r.into {
@@ -122,6 +139,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer
 		if !ok {
 			break
 		}
+		p.waiting--
 		if r.fits(len(bb.B)) {
 			r.take(bb)
 			return
@@ -130,7 +148,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer
 	}
 	q.msgs.push(bb)
 	p.queued += int64(len(bb.B))
-	if c != nil && !p.paused && p.queued > p.t.opts.MaxQueuedBytes {
+	if c != nil && !p.paused && p.waiting == 0 && p.queued > p.t.opts.MaxQueuedBytes {
 		p.paused = true
 		c.Pause()
 	}
@@ -171,6 +189,7 @@ func (p *peer) fail(sentinel, cause error) {
 			if !ok {
 				break
 			}
+			p.waiting--
 			r.complete(p.errFor("recv"))
 		}
 	}

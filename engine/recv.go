@@ -95,7 +95,13 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	r := t.reqs.Get().(*recvReq)
 	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
 	q.recvs.push(r)
+	p.waiting++
+	resume := p.paused || p.deferred // a waiting receive overrides both
+	p.paused, p.deferred = false, false
 	p.mu.Unlock()
+	if resume {
+		p.conn.Resume()
+	}
 
 	err := t.wait(p, q, r, w)
 	n, data := r.n, r.data
@@ -140,7 +146,6 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 	start := time.Now()
 	if t.spin(p, r) {
 		<-r.done
-		p.adaptSpin(r.doneAt.Sub(start), t.opts.Spin)
 		return nil
 	}
 	var timeout <-chan time.Time
@@ -159,7 +164,6 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 	var cause error
 	select {
 	case <-r.done:
-		p.adaptSpin(r.doneAt.Sub(start), t.opts.Spin)
 		return nil
 	case <-w.cancel:
 		cause = w.ctxErr()
@@ -171,25 +175,25 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 	return t.withdraw(p, q, r, cause)
 }
 
-// spin drives p's connection itself until r completes, its payload starts
-// to arrive (the rest then comes at wire speed and the event loop finishes
-// it), or the peer's spin budget passes. Between attempts it yields, so a
-// spinning receiver does not starve goroutines of its own process.
+// spin drives p's connection itself until r completes or no byte has
+// arrived from p for Options.Spin: a message, small or large, that arrives
+// at wire speed is read straight from the socket by the waiting goroutine
+// with no wake-up in its path, and a receive that waits for a slow peer
+// burns at most Spin of CPU before it sleeps. Between attempts it yields,
+// so that it does not starve goroutines of its own process.
 func (t *NetTransport) spin(p *peer, r *recvReq) bool {
-	budget := p.spinBudget(t.opts.Spin)
-	if p.conn == nil || budget <= 0 {
+	if p.conn == nil || t.opts.Spin <= 0 {
 		return r.state.Load() == reqDone
 	}
-	start := time.Now()
+	last, seen := time.Now(), p.conn.BytesRead()
 	for {
 		p.conn.Progress()
-		if s := r.state.Load(); s != reqPosted {
-			if s == reqClaimed {
-				p.conn.Progress() // a payload mid-way may be whole by now
-			}
-			return r.state.Load() == reqDone
+		if r.state.Load() == reqDone {
+			return true
 		}
-		if time.Since(start) > budget {
+		if now := p.conn.BytesRead(); now != seen {
+			last, seen = time.Now(), now
+		} else if time.Since(last) > t.opts.Spin {
 			return false
 		}
 		runtime.Gosched()
@@ -202,6 +206,7 @@ func (t *NetTransport) spin(p *peer, r *recvReq) bool {
 func (t *NetTransport) withdraw(p *peer, q *tagQueue, r *recvReq, cause error) error {
 	p.mu.Lock()
 	if r.state.Load() == reqPosted && q.recvs.remove(r) {
+		p.waiting--
 		p.mu.Unlock()
 		return cause
 	}

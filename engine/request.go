@@ -17,17 +17,16 @@ const (
 
 // recvReq is one pending receive. It is recycled through a pool.
 type recvReq struct {
-	into   bool   // RecvInto: fill dst; otherwise hand over data
-	dst    []byte // RecvInto destination
-	from   int
-	tag    int
-	n      int    // bytes received
-	data   []byte // Recv: the message
-	err    error
-	state  atomic.Uint32
-	done   chan struct{} // buffered 1: completion token
-	doneAt time.Time     // when it completed, for the spin budget
-	timer  *time.Timer
+	into  bool   // RecvInto: fill dst; otherwise hand over data
+	dst   []byte // RecvInto destination
+	from  int
+	tag   int
+	n     int    // bytes received
+	data  []byte // Recv: the message
+	err   error
+	state atomic.Uint32
+	done  chan struct{} // buffered 1: completion token
+	timer *time.Timer
 }
 
 func newRecvReq() any { return &recvReq{done: make(chan struct{}, 1)} }
@@ -35,7 +34,6 @@ func newRecvReq() any { return &recvReq{done: make(chan struct{}, 1)} }
 // complete publishes the outcome and wakes the waiter.
 func (r *recvReq) complete(err error) {
 	r.err = err
-	r.doneAt = time.Now()
 	r.state.Store(reqDone)
 	r.done <- struct{}{}
 }

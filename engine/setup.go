@@ -45,7 +45,7 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 		return nil, err
 	}
 	t := newNetTransport(rank, world, o)
-	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame}); err != nil {
+	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0)}); err != nil {
 		return nil, err
 	}
 	if err := t.connect(ln, peers); err != nil {

@@ -2,6 +2,7 @@ package ioloop
 
 import (
 	"math/bits"
+	"sync"
 
 	"github.com/valyala/bytebufferpool"
 )
@@ -14,6 +15,44 @@ const poolClasses = 31
 // buffer that was large before, not grown from a small one.
 var pools [poolClasses]bytebufferpool.Pool
 
+// stashes keep a few buffers of each class outside the pools: a
+// bytebufferpool.Pool is a sync.Pool, which every GC cycle empties, and a
+// stream of large unexpected messages would otherwise allocate a fresh
+// buffer for most of them (and so cause the GC cycles that empty the pool).
+var stashes [poolClasses]stash
+
+// stashBytes bounds what one class's stash holds.
+const stashBytes = 64 << 20
+
+type stash struct {
+	mu   sync.Mutex
+	bufs []*bytebufferpool.ByteBuffer
+}
+
+func (s *stash) get() *bytebufferpool.ByteBuffer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.bufs)
+	if n == 0 {
+		return nil
+	}
+	bb := s.bufs[n-1]
+	s.bufs[n-1] = nil
+	s.bufs = s.bufs[:n-1]
+	return bb
+}
+
+// put keeps bb if there is room: at most 1024 buffers and stashBytes.
+func (s *stash) put(bb *bytebufferpool.ByteBuffer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.bufs) >= 1024 || (len(s.bufs)+1)*cap(bb.B) > stashBytes {
+		return false
+	}
+	s.bufs = append(s.bufs, bb)
+	return true
+}
+
 // GetBuffer returns a pooled buffer whose B has length n. Return it with
 // PutBuffer once its bytes are no longer needed.
 func GetBuffer(n int) *bytebufferpool.ByteBuffer {
@@ -21,7 +60,10 @@ func GetBuffer(n int) *bytebufferpool.ByteBuffer {
 	if k >= poolClasses {
 		return &bytebufferpool.ByteBuffer{B: make([]byte, n)}
 	}
-	bb := pools[k].Get()
+	bb := stashes[k].get()
+	if bb == nil {
+		bb = pools[k].Get()
+	}
 	if cap(bb.B) < n {
 		bb.B = make([]byte, n, 1<<k)
 	}
@@ -41,7 +83,9 @@ func PutBuffer(bb *bytebufferpool.ByteBuffer) {
 		return
 	}
 	bb.B = bb.B[:1<<k]
-	pools[k].Put(bb)
+	if !stashes[k].put(bb) {
+		pools[k].Put(bb)
+	}
 }
 
 // ceilClass returns the smallest k with 1<<k >= n.

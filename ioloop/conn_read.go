@@ -13,19 +13,22 @@ import (
 // reader is the read side of a Conn: a staging buffer for headers and small
 // payloads, and the frame being received.
 type reader struct {
-	mu      sync.Mutex  // held by whoever reads the socket
-	pending atomic.Bool // readiness reported while mu was held elsewhere
-	paused  atomic.Bool // the handler asked to stop reading
+	mu      sync.Mutex    // held by whoever reads the socket
+	pending atomic.Bool   // readiness reported while mu was held elsewhere
+	paused  atomic.Bool   // the handler asked to stop reading
+	total   atomic.Uint64 // bytes read from the socket so far
 
 	buf  []byte // staging; unread bytes are buf[r:w]
 	r, w int
 
-	inBody bool
-	hdr    frame.Header
-	dst    []byte // payload destination, len == hdr.Length
-	got    int    // payload bytes in dst
-	bb     *bytebufferpool.ByteBuffer
-	short  bool // the last read hit EAGAIN: the socket is drained
+	held      bool // hdr decoded, waiting for the handler to name a destination
+	deferNext bool // set by Defer during Payload
+	inBody    bool
+	hdr       frame.Header
+	dst       []byte // payload destination, len == hdr.Length
+	got       int    // payload bytes in dst
+	bb        *bytebufferpool.ByteBuffer
+	short     bool // the last read hit EAGAIN: the socket is drained
 }
 
 // Progress reads whatever the socket holds and delivers every complete
@@ -49,6 +52,10 @@ func (c *Conn) Progress() {
 	}
 }
 
+// BytesRead returns how many bytes have been read from the socket so far;
+// a waiting goroutine can tell from it whether data is still arriving.
+func (c *Conn) BytesRead() uint64 { return c.rd.total.Load() }
+
 func (c *Conn) onReadable() {
 	c.rd.pending.Store(true)
 	c.Progress()
@@ -59,13 +66,20 @@ func (c *Conn) onReadable() {
 // when too much has queued up.
 func (c *Conn) Pause() { c.rd.paused.Store(true) }
 
-// Resume undoes Pause and reads what has arrived since.
+// Resume undoes Pause, retries a frame whose payload the handler
+// deferred, and reads what has arrived since.
 func (c *Conn) Resume() {
-	if c.rd.paused.Swap(false) {
-		c.rd.pending.Store(true)
-		c.Progress()
-	}
+	c.rd.paused.Store(false)
+	c.rd.pending.Store(true)
+	c.Progress()
 }
+
+// Defer, called from Handler.Payload instead of naming a buffer, leaves the
+// frame's payload in the socket: reading stops until Resume, which asks
+// Payload again. A handler defers a large payload that nobody waits for
+// yet, so that it can later be read straight into the buffer of the
+// receive that wants it, and TCP flow control holds the sender meanwhile.
+func (c *Conn) Defer() { c.rd.deferNext = true }
 
 // drainLocked delivers frames until the socket is drained, the handler
 // pauses reading, or the connection breaks.
@@ -76,6 +90,12 @@ func (c *Conn) drainLocked() (string, error) {
 	}
 	rd.short = false
 	for !rd.paused.Load() && c.failed.Load() == nil {
+		if rd.held {
+			if !c.choose() {
+				return "", nil
+			}
+			continue
+		}
 		if rd.inBody {
 			done, err := c.fillBody()
 			if err != nil || !done {
@@ -100,7 +120,8 @@ func (c *Conn) drainLocked() (string, error) {
 	return "", nil
 }
 
-// startFrame decodes the header at rd.r and picks the payload destination.
+// startFrame decodes the header at rd.r; choose then picks the payload's
+// destination.
 func (c *Conn) startFrame() error {
 	rd := &c.rd
 	h, err := frame.Decode(rd.buf[rd.r:rd.w], c.loop.opts.MaxFrame)
@@ -109,14 +130,25 @@ func (c *Conn) startFrame() error {
 	}
 	rd.r += frame.HeaderSize
 	rd.hdr = h
-	rd.inBody = true
-	rd.got = 0
-	rd.dst = c.h.Payload(c, &rd.hdr)
-	if rd.dst == nil || uint64(len(rd.dst)) != h.Length {
-		rd.bb = GetBuffer(int(h.Length))
+	rd.held = true
+	return nil
+}
+
+// choose asks the handler where the held frame's payload goes and reports
+// false if the handler deferred it.
+func (c *Conn) choose() bool {
+	rd := &c.rd
+	rd.deferNext = false
+	dst := c.h.Payload(c, &rd.hdr)
+	if dst == nil && rd.deferNext {
+		return false
+	}
+	rd.held, rd.inBody, rd.got, rd.dst = false, true, 0, dst
+	if dst == nil || uint64(len(dst)) != rd.hdr.Length {
+		rd.bb = GetBuffer(int(rd.hdr.Length))
 		rd.dst = rd.bb.B
 	}
-	return nil
+	return true
 }
 
 // fillBody moves staged bytes into the payload destination and reads the
@@ -183,6 +215,7 @@ func (c *Conn) read(p []byte) (int, error) {
 		// A short read does not prove the socket drained: Linux may return
 		// early from a large read with data still queued, and no new edge
 		// comes for that data. Only EAGAIN ends a drain.
+		c.rd.total.Add(uint64(n))
 		return n, nil
 	}
 }

@@ -2,8 +2,10 @@ package ioloop
 
 import (
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/valyala/bytebufferpool"
@@ -39,8 +41,9 @@ type writer struct {
 	free   []*sendReq // recycled requests
 	failed error
 
-	bufs [][]byte     // the writev vector, reused
-	iov  []unix.Iovec // its iovec form, reused
+	bufs  [][]byte      // the writev vector, reused
+	iov   []unix.Iovec  // its iovec form, reused
+	total atomic.Uint64 // bytes written so far
 }
 
 // Send writes one frame: h's header followed by payload, which the loop
@@ -66,6 +69,9 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 	}
 	c.wr.pending.Store(true)
 	c.flush()
+	if spin := c.loop.opts.Spin; spin > 0 && len(r.done) == 0 {
+		c.spinWrite(r, spin)
+	}
 	select {
 	case err = <-r.done:
 	default:
@@ -76,6 +82,24 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 	}
 	c.recycle(r)
 	return err
+}
+
+// spinWrite retries the write itself until r completes or no byte of the
+// queue has moved for spin: a receiver that drains the socket at wire speed
+// frees room within microseconds, and taking the loop's wake-up out of that
+// path is what keeps a bulk sender at wire speed.
+func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
+	last, seen := time.Now(), c.wr.total.Load()
+	for len(r.done) == 0 && c.failed.Load() == nil {
+		runtime.Gosched()
+		c.wr.pending.Store(true)
+		c.flush()
+		if now := c.wr.total.Load(); now != seen {
+			last, seen = time.Now(), now
+		} else if time.Since(last) > spin {
+			return
+		}
+	}
 }
 
 // ErrCanceled is returned by SendCancel when it gave up before writing.
@@ -231,6 +255,7 @@ func (c *Conn) flushLocked() error {
 		}
 		switch err {
 		case nil:
+			c.wr.total.Add(uint64(n))
 			c.advance(n)
 		case unix.EINTR:
 			c.advance(0)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"golang.org/x/sys/unix"
@@ -26,6 +27,10 @@ type Options struct {
 	// Events is how many readiness events one poller wait returns at most.
 	// Default 128.
 	Events int
+	// Spin is how long a Send whose frame does not fit in the socket keeps
+	// retrying the write itself while no byte moves, before it sleeps until
+	// the loop sees the socket writable. 0 disables it.
+	Spin time.Duration
 }
 
 func (o *Options) setDefaults() error {

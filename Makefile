@@ -1,0 +1,43 @@
+# boltmesh: build, test and benchmark. `make test` is what CI runs.
+GO      ?= go
+PKGS    := ./...
+# Benchmark time per case for `make bench`; BENCHTIME=1x is a smoke run.
+BENCHTIME ?= 1s
+FUZZTIME  ?= 30s
+CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
+
+.PHONY: all build test vet race cross bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+race:
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# test: vet, the race-enabled test suite, and the cross builds.
+test: vet race cross
+
+# cross: macOS and FreeBSD must build and vet (they cannot run here).
+cross:
+	@for t in $(CROSS); do \
+		echo "cross $$t"; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build $(PKGS) || exit 1; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet $(PKGS) || exit 1; \
+	done
+
+# bench: boltmesh against the stdnet baseline (plain net.Conn), two
+# processes on loopback: ping-pong latency and streaming bandwidth.
+bench:
+	$(GO) test -run='^$$' -bench='PingPong|Stream' -benchtime=$(BENCHTIME) ./engine
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./frame
+	$(GO) test -run='^$$' -fuzz='^FuzzHello$$' -fuzztime=$(FUZZTIME) ./frame
+
+clean:
+	$(GO) clean -testcache

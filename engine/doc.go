@@ -1,0 +1,29 @@
+// Package engine is boltmesh's transport: NetTransport, a full mesh of TCP
+// connections among the ranks of a world, driven by an epoll/kqueue event
+// loop (package ioloop) with zero-copy sends and receives.
+//
+// # Messaging
+//
+// Transport is tagged two-sided messaging: Send(to, tag, p) and
+// Recv/RecvInto(from, tag), matched FIFO per (source, tag), with timeout
+// and context variants, and a dissemination Barrier. Sends are one writev
+// of header and payload; a receive posted before its message arrives is
+// read straight from the socket into the caller's buffer.
+//
+// # Failure
+//
+// A peer whose connection breaks is lost: every pending and later
+// operation involving it returns an error that errors.Is(err, ErrPeerLost),
+// promptly, while the other peers keep working. Close fails blocked
+// operations with ErrClosed. Errors are the sentinels in errors.go and
+// typed errors (*PeerError, *UnknownRankError, *TruncatedError, ...)
+// that wrap them.
+//
+// # Construction
+//
+// Bind(rank, world, peers, opts) or FromListener with a pre-bound
+// listener: ranks dial lower ranks and accept higher ones, each connection
+// opening with a HELLO handshake (magic, version, world, rank, mesh id and,
+// with Options.MeshKey or BOLTMESH_KEY, an HMAC-SHA256 proof in both
+// directions). See frame/spec.md for the wire format.
+package engine
