@@ -152,8 +152,11 @@ func (hc *hsConn) accept(claim func(rank int) string) (int, error) {
 	if why := hc.check(m); why != "" {
 		return rank, hc.reject(rank, why, nil)
 	}
-	if rank <= int(hc.self.Rank) {
-		return rank, hc.reject(rank, fmt.Sprintf("rank %d must be dialed by rank %d, not dial it", hc.self.Rank, rank), nil)
+	switch {
+	case rank == int(hc.self.Rank):
+		return rank, hc.reject(rank, fmt.Sprintf("rank %d is this rank itself", rank), nil)
+	case rank < int(hc.self.Rank):
+		return rank, hc.reject(rank, fmt.Sprintf("rank %d is lower than %d: it accepts, it does not dial", rank, hc.self.Rank), nil)
 	}
 	copy(hc.peer[:], payload)
 	if err := hc.write(frame.KindHello, frame.FlagReply, hc.raw[:]); err != nil {

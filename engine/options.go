@@ -73,8 +73,13 @@ func (o Options) withDefaults() (Options, error) {
 	defDur(&o.HandshakeTimeout, 5*time.Second)
 	defDur(&o.Spin, 50*time.Microsecond)
 	defDur(&o.KeepAlive, 5*time.Second)
-	if o.DialTimeout < 0 || o.HandshakeTimeout < 0 || o.KeepAlive < 0 {
-		return o, &OptionError{"DialTimeout/HandshakeTimeout/KeepAlive", "is negative"}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"DialTimeout", o.DialTimeout}, {"HandshakeTimeout", o.HandshakeTimeout}, {"KeepAlive", o.KeepAlive}} {
+		if d.v < 0 {
+			return o, &OptionError{d.name, "is negative"}
+		}
 	}
 	if o.SocketBuffer < 0 {
 		return o, &OptionError{"SocketBuffer", "is negative"}

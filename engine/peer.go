@@ -24,10 +24,10 @@ type peer struct {
 	rank int
 	conn *ioloop.Conn // nil for this rank itself
 
-	mu      sync.Mutex
-	tags    map[uint32]*tagQueue
-	claimed *recvReq   // receive whose buffer a payload is being read into
-	lost    *PeerError // why the peer is gone, once it is
+	mu       sync.Mutex
+	tags     map[uint32]*tagQueue
+	claimed  *recvReq   // receive whose buffer a payload is being read into
+	lost     *PeerError // why the peer is gone, once it is
 	queued   int64      // bytes in msgs queues
 	paused   bool       // reading stopped for backpressure
 	waiting  int        // receives posted in recvs queues

@@ -251,7 +251,11 @@ func (t *NetTransport) adopt(nc net.Conn, r int) error {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		t.tune(tc)
 	}
-	fd, err := dupFD(nc.(syscall.Conn))
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return fmt.Errorf("boltmesh: connection from %s is a %T, not a socket the event loop can own", nc.RemoteAddr(), nc)
+	}
+	fd, err := dupFD(sc)
 	if err != nil {
 		return err
 	}
