@@ -46,7 +46,8 @@ func (t *NetTransport) BarrierContext(ctx context.Context) error {
 // and waits for rank-2^k, so it completes in ceil(log2 n) rounds with no
 // root. Each signal carries the barrier's epoch so that signals left over
 // from a barrier that was given up are discarded. Because it needs every
-// rank, it fails as soon as any peer is lost. Calls from several goroutines
+// rank, it fails as soon as any peer is lost, or has closed (GOODBYE)
+// before completing this barrier. Calls from several goroutines
 // of one rank are serialized. A barrier given up through its context is
 // resumed by the next call.
 func (t *NetTransport) barrier(w waitOpts) error {
@@ -64,6 +65,10 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		b.inProgress, b.round, b.sent = true, 0, false
 		binary.LittleEndian.PutUint64(b.out[:], b.epoch)
 	}
+	if err := t.closedBefore(b.epoch, w.op); err != nil {
+		return err
+	}
+	w.epoch = b.epoch
 	for ; 1<<b.round < t.world; b.round, b.sent = b.round+1, false {
 		dist := 1 << b.round
 		to := (t.rank + dist) % t.world
@@ -82,6 +87,7 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		}
 	}
 	b.inProgress = false
+	t.barriersDone.Store(b.epoch)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,12 @@ type NetTransport struct {
 	lostCh   chan struct{} // closed when the first peer is lost
 	lostRank atomic.Int64  // that peer
 
+	barriersDone atomic.Uint64 // barriers this rank completed, told in GOODBYE
+	closedMu     sync.Mutex
+	closedCh     chan struct{} // closed when the first peer closes in order
+	closedEpoch  uint64        // fewest barriers completed by a closed peer
+	closedRank   int           // that peer
+
 	barrierMu sync.Mutex
 	bar       barrierState // guarded by barrierMu
 	reqs      sync.Pool    // *recvReq
@@ -34,7 +41,7 @@ type NetTransport struct {
 var _ Transport = (*NetTransport)(nil)
 
 func newNetTransport(rank, world int, o Options) *NetTransport {
-	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{})}
+	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{}), closedCh: make(chan struct{}), closedEpoch: math.MaxUint64}
 	t.reqs.New = newRecvReq
 	t.peers = make([]*peer, world)
 	for r := range t.peers {
@@ -81,7 +88,7 @@ func (t *NetTransport) sayGoodbye() {
 	defer cancel()
 	for _, p := range t.peers {
 		if p.conn != nil {
-			h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank)}
+			h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Offset: t.barriersDone.Load()}
 			p.conn.SendCancel(&h, nil, ctx.Done())
 		}
 	}
@@ -94,6 +101,32 @@ func (t *NetTransport) noteLost(rank int) {
 		t.lostRank.Store(int64(rank))
 		close(t.lostCh)
 	})
+}
+
+// noteClosed records that rank closed in order after completing done
+// barriers: barriers after those can no longer complete.
+func (t *NetTransport) noteClosed(rank int, done uint64) {
+	t.closedMu.Lock()
+	defer t.closedMu.Unlock()
+	if done < t.closedEpoch {
+		t.closedEpoch, t.closedRank = done, rank
+	}
+	select {
+	case <-t.closedCh:
+	default:
+		close(t.closedCh)
+	}
+}
+
+// closedBefore returns an error if a peer closed before completing barrier
+// number epoch, or nil.
+func (t *NetTransport) closedBefore(epoch uint64, op string) error {
+	t.closedMu.Lock()
+	defer t.closedMu.Unlock()
+	if t.closedEpoch >= epoch {
+		return nil
+	}
+	return &PeerError{Op: op, Rank: t.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 }
 
 // anyLost returns the error of the first lost peer, or nil.

@@ -33,7 +33,8 @@ type peer struct {
 	waiting  int        // receives posted in recvs queues
 	deferred bool       // a large payload waits in the socket for a receive
 
-	goodbye atomic.Bool // the peer announced an orderly close
+	goodbye     atomic.Bool   // the peer announced an orderly close
+	goodbyeDone atomic.Uint64 // barriers it had completed then
 }
 
 var _ ioloop.Handler = (*peer)(nil)
@@ -106,6 +107,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 		}
 		p.deliver(c, h.Tag, bb)
 	case frame.KindGoodbye:
+		p.goodbyeDone.Store(h.Offset)
 		p.goodbye.Store(true)
 		if bb != nil {
 			ioloop.PutBuffer(bb)
@@ -165,6 +167,7 @@ func (p *peer) Closed(_ *ioloop.Conn, err error) {
 		p.fail(ErrClosed, nil)
 	case p.goodbye.Load():
 		p.fail(ErrPeerLost, ErrPeerClosed)
+		p.t.noteClosed(p.rank, p.goodbyeDone.Load())
 	default:
 		p.fail(ErrPeerLost, err)
 		p.t.noteLost(p.rank)

@@ -15,6 +15,7 @@ type waitOpts struct {
 	ctxErr  func() error    // the context's Err, with cancel
 	timeout time.Duration   // > 0: give up after it with ErrTimeout
 	anyLost bool            // give up when any peer is lost (collectives)
+	epoch   uint64          // barrier: give up when a peer closes before completing it
 	op      string
 }
 
@@ -157,20 +158,28 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 		defer r.timer.Stop()
 		timeout = r.timer.C
 	}
-	var lost <-chan struct{}
+	var lost, closed <-chan struct{}
 	if w.anyLost {
 		lost = t.lostCh
 	}
+	if w.epoch > 0 {
+		closed = t.closedCh
+	}
 	var cause error
-	select {
-	case <-r.done:
-		return nil
-	case <-w.cancel:
-		cause = w.ctxErr()
-	case <-timeout:
-		cause = ErrTimeout
-	case <-lost:
-		cause = t.anyLost(w.op)
+	for cause == nil {
+		select {
+		case <-r.done:
+			return nil
+		case <-w.cancel:
+			cause = w.ctxErr()
+		case <-timeout:
+			cause = ErrTimeout
+		case <-lost:
+			cause = t.anyLost(w.op)
+		case <-closed:
+			closed = nil // checked once: closes are recorded before the channel closes
+			cause = t.closedBefore(w.epoch, w.op)
+		}
 	}
 	return t.withdraw(p, q, r, cause)
 }
@@ -179,14 +188,14 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 // arrived from p for Options.Spin: a message, small or large, that arrives
 // at wire speed is read straight from the socket by the waiting goroutine
 // with no wake-up in its path, and a receive that waits for a slow peer
-// burns at most Spin of CPU before it sleeps. Between attempts it yields,
+// burns at most Spin of CPU before it sleeps. Every few attempts it yields,
 // so that it does not starve goroutines of its own process.
 func (t *NetTransport) spin(p *peer, r *recvReq) bool {
 	if p.conn == nil || t.opts.Spin <= 0 {
 		return r.state.Load() == reqDone
 	}
 	last, seen := time.Now(), p.conn.BytesRead()
-	for {
+	for i := 1; ; i++ {
 		p.conn.Progress()
 		if r.state.Load() == reqDone {
 			return true
@@ -196,7 +205,9 @@ func (t *NetTransport) spin(p *peer, r *recvReq) bool {
 		} else if time.Since(last) > t.opts.Spin {
 			return false
 		}
-		runtime.Gosched()
+		if i%8 == 0 {
+			runtime.Gosched()
+		}
 	}
 }
 

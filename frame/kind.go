@@ -19,7 +19,7 @@ const (
 	KindRPCReq    Kind = 9  // RPC request; Offset is the request id
 	KindRPCReply  Kind = 10 // RPC reply; Offset is the request id
 	KindHeartbeat Kind = 11 // liveness probe, no payload
-	KindGoodbye   Kind = 12 // orderly close, no payload
+	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.

@@ -41,9 +41,10 @@ type writer struct {
 	free   []*sendReq // recycled requests
 	failed error
 
-	bufs  [][]byte      // the writev vector, reused
-	iov   []unix.Iovec  // its iovec form, reused
-	total atomic.Uint64 // bytes written so far
+	hdr   [frame.HeaderSize]byte // sendDirect's header, guarded by mu
+	bufs  [][]byte               // the writev vector, reused
+	iov   []unix.Iovec           // its iovec form, reused
+	total atomic.Uint64          // bytes written so far
 }
 
 // Send writes one frame: h's header followed by payload, which the loop
@@ -63,9 +64,14 @@ func (c *Conn) Send(h *frame.Header, payload []byte) error {
 // nil; payload may be reused either way.
 func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{}) error {
 	h.Length = uint64(len(payload))
-	r, err := c.enqueue(h, payload)
-	if err != nil {
+	r, done, err := c.sendDirect(h, payload)
+	if done {
 		return err
+	}
+	if r == nil {
+		if r, err = c.enqueue(h, payload, 0); err != nil {
+			return err
+		}
 	}
 	c.wr.pending.Store(true)
 	c.flush()
@@ -169,7 +175,51 @@ func (w *writer) finish(r *sendReq, err error) {
 	w.free = append(w.free, r)
 }
 
-func (c *Conn) enqueue(h *frame.Header, payload []byte) (*sendReq, error) {
+// sendDirect is the fast path: when nothing is queued and no goroutine is
+// writing, the frame goes out with one writev from the caller, with no
+// queueing and no completion signal. It reports done with the outcome; or,
+// when the socket took only part of the frame, the queued request for the
+// rest (at the head of the queue); or neither, when the frame must take the
+// queue like any other.
+func (c *Conn) sendDirect(h *frame.Header, payload []byte) (r *sendReq, done bool, err error) {
+	w := &c.wr
+	if !w.mu.TryLock() {
+		return nil, false, nil
+	}
+	w.qmu.Lock()
+	idle := w.head == len(w.queue) && w.failed == nil && !c.closed
+	w.qmu.Unlock()
+	if !idle {
+		w.mu.Unlock()
+		return nil, false, nil
+	}
+	h.Encode(&w.hdr)
+	w.bufs = append(w.bufs[:0], w.hdr[:])
+	if len(payload) > 0 {
+		w.bufs = append(w.bufs, payload)
+	}
+	n, err := c.writev()
+	switch {
+	case err == nil && n == frame.HeaderSize+len(payload):
+		w.total.Add(uint64(n))
+		w.mu.Unlock()
+		return nil, true, nil
+	case err == nil || err == unix.EAGAIN || err == unix.EINTR:
+		n = max(n, 0)
+		w.total.Add(uint64(n))
+		r, err = c.enqueue(h, payload, n)
+		w.mu.Unlock()
+		return r, err != nil, err
+	default:
+		w.mu.Unlock()
+		c.fail("writev", os.NewSyscallError("writev", err))
+		return nil, true, c.Err()
+	}
+}
+
+// enqueue queues a frame of which off bytes are already written: such a
+// frame goes first, the others last.
+func (c *Conn) enqueue(h *frame.Header, payload []byte, off int) (*sendReq, error) {
 	w := &c.wr
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -183,13 +233,17 @@ func (c *Conn) enqueue(h *frame.Header, payload []byte) (*sendReq, error) {
 		r = &sendReq{done: make(chan error, 1)}
 	}
 	h.Encode(&r.hdr)
-	r.payload, r.off = payload, 0
+	r.payload, r.off = payload, off
 	if w.head > 0 && w.head >= len(w.queue)/2 {
 		n := copy(w.queue, w.queue[w.head:])
 		clear(w.queue[n:])
 		w.queue, w.head = w.queue[:n], 0
 	}
 	w.queue = append(w.queue, r)
+	if off > 0 { // started: move it to the front
+		copy(w.queue[w.head+1:], w.queue[w.head:len(w.queue)-1])
+		w.queue[w.head] = r
+	}
 	return r, nil
 }
 
@@ -248,11 +302,7 @@ func (c *Conn) flushLocked() error {
 		if c.gather() == 0 {
 			return nil
 		}
-		n, err := writev(c.fd, c.wr.bufs, &c.wr.iov)
-		clear(c.wr.bufs)
-		if testHookWritev != nil {
-			testHookWritev(c.id, len(c.wr.bufs), n)
-		}
+		n, err := c.writev()
 		switch err {
 		case nil:
 			c.wr.total.Add(uint64(n))
@@ -267,6 +317,17 @@ func (c *Conn) flushLocked() error {
 			return os.NewSyscallError("writev", err)
 		}
 	}
+}
+
+// writev writes wr.bufs with one writev and clears it; wr.mu is held.
+func (c *Conn) writev() (int, error) {
+	w := &c.wr
+	n, err := writev(c.fd, w.bufs, &w.iov)
+	if testHookWritev != nil {
+		testHookWritev(c.id, len(w.bufs), n)
+	}
+	clear(w.bufs)
+	return n, err
 }
 
 // testHookWritev, when set by a test, sees every writev: the connection
