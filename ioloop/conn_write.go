@@ -24,6 +24,7 @@ type sendReq struct {
 	done    chan error                 // buffered 1: the completion
 	off     int                        // bytes of hdr+payload already written
 	owned   *bytebufferpool.ByteBuffer // detached: payload is this copy
+	async   bool                       // nobody waits: the queue recycles it
 }
 
 func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
@@ -69,7 +70,7 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 		return err
 	}
 	if r == nil {
-		if r, err = c.enqueue(h, payload, 0); err != nil {
+		if r, err = c.enqueue(h, payload, 0, false, false); err != nil {
 			return err
 		}
 	}
@@ -166,12 +167,14 @@ func (w *writer) queued(r *sendReq) bool {
 // finish completes r: its sender is told, or, for a detached frame, the
 // copy and the request are recycled. qmu must be held.
 func (w *writer) finish(r *sendReq, err error) {
-	if r.owned == nil {
+	if r.owned == nil && !r.async {
 		r.done <- err
 		return
 	}
-	PutBuffer(r.owned)
-	r.owned, r.payload = nil, nil
+	if r.owned != nil {
+		PutBuffer(r.owned)
+	}
+	r.owned, r.payload, r.async = nil, nil, false
 	w.free = append(w.free, r)
 }
 
@@ -207,7 +210,7 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte) (r *sendReq, done boo
 	case err == nil || err == unix.EAGAIN || err == unix.EINTR:
 		n = max(n, 0)
 		w.total.Add(uint64(n))
-		r, err = c.enqueue(h, payload, n)
+		r, err = c.enqueue(h, payload, n, false, false)
 		w.mu.Unlock()
 		return r, err != nil, err
 	default:
@@ -218,8 +221,9 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte) (r *sendReq, done boo
 }
 
 // enqueue queues a frame of which off bytes are already written: such a
-// frame goes first, the others last.
-func (c *Conn) enqueue(h *frame.Header, payload []byte, off int) (*sendReq, error) {
+// frame goes first, the others last. An async frame is recycled by the
+// queue when written (its payload copied first if copyPayload).
+func (c *Conn) enqueue(h *frame.Header, payload []byte, off int, async, copyPayload bool) (*sendReq, error) {
 	w := &c.wr
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -233,7 +237,12 @@ func (c *Conn) enqueue(h *frame.Header, payload []byte, off int) (*sendReq, erro
 		r = &sendReq{done: make(chan error, 1)}
 	}
 	h.Encode(&r.hdr)
-	r.payload, r.off = payload, off
+	r.payload, r.off, r.async = payload, off, async
+	if copyPayload && len(payload) > 0 {
+		r.owned = GetBuffer(len(payload))
+		copy(r.owned.B, payload)
+		r.payload = r.owned.B
+	}
 	if w.head > 0 && w.head >= len(w.queue)/2 {
 		n := copy(w.queue, w.queue[w.head:])
 		clear(w.queue[n:])

@@ -1,0 +1,66 @@
+package heap
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of package heap, usually wrapped in an *AllocError or an
+// *OutOfBoundsError. Test for them with errors.Is.
+var (
+	// ErrOutOfBounds means a requested range does not lie inside the heap,
+	// or its end overflows uint64.
+	ErrOutOfBounds = errors.New("heap: range out of bounds")
+	// ErrClosed means the Heap has been closed.
+	ErrClosed = errors.New("heap: closed")
+	// ErrNoSpace means no free range of the heap can hold the allocation,
+	// or (from New) the requested heap does not fit the address space.
+	ErrNoSpace = errors.New("heap: no space")
+	// ErrBadAlign means an alignment is not a power of two.
+	ErrBadAlign = errors.New("heap: alignment not a power of two")
+	// ErrNotAllocated means a Buffer given to Free or Bytes is not exactly
+	// a live allocation: never allocated, already freed, out of range, or
+	// overlapping an allocation without matching it.
+	ErrNotAllocated = errors.New("heap: buffer not allocated")
+	// ErrZeroSize means a size of zero was given to New or Alloc.
+	ErrZeroSize = errors.New("heap: zero size")
+)
+
+// OutOfBoundsError reports a range [Offset, Offset+Len) that does not fit
+// a heap of Size bytes. It wraps ErrOutOfBounds.
+type OutOfBoundsError struct {
+	Offset uint64 // start of the requested range
+	Len    uint64 // length of the requested range
+	Size   uint64 // size of the heap
+}
+
+func (e *OutOfBoundsError) Error() string {
+	return fmt.Sprintf("%v: [%d, +%d) in a heap of %d bytes", ErrOutOfBounds, e.Offset, e.Len, e.Size)
+}
+
+// Unwrap returns ErrOutOfBounds.
+func (e *OutOfBoundsError) Unwrap() error { return ErrOutOfBounds }
+
+// AllocError reports a failed New, Alloc, Free or Bytes call and the
+// arguments it was given. Err is one of the package's sentinels, or a
+// system call error from New.
+type AllocError struct {
+	Op     string // "new", "alloc", "free" or "bytes"
+	Offset uint64 // Buffer.Offset for "free" and "bytes"; 0 otherwise
+	Size   uint64 // requested size, or Buffer.Len for "free" and "bytes"
+	Align  uint64 // requested alignment for "alloc"; 0 otherwise
+	Err    error  // the cause
+}
+
+func (e *AllocError) Error() string {
+	switch e.Op {
+	case "alloc":
+		return fmt.Sprintf("heap: alloc size=%d align=%d: %v", e.Size, e.Align, e.Err)
+	case "free", "bytes":
+		return fmt.Sprintf("heap: %s offset=%d len=%d: %v", e.Op, e.Offset, e.Size, e.Err)
+	}
+	return fmt.Sprintf("heap: %s size=%d: %v", e.Op, e.Size, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *AllocError) Unwrap() error { return e.Err }

@@ -1,0 +1,57 @@
+package ioloop
+
+import "github.com/boltmesh/boltmesh/frame"
+
+// Write is a frame queued by Start. Its zero value is a completed write.
+type Write struct {
+	c   *Conn
+	r   *sendReq
+	err error
+}
+
+// Start queues one frame like Send but returns at once: payload must stay
+// untouched until Wait returns. Frames keep the order of their Start and
+// Send calls.
+func (c *Conn) Start(h *frame.Header, payload []byte) (Write, error) {
+	h.Length = uint64(len(payload))
+	r, done, err := c.sendDirect(h, payload)
+	if done {
+		return Write{}, err
+	}
+	if r == nil {
+		if r, err = c.enqueue(h, payload, 0, false, false); err != nil {
+			return Write{}, err
+		}
+	}
+	c.wr.pending.Store(true)
+	c.flush()
+	return Write{c: c, r: r}, nil
+}
+
+// Wait returns once every byte of the frame is in the kernel, or with the
+// connection's *ConnError. Call it exactly once per Write from Start.
+func (w Write) Wait() error {
+	if w.r == nil {
+		return w.err
+	}
+	if spin := w.c.loop.opts.Spin; spin > 0 && len(w.r.done) == 0 {
+		w.c.spinWrite(w.r, spin)
+	}
+	err := <-w.r.done
+	w.c.recycle(w.r)
+	return err
+}
+
+// Post queues one frame and returns at once; nobody waits for it. payload
+// must stay valid until it is written (memory that outlives the
+// connection, such as a mapped heap), or be copied first with copyPayload.
+// Handlers use it to answer from inside Deliver without blocking.
+func (c *Conn) Post(h *frame.Header, payload []byte, copyPayload bool) error {
+	h.Length = uint64(len(payload))
+	if _, err := c.enqueue(h, payload, 0, true, copyPayload); err != nil {
+		return err
+	}
+	c.wr.pending.Store(true)
+	c.flush()
+	return nil
+}
