@@ -31,15 +31,30 @@ type barrierState struct {
 }
 
 // Barrier implements Transport.
+// Every put this rank issued is completed first (Quiet), so that the
+// barrier orders one-sided transfers too.
 func (t *NetTransport) Barrier() error {
-	return t.barrier(waitOpts{op: "barrier", anyLost: true})
+	qerr := t.Quiet()
+	return joinErr(t.barrier(waitOpts{op: "barrier", anyLost: true}), qerr)
+}
+
+// joinErr is errors.Join that keeps a lone error as it is.
+func joinErr(a, b error) error {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return b
+	}
+	return errors.Join(a, b)
 }
 
 // BarrierContext implements Transport.
 func (t *NetTransport) BarrierContext(ctx context.Context) error {
+	qerr := t.Quiet()
 	w := ctxWait(ctx, "barrier")
 	w.anyLost = true
-	return t.barrier(w)
+	return joinErr(t.barrier(w), qerr)
 }
 
 // barrier is a dissemination barrier: in round k every rank signals rank+2^k

@@ -113,6 +113,22 @@ func (e *OutOfBoundsError) Error() string {
 // Unwrap returns ErrOutOfBounds.
 func (e *OutOfBoundsError) Unwrap() error { return ErrOutOfBounds }
 
+// RemoteError reports a one-sided operation the target rank refused, such
+// as a put or get outside its heap. Err is ErrOutOfBounds or ErrClosed.
+type RemoteError struct {
+	Op     string // "put" or "get"
+	Rank   int    // the target
+	Reason string // the target's words
+	Err    error
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("%s refused by rank %d: %v: %s", e.Op, e.Rank, e.Err, e.Reason)
+}
+
+// Unwrap returns Err.
+func (e *RemoteError) Unwrap() error { return e.Err }
+
 // TruncatedError reports a message longer than the RecvInto buffer. Nothing
 // is lost: the message stays first in line for (From, Tag).
 type TruncatedError struct {

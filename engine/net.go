@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/heap"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -33,6 +34,10 @@ type NetTransport struct {
 	closedEpoch  uint64        // fewest barriers completed by a closed peer
 	closedRank   int           // that peer
 
+	heap   *heap.Heap
+	gets   sync.Pool // *getReq
+	nextID atomic.Uint64
+
 	barrierMu sync.Mutex
 	bar       barrierState // guarded by barrierMu
 	reqs      sync.Pool    // *recvReq
@@ -43,6 +48,7 @@ var _ Transport = (*NetTransport)(nil)
 func newNetTransport(rank, world int, o Options) *NetTransport {
 	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{}), closedCh: make(chan struct{}), closedEpoch: math.MaxUint64}
 	t.reqs.New = newRecvReq
+	t.gets.New = newGetReq
 	t.peers = make([]*peer, world)
 	for r := range t.peers {
 		t.peers[r] = newPeer(t, r)
@@ -76,6 +82,14 @@ func (t *NetTransport) Close() error {
 		}
 		if t.loop != nil {
 			err = t.loop.Close()
+		}
+		for _, p := range t.peers {
+			if p.conn != nil {
+				<-p.released // nobody reads into or writes from the heap now
+			}
+		}
+		if t.heap != nil {
+			t.heap.Close()
 		}
 	})
 	return err

@@ -33,6 +33,12 @@ type peer struct {
 	waiting  int        // receives posted in recvs queues
 	deferred bool       // a large payload waits in the socket for a receive
 
+	gets           map[uint64]*getReq // gets waiting for their reply, by id
+	claimedGet     *getReq            // get whose reply is being read into its buffer
+	putErr         error              // first put refusal since the last Quiet
+	putsSinceQuiet atomic.Bool        // a put went to this peer since the last Quiet
+	released       chan struct{}      // closed when the connection is released
+
 	goodbye     atomic.Bool   // the peer announced an orderly close
 	goodbyeDone atomic.Uint64 // barriers it had completed then
 }
@@ -40,7 +46,7 @@ type peer struct {
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
-	return &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue)}
+	return &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
 }
 
 func (p *peer) queue(tag uint32) *tagQueue {
@@ -64,7 +70,14 @@ const deferMin = 32 << 10
 // buffer if the tag differs), so a deferred frame never blocks what is
 // behind it for longer than the application takes to ask.
 func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
-	if h.Kind != frame.KindSend {
+	switch h.Kind {
+	case frame.KindPut:
+		s, _, _ := p.heapRange(h.Offset, h.Length)
+		return s // straight into the heap; nil: refused, Deliver answers
+	case frame.KindGetReply:
+		return p.claimGet(h)
+	case frame.KindSend:
+	default:
 		return nil
 	}
 	p.mu.Lock()
@@ -106,6 +119,14 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 			return
 		}
 		p.deliver(c, h.Tag, bb)
+	case frame.KindPut:
+		p.deliverPut(c, h, bb)
+	case frame.KindPutAck:
+		p.notePutErr(h, bb)
+	case frame.KindGetReq:
+		p.serveGet(c, h, bb)
+	case frame.KindGetReply:
+		p.deliverGetReply(h, bb)
 	case frame.KindGoodbye:
 		p.goodbyeDone.Store(h.Offset)
 		p.goodbye.Store(true)
@@ -162,6 +183,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer
 // need every rank (barriers) are not aborted, since the peer finished its
 // part of them before closing.
 func (p *peer) Closed(_ *ioloop.Conn, err error) {
+	defer close(p.released)
 	switch {
 	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)
@@ -196,6 +218,25 @@ func (p *peer) fail(sentinel, cause error) {
 			r.complete(p.errFor("recv"))
 		}
 	}
+	if g := p.claimedGet; g != nil {
+		p.claimedGet = nil
+		g.complete(p.errFor("get"))
+	}
+	for id, g := range p.gets {
+		delete(p.gets, id)
+		p.waiting--
+		g.complete(p.errFor("get"))
+	}
+}
+
+// await counts a new waiter on p and reports whether reading must resume:
+// a waiter overrides the backpressure pause and a deferred payload, since
+// what it waits for may be behind them. p.mu must be held.
+func (p *peer) await() bool {
+	p.waiting++
+	resume := p.paused || p.deferred
+	p.paused, p.deferred = false, false
+	return resume
 }
 
 // errFor returns the peer's loss as an error of operation op; p.lost must

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -96,9 +97,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	r := t.reqs.Get().(*recvReq)
 	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
 	q.recvs.push(r)
-	p.waiting++
-	resume := p.paused || p.deferred // a waiting receive overrides both
-	p.paused, p.deferred = false, false
+	resume := p.await()
 	p.mu.Unlock()
 	if resume {
 		p.conn.Resume()
@@ -145,7 +144,7 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 // before r was claimed; otherwise r's own outcome stands.
 func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error {
 	start := time.Now()
-	if t.spin(p, r) {
+	if t.spin(p, &r.state) {
 		<-r.done
 		return nil
 	}
@@ -184,20 +183,21 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 	return t.withdraw(p, q, r, cause)
 }
 
-// spin drives p's connection itself until r completes or no byte has
+// spin drives p's connection itself until the request whose state it
+// watches completes or no byte has
 // arrived from p for Options.Spin: a message, small or large, that arrives
 // at wire speed is read straight from the socket by the waiting goroutine
 // with no wake-up in its path, and a receive that waits for a slow peer
 // burns at most Spin of CPU before it sleeps. Every few attempts it yields,
 // so that it does not starve goroutines of its own process.
-func (t *NetTransport) spin(p *peer, r *recvReq) bool {
+func (t *NetTransport) spin(p *peer, state *atomic.Uint32) bool {
 	if p.conn == nil || t.opts.Spin <= 0 {
-		return r.state.Load() == reqDone
+		return state.Load() == reqDone
 	}
 	last, seen := time.Now(), p.conn.BytesRead()
 	for i := 1; ; i++ {
 		p.conn.Progress()
-		if r.state.Load() == reqDone {
+		if state.Load() == reqDone {
 			return true
 		}
 		if now := p.conn.BytesRead(); now != seen {

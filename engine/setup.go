@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boltmesh/boltmesh/heap"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -45,6 +46,9 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 		return nil, err
 	}
 	t := newNetTransport(rank, world, o)
+	if t.heap, err = heap.New(o.HeapSize); err != nil {
+		return nil, err
+	}
 	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0)}); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// checkHeap validates a one-sided transfer of n bytes against b before
+// anything goes on the wire.
+func (t *NetTransport) checkHeap(b SymmetricBuffer, n int) error {
+	if err := t.checkRank(b.Rank); err != nil {
+		return err
+	}
+	if uint64(n) != b.Len {
+		return &LengthMismatchError{Expected: b.Len, Got: uint64(n)}
+	}
+	if size := t.heap.Size(); b.Offset > size || b.Len > size-b.Offset {
+		return &OutOfBoundsError{Rank: b.Rank, Offset: b.Offset, Len: b.Len, HeapSize: size}
+	}
+	if b.Len > t.opts.MaxFrame {
+		return &OutOfBoundsError{Rank: b.Rank, Offset: b.Offset, Len: b.Len, HeapSize: t.opts.MaxFrame}
+	}
+	return nil
+}
+
+// local returns this rank's heap range for b, already bounds-checked.
+func (t *NetTransport) local(b SymmetricBuffer) ([]byte, error) {
+	s, err := t.heap.Slice(b.Offset, b.Len)
+	if err != nil {
+		return nil, &PeerError{Op: "heap", Rank: t.rank, Err: ErrClosed, Cause: err}
+	}
+	return s, nil
+}
+
+// Put implements SymmetricTransport.
+func (t *NetTransport) Put(dst SymmetricBuffer, src []byte) error {
+	r, err := t.PutNB(dst, src)
+	if err != nil {
+		return err
+	}
+	return r.Wait()
+}
+
+// PutNB implements SymmetricTransport. The payload goes out with writev
+// straight from src and is read at the target straight into its heap.
+func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
+	if err := t.checkHeap(dst, len(src)); err != nil {
+		return Request{}, err
+	}
+	p := t.peers[dst.Rank]
+	if p.conn == nil {
+		h, err := t.local(dst)
+		if err == nil {
+			copy(h, src)
+		}
+		return Request{}, err
+	}
+	p.putsSinceQuiet.Store(true)
+	h := frame.Header{Kind: frame.KindPut, Src: uint32(t.rank), Offset: dst.Offset}
+	w, err := p.conn.Start(&h, src)
+	if err != nil {
+		return Request{}, t.connErr(p, "put", err)
+	}
+	return Request{t: t, p: p, w: w, op: "put", wait: true}, nil
+}
+
+// Get implements SymmetricTransport.
+func (t *NetTransport) Get(src SymmetricBuffer, dst []byte) error {
+	r, err := t.GetNB(src, dst)
+	if err != nil {
+		return err
+	}
+	return r.Wait()
+}
+
+// GetNB implements SymmetricTransport. The request carries an id that the
+// reply echoes, so concurrent gets to one peer each receive their own
+// bytes; the reply is read straight into dst.
+func (t *NetTransport) GetNB(src SymmetricBuffer, dst []byte) (Request, error) {
+	if err := t.checkHeap(src, len(dst)); err != nil {
+		return Request{}, err
+	}
+	p := t.peers[src.Rank]
+	if p.conn == nil {
+		h, err := t.local(src)
+		if err == nil {
+			copy(dst, h)
+		}
+		return Request{}, err
+	}
+	g, err := t.startGet(p, src.Offset, dst)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{t: t, p: p, g: g, op: "get"}, nil
+}
+
+// startGet registers a pending get and sends its request.
+func (t *NetTransport) startGet(p *peer, off uint64, dst []byte) (*getReq, error) {
+	g := t.gets.Get().(*getReq)
+	g.dst, g.id = dst, t.nextID.Add(1)
+	if err := p.addGet(g); err != nil {
+		t.gets.Put(g)
+		return nil, err
+	}
+	(&frame.GetReq{ID: g.id, Length: uint64(len(dst))}).Encode(&g.req)
+	h := frame.Header{Kind: frame.KindGetReq, Src: uint32(t.rank), Offset: off}
+	if err := p.conn.Send(&h, g.req[:]); err != nil {
+		if p.removeGet(g) {
+			t.gets.Put(g)
+		} else {
+			t.waitGet(p, g) // the peer's loss completes it
+		}
+		return nil, t.connErr(p, "get", err)
+	}
+	return g, nil
+}
+
+// waitGet waits for g's reply, reading the socket itself first as a
+// receive does, and recycles g.
+func (t *NetTransport) waitGet(p *peer, g *getReq) error {
+	t.spin(p, &g.state)
+	<-g.done
+	err := g.err
+	g.reset()
+	t.gets.Put(g)
+	return err
+}
+
+// Quiet implements SymmetricTransport: a zero-length get to every peer
+// that was put to since the last Quiet is a fence, since each connection
+// is processed in order, and a refusal of an earlier put reaches this rank
+// before the fence's reply.
+func (t *NetTransport) Quiet() error {
+	var errs []error
+	for _, p := range t.peers {
+		if p.conn == nil || !p.putsSinceQuiet.Swap(false) {
+			continue
+		}
+		g, err := t.startGet(p, 0, nil)
+		if err == nil {
+			err = t.waitGet(p, g)
+		}
+		errs = append(errs, err, p.takePutErr())
+	}
+	return errors.Join(errs...)
+}
+
+// connErr turns an ioloop error from p's connection into the peer's loss.
+func (t *NetTransport) connErr(p *peer, op string, err error) error {
+	if errors.Is(err, ioloop.ErrCanceled) {
+		return err
+	}
+	if e := p.lostErr(op); e != nil {
+		return e
+	}
+	if t.closed.Load() {
+		return &PeerError{Op: op, Rank: p.rank, Err: ErrClosed}
+	}
+	return &PeerError{Op: op, Rank: p.rank, Err: ErrPeerLost, Cause: err}
+}
