@@ -13,7 +13,7 @@ const (
 	KindReject    Kind = 3  // handshake refused; payload is the reason text
 	KindSend      Kind = 4  // tagged two-sided message
 	KindPut       Kind = 5  // one-sided write into the target's heap at Offset
-	KindPutAck    Kind = 6  // completion of puts up to Aux; Error flag carries a reason
+	KindPutAck    Kind = 6  // refusal of a PUT (Error flag, reason text; Aux: refusal code)
 	KindGetReq    Kind = 7  // one-sided read request: payload {request id, length}
 	KindGetReply  Kind = 8  // reply to a GetReq; Offset is the request id
 	KindRPCReq    Kind = 9  // RPC request; Offset is the request id
