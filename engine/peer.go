@@ -33,11 +33,12 @@ type peer struct {
 	waiting  int        // receives posted in recvs queues
 	deferred bool       // a large payload waits in the socket for a receive
 
-	gets           map[uint64]*getReq // gets waiting for their reply, by id
-	claimedGet     *getReq            // get whose reply is being read into its buffer
-	putErr         error              // first put refusal since the last Quiet
-	putsSinceQuiet atomic.Bool        // a put went to this peer since the last Quiet
-	released       chan struct{}      // closed when the connection is released
+	gets       map[uint64]*getReq // gets waiting for their reply, by id
+	claimedGet *getReq            // get whose reply is being read into its buffer
+	putErr     error              // first put refusal since the last Quiet
+	putSeq     atomic.Uint64      // puts sent to this peer
+	fenced     atomic.Uint64      // puts known complete at the peer
+	released   chan struct{}      // closed when the connection is released
 
 	goodbye     atomic.Bool   // the peer announced an orderly close
 	goodbyeDone atomic.Uint64 // barriers it had completed then

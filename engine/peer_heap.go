@@ -115,6 +115,16 @@ func (p *peer) notePutErr(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	p.mu.Unlock()
 }
 
+// fenceDone records that every put up to seq is complete at p.
+func (p *peer) fenceDone(seq uint64) {
+	for {
+		cur := p.fenced.Load()
+		if cur >= seq || p.fenced.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
 // takePutErr returns and clears the first refusal since the last call.
 func (p *peer) takePutErr() error {
 	p.mu.Lock()

@@ -57,12 +57,12 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 		}
 		return Request{}, err
 	}
-	p.putsSinceQuiet.Store(true)
 	h := frame.Header{Kind: frame.KindPut, Src: uint32(t.rank), Offset: dst.Offset}
 	w, err := p.conn.Start(&h, src)
 	if err != nil {
 		return Request{}, t.connErr(p, "put", err)
 	}
+	p.putSeq.Add(1) // after the frame is queued: a fence sent later covers it
 	return Request{t: t, p: p, w: w, op: "put", wait: true}, nil
 }
 
@@ -130,18 +130,26 @@ func (t *NetTransport) waitGet(p *peer, g *getReq) error {
 }
 
 // Quiet implements SymmetricTransport: a zero-length get to every peer
-// that was put to since the last Quiet is a fence, since each connection
-// is processed in order, and a refusal of an earlier put reaches this rank
-// before the fence's reply.
+// with puts not yet covered by a completed fence is a fence, since each
+// connection is processed in order, and a refusal of an earlier put
+// reaches this rank before the fence's reply. Concurrent Quiets each wait
+// for a fence that covers the puts issued before they began.
 func (t *NetTransport) Quiet() error {
 	var errs []error
 	for _, p := range t.peers {
-		if p.conn == nil || !p.putsSinceQuiet.Swap(false) {
+		if p.conn == nil {
+			continue
+		}
+		target := p.putSeq.Load()
+		if p.fenced.Load() >= target {
 			continue
 		}
 		g, err := t.startGet(p, 0, nil)
 		if err == nil {
 			err = t.waitGet(p, g)
+		}
+		if err == nil {
+			p.fenceDone(target)
 		}
 		errs = append(errs, err, p.takePutErr())
 	}
