@@ -57,6 +57,9 @@ func runChild(role string) error {
 			return err
 		}
 		return t.Barrier()
+	case "heap-idle": // joins the mesh and then only serves its heap until killed
+		_, err := t.Recv(0, heapIdleTag)
+		return err
 	case "flood":
 		buf := pattern(rank, 0, floodTag, 0, floodSize)
 		for {

@@ -196,7 +196,7 @@ func (t *NetTransport) spin(p *peer, state *atomic.Uint32) bool {
 	}
 	last, seen := time.Now(), p.conn.BytesRead()
 	for i := 1; ; i++ {
-		p.conn.Progress()
+		p.conn.Poll()
 		if state.Load() == reqDone {
 			return true
 		}

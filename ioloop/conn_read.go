@@ -28,7 +28,8 @@ type reader struct {
 	dst       []byte // payload destination, len == hdr.Length
 	got       int    // payload bytes in dst
 	bb        *bytebufferpool.ByteBuffer
-	short     bool // the last read hit EAGAIN: the socket is drained
+	short     bool // the last read hit EAGAIN (or, when lazy, came back short)
+	lazy      bool // this drain may end at a short read (Poll)
 }
 
 // Progress reads whatever the socket holds and delivers every complete
@@ -36,9 +37,22 @@ type reader struct {
 // may call it in a loop to receive without a hand-off from the loop
 // goroutine. If another goroutine is reading, Progress returns at once and
 // that goroutine will read what arrived.
-func (c *Conn) Progress() {
+func (c *Conn) Progress() { c.progress(false) }
+
+// Poll is Progress for a goroutine that waits for a frame: it may stop at
+// a read that returned less than asked instead of reading on until EAGAIN,
+// which saves a system call per message on the waiter's path. That is safe
+// because every arrival also raises an edge for the loop, whose drains
+// (and every drain on its behalf) still go on until EAGAIN: a short read
+// does not prove the socket empty, so only the loop's drain may end the
+// obligation an edge creates.
+func (c *Conn) Poll() { c.progress(true) }
+
+func (c *Conn) progress(lazy bool) {
 	for c.rd.mu.TryLock() {
 		c.rd.pending.Store(false)
+		c.rd.lazy = lazy
+		lazy = false // a retry serves an edge the loop could not: strict
 		op, err := c.drainLocked()
 		c.rd.mu.Unlock()
 		if err != nil {
@@ -214,7 +228,8 @@ func (c *Conn) read(p []byte) (int, error) {
 		}
 		// A short read does not prove the socket drained: Linux may return
 		// early from a large read with data still queued, and no new edge
-		// comes for that data. Only EAGAIN ends a drain.
+		// comes for that data. Only EAGAIN ends a strict drain.
+		c.rd.short = c.rd.lazy && n < len(p)
 		c.rd.total.Add(uint64(n))
 		return n, nil
 	}

@@ -193,7 +193,7 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte) (r *sendReq, done boo
 	idle := w.head == len(w.queue) && w.failed == nil && !c.closed
 	w.qmu.Unlock()
 	if !idle {
-		w.mu.Unlock()
+		c.unlockWriter()
 		return nil, false, nil
 	}
 	h.Encode(&w.hdr)
@@ -205,18 +205,27 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte) (r *sendReq, done boo
 	switch {
 	case err == nil && n == frame.HeaderSize+len(payload):
 		w.total.Add(uint64(n))
-		w.mu.Unlock()
+		c.unlockWriter()
 		return nil, true, nil
 	case err == nil || err == unix.EAGAIN || err == unix.EINTR:
 		n = max(n, 0)
 		w.total.Add(uint64(n))
 		r, err = c.enqueue(h, payload, n, false, false)
-		w.mu.Unlock()
+		c.unlockWriter()
 		return r, err != nil, err
 	default:
-		w.mu.Unlock()
+		c.unlockWriter()
 		c.fail("writev", os.NewSyscallError("writev", err))
 		return nil, true, c.Err()
+	}
+}
+
+// unlockWriter releases wr.mu and, as every holder must, writes what was
+// queued meanwhile: a flush that found the lock taken left that to us.
+func (c *Conn) unlockWriter() {
+	c.wr.mu.Unlock()
+	if c.wr.pending.Load() {
+		c.flush()
 	}
 }
 
