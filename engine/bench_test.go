@@ -99,6 +99,9 @@ func runBenchChild(role string, rank int, addrs []string, ln net.Listener) error
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
+	if strings.HasPrefix(role, benchHeapRole) {
+		return runBenchHeapChild(role, rank, addrs, ln, size, n)
+	}
 	var end benchEnd
 	switch {
 	case strings.HasPrefix(role, "bench-boltmesh-"):
