@@ -154,6 +154,7 @@ func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.Byte
 		return
 	}
 	c.Post(&reply, s, false)
+	c.KeepHot() // the next get is likely soon and only the loop serves it
 }
 
 // deliverGetReply completes the get a reply answers.

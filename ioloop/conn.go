@@ -91,3 +91,9 @@ func (c *Conn) releaseIfDue() {
 	c.rd.mu.Unlock()
 	c.h.Closed(c, c.failed.Load())
 }
+
+// KeepHot makes the loop keep reading this connection, without parking,
+// for Options.Spin from now: handlers call it after serving a request
+// whose latency matters (a one-sided get, which only the loop serves while
+// the target's own goroutines sleep), since the next is likely soon.
+func (c *Conn) KeepHot() { c.loop.keepHot(c) }

@@ -14,7 +14,7 @@ type Write struct {
 // Send calls.
 func (c *Conn) Start(h *frame.Header, payload []byte) (Write, error) {
 	h.Length = uint64(len(payload))
-	r, done, err := c.sendDirect(h, payload)
+	r, done, err := c.sendDirect(h, payload, false, false)
 	if done {
 		return Write{}, err
 	}
@@ -48,8 +48,14 @@ func (w Write) Wait() error {
 // Handlers use it to answer from inside Deliver without blocking.
 func (c *Conn) Post(h *frame.Header, payload []byte, copyPayload bool) error {
 	h.Length = uint64(len(payload))
-	if _, err := c.enqueue(h, payload, 0, true, copyPayload); err != nil {
+	r, done, err := c.sendDirect(h, payload, true, copyPayload)
+	if done {
 		return err
+	}
+	if r == nil {
+		if _, err := c.enqueue(h, payload, 0, true, copyPayload); err != nil {
+			return err
+		}
 	}
 	c.wr.pending.Store(true)
 	c.flush()

@@ -65,7 +65,7 @@ func (c *Conn) Send(h *frame.Header, payload []byte) error {
 // nil; payload may be reused either way.
 func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{}) error {
 	h.Length = uint64(len(payload))
-	r, done, err := c.sendDirect(h, payload)
+	r, done, err := c.sendDirect(h, payload, false, false)
 	if done {
 		return err
 	}
@@ -184,7 +184,7 @@ func (w *writer) finish(r *sendReq, err error) {
 // when the socket took only part of the frame, the queued request for the
 // rest (at the head of the queue); or neither, when the frame must take the
 // queue like any other.
-func (c *Conn) sendDirect(h *frame.Header, payload []byte) (r *sendReq, done bool, err error) {
+func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bool) (r *sendReq, done bool, err error) {
 	w := &c.wr
 	if !w.mu.TryLock() {
 		return nil, false, nil
@@ -210,7 +210,7 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte) (r *sendReq, done boo
 	case err == nil || err == unix.EAGAIN || err == unix.EINTR:
 		n = max(n, 0)
 		w.total.Add(uint64(n))
-		r, err = c.enqueue(h, payload, n, false, false)
+		r, err = c.enqueue(h, payload, n, async, copyPayload)
 		c.unlockWriter()
 		return r, err != nil, err
 	default:
