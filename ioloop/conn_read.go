@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/valyala/bytebufferpool"
@@ -13,10 +14,11 @@ import (
 // reader is the read side of a Conn: a staging buffer for headers and small
 // payloads, and the frame being received.
 type reader struct {
-	mu      sync.Mutex    // held by whoever reads the socket
-	pending atomic.Bool   // readiness reported while mu was held elsewhere
-	paused  atomic.Bool   // the handler asked to stop reading
-	total   atomic.Uint64 // bytes read from the socket so far
+	mu       sync.Mutex    // held by whoever reads the socket
+	pending  atomic.Bool   // readiness reported while mu was held elsewhere
+	paused   atomic.Bool   // the handler asked to stop reading
+	total    atomic.Uint64 // bytes read from the socket so far
+	polledAt atomic.Int64  // nanotime of the last Poll by a waiting goroutine
 
 	buf  []byte // staging; unread bytes are buf[r:w]
 	r, w int
@@ -46,7 +48,17 @@ func (c *Conn) Progress() { c.progress(false) }
 // (and every drain on its behalf) still go on until EAGAIN: a short read
 // does not prove the socket empty, so only the loop's drain may end the
 // obligation an edge creates.
-func (c *Conn) Poll() { c.progress(true) }
+func (c *Conn) Poll() {
+	c.rd.polledAt.Store(nanotime())
+	c.progress(true)
+}
+
+// polledRecently reports whether a goroutine other than the loop read
+// this connection in the last few microseconds: it is spinning on it, so
+// the loop need not.
+func (c *Conn) polledRecently() bool {
+	return nanotime()-c.rd.polledAt.Load() < int64(10*time.Microsecond)
+}
 
 func (c *Conn) progress(lazy bool) {
 	for c.rd.mu.TryLock() {

@@ -172,8 +172,12 @@ func (l *Loop) run() {
 // wake-up; otherwise it parks in Go's poller.
 func (l *Loop) wait() error {
 	for i := 0; l.hotUntil.Load() > nanotime(); i++ {
-		if c := l.hot.Load(); c != nil && i%4 != 3 {
-			c.Poll() // the hot connection first: one read, no epoll_wait
+		c := l.hot.Load()
+		if c != nil && c.polledRecently() {
+			break // a waiting goroutine spins on it already: do not compete
+		}
+		if c != nil && i%4 != 3 {
+			c.progress(true) // the hot connection first: one read, no epoll_wait
 		} else if l.pollOnce(0) {
 			return nil
 		}
