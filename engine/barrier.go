@@ -91,7 +91,7 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		if !b.sent {
 			if err := t.send(w.cancel, to, tagBarrier+b.round, b.out[:]); err != nil {
 				if errors.Is(err, ioloop.ErrCanceled) {
-					return w.ctxErr()
+					return w.ctx.Err()
 				}
 				return err
 			}

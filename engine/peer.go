@@ -26,12 +26,13 @@ type peer struct {
 
 	mu       sync.Mutex
 	tags     map[uint32]*tagQueue
-	claimed  *recvReq   // receive whose buffer a payload is being read into
-	lost     *PeerError // why the peer is gone, once it is
-	queued   int64      // bytes in msgs queues
-	paused   bool       // reading stopped for backpressure
-	waiting  int        // receives posted in recvs queues
-	deferred bool       // a large payload waits in the socket for a receive
+	freeQ    []*tagQueue // emptied queues, for reuse
+	claimed  *recvReq    // receive whose buffer a payload is being read into
+	lost     *PeerError  // why the peer is gone, once it is
+	queued   int64       // bytes in msgs queues
+	paused   bool        // reading stopped for backpressure
+	waiting  int         // receives posted in recvs queues
+	deferred bool        // a large payload waits in the socket for a receive
 
 	gets       map[uint64]*getReq // gets waiting for their reply, by id
 	claimedGet *getReq            // get whose reply is being read into its buffer
@@ -53,10 +54,26 @@ func newPeer(t *NetTransport, rank int) *peer {
 func (p *peer) queue(tag uint32) *tagQueue {
 	q := p.tags[tag]
 	if q == nil {
-		q = &tagQueue{}
+		if n := len(p.freeQ); n > 0 {
+			q, p.freeQ = p.freeQ[n-1], p.freeQ[:n-1]
+		} else {
+			q = &tagQueue{}
+		}
 		p.tags[tag] = q
 	}
 	return q
+}
+
+// tidy drops tag's queue once it holds nothing and keeps it for reuse, so
+// that tags used once (collectives take fresh tags per call) neither pile
+// up nor cost an allocation each. p.mu must be held.
+func (p *peer) tidy(tag uint32, q *tagQueue) {
+	if q.msgs.len() == 0 && q.recvs.len() == 0 {
+		delete(p.tags, tag)
+		if len(p.freeQ) < 64 {
+			p.freeQ = append(p.freeQ, q)
+		}
+	}
 }
 
 // deferMin is the payload size from which a SEND that nobody waits for is
@@ -100,6 +117,7 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 		return nil // no receiver, nothing to read, or Deliver reports the truncation
 	}
 	q.recvs.pop()
+	p.tidy(h.Tag, q)
 	p.waiting--
 	r.state.Store(reqClaimed)
 	p.claimed = r
@@ -166,6 +184,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer
 		p.waiting--
 		if r.fits(len(bb.B)) {
 			r.take(bb)
+			p.tidy(tag, q)
 			return
 		}
 		r.complete(r.truncated(len(bb.B)))
@@ -209,7 +228,7 @@ func (p *peer) fail(sentinel, cause error) {
 		p.claimed = nil
 		r.complete(p.errFor("recv"))
 	}
-	for _, q := range p.tags {
+	for tag, q := range p.tags {
 		for {
 			r, ok := q.recvs.pop()
 			if !ok {
@@ -218,6 +237,7 @@ func (p *peer) fail(sentinel, cause error) {
 			p.waiting--
 			r.complete(p.errFor("recv"))
 		}
+		p.tidy(tag, q)
 	}
 	if g := p.claimedGet; g != nil {
 		p.claimedGet = nil

@@ -13,7 +13,7 @@ import (
 // waitOpts says when a blocked receive gives up besides completing.
 type waitOpts struct {
 	cancel  <-chan struct{} // a context's Done, or nil
-	ctxErr  func() error    // the context's Err, with cancel
+	ctx     context.Context // its Done is cancel; nil without a context
 	timeout time.Duration   // > 0: give up after it with ErrTimeout
 	anyLost bool            // give up when any peer is lost (collectives)
 	epoch   uint64          // barrier: give up when a peer closes before completing it
@@ -69,7 +69,7 @@ func (t *NetTransport) RecvIntoContext(ctx context.Context, from, tag int, dst [
 }
 
 func ctxWait(ctx context.Context, op string) waitOpts {
-	return waitOpts{cancel: ctx.Done(), ctxErr: ctx.Err, op: op}
+	return waitOpts{cancel: ctx.Done(), ctx: ctx, op: op}
 }
 
 // recv receives one message from rank from under any tag: into dst when
@@ -78,8 +78,8 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	if err := t.checkRank(from); err != nil {
 		return 0, nil, err
 	}
-	if w.ctxErr != nil {
-		if err := w.ctxErr(); err != nil {
+	if w.ctx != nil {
+		if err := w.ctx.Err(); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -91,6 +91,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	}
 	if p.lost != nil {
 		err := p.errFor(w.op)
+		p.tidy(tag, q)
 		p.mu.Unlock()
 		return 0, nil, err
 	}
@@ -103,7 +104,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 		p.conn.Resume()
 	}
 
-	err := t.wait(p, q, r, w)
+	err := t.wait(p, r, w)
 	n, data := r.n, r.data
 	if err == nil {
 		err = r.err
@@ -121,6 +122,7 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 		return 0, nil, &TruncatedError{From: p.rank, Tag: int(tag), Len: n, Cap: len(dst)}
 	}
 	q.msgs.pop()
+	p.tidy(tag, q)
 	p.queued -= int64(n)
 	resume := p.paused && p.queued <= t.opts.MaxQueuedBytes/2
 	if resume {
@@ -142,7 +144,7 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 // peer's connection itself for up to Options.Spin, then sleeps until the
 // event loop completes r. It returns a non-nil error only when it gave up
 // before r was claimed; otherwise r's own outcome stands.
-func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error {
+func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	start := time.Now()
 	if t.spin(p, &r.state) {
 		<-r.done
@@ -170,7 +172,7 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 		case <-r.done:
 			return nil
 		case <-w.cancel:
-			cause = w.ctxErr()
+			cause = w.ctx.Err()
 		case <-timeout:
 			cause = ErrTimeout
 		case <-lost:
@@ -180,7 +182,7 @@ func (t *NetTransport) wait(p *peer, q *tagQueue, r *recvReq, w waitOpts) error 
 			cause = t.closedBefore(w.epoch, w.op)
 		}
 	}
-	return t.withdraw(p, q, r, cause)
+	return t.withdraw(p, r, cause)
 }
 
 // spin drives p's connection itself until the request whose state it
@@ -214,9 +216,11 @@ func (t *NetTransport) spin(p *peer, state *atomic.Uint32) bool {
 // withdraw takes r back after a give-up. A receive whose payload is already
 // being read cannot be withdrawn: it waits for that read, which ends with
 // the message or with the peer's loss.
-func (t *NetTransport) withdraw(p *peer, q *tagQueue, r *recvReq, cause error) error {
+func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 	p.mu.Lock()
-	if r.state.Load() == reqPosted && q.recvs.remove(r) {
+	tag := uint32(r.tag)
+	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && q.recvs.remove(r) {
+		p.tidy(tag, q)
 		p.waiting--
 		p.mu.Unlock()
 		return cause

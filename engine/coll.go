@@ -1,0 +1,36 @@
+package engine
+
+import "context"
+
+// collTagBase is the start of the tag space that collectives own:
+// CollTags tags in the reserved range, apart from users' tags and from the
+// barrier's.
+const collTagBase = TagReservedBase + 0x0100_0000
+
+// CollTags is the number of tags in the collective tag space.
+const CollTags = 1 << 24
+
+// SendColl is Send on the collective tag space: tag is in [0, CollTags).
+// It is what package engine/collective builds on.
+func (t *NetTransport) SendColl(ctx context.Context, to int, tag uint32, p []byte) error {
+	if tag >= CollTags {
+		return ErrReservedTag
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return t.send(ctx.Done(), to, collTagBase+tag, p)
+}
+
+// RecvCollInto is RecvIntoContext on the collective tag space. Because a
+// collective needs every rank, it also gives up as soon as any peer is
+// lost, with that peer's ErrPeerLost.
+func (t *NetTransport) RecvCollInto(ctx context.Context, from int, tag uint32, dst []byte) (int, error) {
+	if tag >= CollTags {
+		return 0, ErrReservedTag
+	}
+	w := ctxWait(ctx, "collective")
+	w.anyLost = true
+	n, _, err := t.recv(from, collTagBase+tag, dst, true, w)
+	return n, err
+}

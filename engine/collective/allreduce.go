@@ -1,0 +1,195 @@
+package collective
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/pprof"
+)
+
+// AllReduce reduces data element-wise across all ranks with op, in place:
+// every rank ends with the same result, bit for bit (see AllReduceBytes).
+func AllReduce[T Elem](c *Comm, data []T, op Op) error {
+	return c.AllReduceBytes(context.Background(), DTypeOf[T](), AsBytes(data), op)
+}
+
+// AllReduce16 is AllReduce for float16 or bfloat16 data stored as uint16
+// (dt Float16 or BFloat16), accumulated in float32.
+func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
+	return c.AllReduceBytes(context.Background(), dt, AsBytes16(data), op)
+}
+
+// AllReduceBytes reduces raw data holding elements of dt, in place. Small
+// messages use recursive doubling (log2 n steps); from Options.RingMin
+// bytes on, a ring reduce-scatter followed by an all-gather moves only
+// 2(n-1)/n of the data per rank. Every element is reduced in one fixed
+// order, and each pairwise step is commutative (IEEE addition,
+// multiplication, max and min are), so every rank ends with identical bits.
+func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op) error {
+	esz := dt.Size()
+	if esz == 0 {
+		return errDType("AllReduce", dt)
+	}
+	if !op.valid() {
+		return errOp("AllReduce", op)
+	}
+	if len(data)%esz != 0 {
+		return &LengthError{Func: "AllReduce", DType: dt, DstLen: len(data), SrcLen: -1, Err: ErrDTypeLength}
+	}
+	tag := c.begin()
+	defer c.mu.Unlock()
+	n := c.t.WorldSize()
+	ring := len(data) >= c.opts.RingMin && n > 2 && 2*(n-1) < tagsPerCall
+	pprof.SetGoroutineLabels(c.labels(ring, len(data)))
+	defer pprof.SetGoroutineLabels(ctx)
+	var err error
+	if ring {
+		err = c.ring(ctx, tag, dt, data, op)
+	} else {
+		err = c.doubling(ctx, tag, dt, data, op)
+	}
+	if err == nil {
+		err = FinishBytes(dt, data, op, n)
+	}
+	return err
+}
+
+// sizeClasses name message sizes in profile labels.
+var sizeClasses = [...]struct {
+	below int
+	name  string
+}{{1 << 10, "<1KiB"}, {64 << 10, "<64KiB"}, {1 << 20, "<1MiB"}, {16 << 20, "<16MiB"}, {math.MaxInt, ">=16MiB"}}
+
+// labels returns the profile labels of an allreduce (op, algorithm, size
+// class), made once per Comm so that labelling a call allocates nothing.
+// They replace the goroutine's own labels for the duration of the call.
+func (c *Comm) labels(ring bool, size int) context.Context {
+	a := 0
+	if ring {
+		a = 1
+	}
+	s := 0
+	for size >= sizeClasses[s].below {
+		s++
+	}
+	if c.labelCtx[a][s] == nil {
+		algo := [2]string{"recursive-doubling", "ring"}[a]
+		c.labelCtx[a][s] = pprof.WithLabels(context.Background(), pprof.Labels("op", "allreduce", "algorithm", algo, "size", sizeClasses[s].name))
+	}
+	return c.labelCtx[a][s]
+}
+
+// recv checks that a peer's contribution had the expected length.
+func (c *Comm) recvCheck(n, want, from int) error {
+	if n != want {
+		return fmt.Errorf("collective: rank %d sent %d bytes, this rank expected %d: %w", from, n, want, ErrLengthMismatch)
+	}
+	return nil
+}
+
+// doubling is recursive doubling. With n not a power of two, the first
+// 2*rem ranks pair up first: each even one hands its data to the odd one
+// above it and waits for the result, leaving a power of two to double.
+func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	p2 := 1
+	for p2*2 <= n {
+		p2 *= 2
+	}
+	rem := n - p2
+	buf := c.scratch(len(data))
+	if r < 2*rem && r%2 == 0 { // folded: contribute, then wait for the result
+		if err := c.t.SendColl(ctx, r+1, tag, data); err != nil {
+			return err
+		}
+		m, err := c.t.RecvCollInto(ctx, r+1, tag+1, data)
+		if err == nil {
+			err = c.recvCheck(m, len(data), r+1)
+		}
+		return err
+	}
+	if r < 2*rem {
+		m, err := c.t.RecvCollInto(ctx, r-1, tag, buf)
+		if err == nil {
+			err = c.recvCheck(m, len(data), r-1)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, data, buf, op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	v := virtualRank(r, rem)
+	step := uint32(2)
+	for mask := 1; mask < p2; mask, step = mask*2, step+1 {
+		peer := realRank(v^mask, rem)
+		m, err := c.exchange(ctx, peer, peer, tag+step, data, buf)
+		if err == nil {
+			err = c.recvCheck(m, len(data), peer)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, data, buf, op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if r < 2*rem { // hand the result back to the folded partner
+		return c.t.SendColl(ctx, r-1, tag+1, data)
+	}
+	return nil
+}
+
+// virtualRank numbers the ranks that take part in the doubling 0..p2-1.
+func virtualRank(r, rem int) int {
+	if r < 2*rem {
+		return r / 2
+	}
+	return r - rem
+}
+
+// realRank inverts virtualRank.
+func realRank(v, rem int) int {
+	if v < rem {
+		return 2*v + 1
+	}
+	return v + rem
+}
+
+// ring is a ring reduce-scatter followed by a ring all-gather over n
+// segments of (nearly) equal element counts; any length works.
+func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	esz := dt.Size()
+	elems := len(data) / esz
+	seg := func(i int) []byte {
+		return data[(i*elems/n)*esz : ((i+1)*elems/n)*esz]
+	}
+	right, left := (r+1)%n, (r-1+n)%n
+	for s := 0; s < n-1; s++ {
+		out, in := seg((r-s+n)%n), seg((r-s-1+n)%n)
+		buf := c.scratch(len(in))
+		m, err := c.exchange(ctx, right, left, tag+uint32(s), out, buf)
+		if err == nil {
+			err = c.recvCheck(m, len(in), left)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, in, buf, op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for s := 0; s < n-1; s++ {
+		out, in := seg((r+1-s+n)%n), seg((r-s+n)%n)
+		m, err := c.exchange(ctx, right, left, tag+uint32(n-1+s), out, in)
+		if err == nil {
+			err = c.recvCheck(m, len(in), left)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

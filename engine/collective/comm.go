@@ -1,0 +1,126 @@
+package collective
+
+import (
+	"context"
+	"sync"
+)
+
+// Transport is what the collectives need from a transport: messaging on a
+// tag space of its own, apart from users' tags. *engine.NetTransport
+// implements it; any transport can.
+type Transport interface {
+	Rank() int
+	WorldSize() int
+	// SendColl sends p to rank to under tag, returning once p may be reused.
+	SendColl(ctx context.Context, to int, tag uint32, p []byte) error
+	// RecvCollInto receives the next message from rank from under tag into
+	// dst and returns its length; a longer one is an error.
+	RecvCollInto(ctx context.Context, from int, tag uint32, dst []byte) (int, error)
+}
+
+// tagsPerCall is the collective tags one call may use; calls take turns
+// through the tag space by sequence number, so that a message left over
+// from an earlier call that failed can never match a later one.
+const tagsPerCall = 256
+
+// collTags is the size of the transport's collective tag space.
+const collTags = 1 << 24
+
+// Options tunes a Comm. The zero value selects every default.
+type Options struct {
+	// RingMin is the message size in bytes from which AllReduce uses the
+	// bandwidth-optimal ring (reduce-scatter then all-gather) instead of
+	// recursive doubling. Default 64 KiB.
+	RingMin int
+}
+
+// Comm runs collectives over a transport. Every rank must call the same
+// collectives in the same order. A Comm's methods may be called from one
+// goroutine at a time; calls are serialized.
+type Comm struct {
+	t    Transport
+	opts Options
+	mu   sync.Mutex
+	seq  uint32 // calls so far
+	buf  []byte // receive scratch, grown once to the largest need
+
+	labelCtx [2][len(sizeClasses)]context.Context // profile labels, made once
+
+	sendq chan sendJob
+	sent  chan error
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+type sendJob struct {
+	ctx context.Context
+	to  int
+	tag uint32
+	p   []byte
+}
+
+// New returns a Comm over t. Close it to stop its sender goroutine.
+func New(t Transport, opts Options) *Comm {
+	if opts.RingMin <= 0 {
+		opts.RingMin = 64 << 10
+	}
+	c := &Comm{t: t, opts: opts, sendq: make(chan sendJob), sent: make(chan error, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go c.sender()
+	return c
+}
+
+// Close stops the Comm's sender goroutine.
+func (c *Comm) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+		<-c.done
+	}
+}
+
+// sender sends on behalf of a collective step, so that the step's receive
+// runs while its send is under way: with both blocking, two ranks sending
+// large messages to each other would wait for each other forever.
+func (c *Comm) sender() {
+	defer close(c.done)
+	for {
+		select {
+		case j := <-c.sendq:
+			c.sent <- c.t.SendColl(j.ctx, j.to, j.tag, j.p)
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// exchange sends out to rank to and receives from rank from into in,
+// concurrently, and returns the received length.
+func (c *Comm) exchange(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
+	c.sendq <- sendJob{ctx: ctx, to: to, tag: tag, p: out}
+	n, rerr := c.t.RecvCollInto(ctx, from, tag, in)
+	serr := <-c.sent
+	if rerr != nil {
+		return n, rerr
+	}
+	return n, serr
+}
+
+// begin starts a call: the lock, and the call's first tag.
+func (c *Comm) begin() uint32 {
+	c.mu.Lock()
+	base := (c.seq % (collTags / tagsPerCall)) * tagsPerCall
+	c.seq++
+	return base
+}
+
+// scratch returns a receive buffer of n bytes.
+func (c *Comm) scratch(n int) []byte {
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	return c.buf[:n]
+}
