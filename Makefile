@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race cross bench fuzz clean
+.PHONY: all build test vet race allocs cross bench fuzz clean
 
 all: build
 
@@ -19,8 +19,14 @@ vet:
 race:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-# test: vet, the race-enabled test suite, and the cross builds.
-test: vet race cross
+# allocs: the zero-allocation tests, which the race detector skews (it makes
+# sync.Pool drop items), run without it.
+allocs:
+	$(GO) test -count=1 -run 'Alloc' $(PKGS)
+
+# test: vet, the race-enabled test suite, the allocation tests and the
+# cross builds.
+test: vet race allocs cross
 
 # cross: macOS and FreeBSD must build and vet (they cannot run here).
 cross:

@@ -11,6 +11,9 @@ import (
 // long-lived goroutine (a large send blocks until the receiver reads), so
 // that the measured function creates no goroutine itself.
 func TestSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
+	}
 	if testing.Short() {
 		t.Skip("allocation counts need full runs")
 	}

@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // collTagBase is the start of the tag space that collectives own:
 // CollTags tags in the reserved range, apart from users' tags and from the
@@ -33,4 +36,20 @@ func (t *NetTransport) RecvCollInto(ctx context.Context, from int, tag uint32, d
 	w.anyLost = true
 	n, _, err := t.recv(from, collTagBase+tag, dst, true, w)
 	return n, err
+}
+
+// errNotQueued is TryRecvCollInto's "nothing has arrived".
+var errNotQueued = errors.New("boltmesh: no message queued")
+
+// TryRecvCollInto takes a message from rank from under collective tag tag
+// into dst if one has arrived, without waiting: ok is false if none has.
+func (t *NetTransport) TryRecvCollInto(from int, tag uint32, dst []byte) (n int, ok bool, err error) {
+	if tag >= CollTags {
+		return 0, false, ErrReservedTag
+	}
+	n, _, err = t.recv(from, collTagBase+tag, dst, true, waitOpts{op: "collective", try: true})
+	if err == errNotQueued {
+		return 0, false, nil
+	}
+	return n, err == nil, err
 }

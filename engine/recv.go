@@ -17,6 +17,7 @@ type waitOpts struct {
 	timeout time.Duration   // > 0: give up after it with ErrTimeout
 	anyLost bool            // give up when any peer is lost (collectives)
 	epoch   uint64          // barrier: give up when a peer closes before completing it
+	try     bool            // take a queued message or fail with errNotQueued; never wait
 	op      string
 }
 
@@ -78,8 +79,9 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	if err := t.checkRank(from); err != nil {
 		return 0, nil, err
 	}
-	if w.ctx != nil {
-		if err := w.ctx.Err(); err != nil {
+	var err error
+	if w.ctx != nil && !w.try {
+		if err = w.ctx.Err(); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -90,7 +92,11 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 		return t.takeQueued(p, q, bb, dst, into, tag)
 	}
 	if p.lost != nil {
-		err := p.errFor(w.op)
+		err = p.errFor(w.op)
+	} else if w.try {
+		err = errNotQueued
+	}
+	if err != nil {
 		p.tidy(tag, q)
 		p.mu.Unlock()
 		return 0, nil, err
@@ -104,7 +110,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 		p.conn.Resume()
 	}
 
-	err := t.wait(p, r, w)
+	err = t.wait(p, r, w)
 	n, data := r.n, r.data
 	if err == nil {
 		err = r.err

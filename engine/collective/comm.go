@@ -16,6 +16,9 @@ type Transport interface {
 	// RecvCollInto receives the next message from rank from under tag into
 	// dst and returns its length; a longer one is an error.
 	RecvCollInto(ctx context.Context, from int, tag uint32, dst []byte) (int, error)
+	// TryRecvCollInto is RecvCollInto that takes only a message that has
+	// already arrived, and reports ok false when none has.
+	TryRecvCollInto(from int, tag uint32, dst []byte) (n int, ok bool, err error)
 }
 
 // tagsPerCall is the collective tags one call may use; calls take turns
@@ -28,6 +31,10 @@ const collTags = 1 << 24
 
 // Options tunes a Comm. The zero value selects every default.
 type Options struct {
+	// Root is the rank that collects the contributions of a deadline
+	// allreduce and hands out the result (the parameter server of bounded
+	// staleness). Default 0.
+	Root int
 	// RingMin is the message size in bytes from which AllReduce uses the
 	// bandwidth-optimal ring (reduce-scatter then all-gather) instead of
 	// recursive doubling. Default 64 KiB.
@@ -45,6 +52,7 @@ type Comm struct {
 	buf  []byte // receive scratch, grown once to the largest need
 
 	labelCtx [2][len(sizeClasses)]context.Context // profile labels, made once
+	stale    []staleContribution                  // late deadline contributions still to drop (root)
 
 	sendq chan sendJob
 	sent  chan error

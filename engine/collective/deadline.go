@@ -1,0 +1,157 @@
+package collective
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// ErrWorldTooLarge means a deadline allreduce was asked of more than 64
+// ranks (Contributors is a 64-bit set).
+var ErrWorldTooLarge = errors.New("collective: deadline allreduce supports at most 64 ranks")
+
+// Contributors is the set of ranks whose data went into a deadline
+// allreduce.
+type Contributors struct {
+	Mask  uint64 // bit r set: rank r contributed
+	Count int    // number of contributors
+}
+
+// Has reports whether rank r contributed.
+func (c Contributors) Has(r int) bool { return r >= 0 && r < 64 && c.Mask&(1<<r) != 0 }
+
+// staleContribution is a contribution that missed its round's deadline;
+// the root drops it when it arrives, so that it neither leaks nor leaks
+// into a later round (it carries its own round's tag anyway).
+type staleContribution struct {
+	rank int
+	tag  uint32
+}
+
+// AllReduceDeadline is AllReduce with bounded staleness, as federated
+// averaging needs: the root (Options.Root) waits for contributions until
+// deadline, reduces those that arrived (in rank order, so the result is
+// deterministic), and sends the result and the set of contributors to
+// every rank. Mean divides by the number of contributors. A rank that
+// misses the deadline still receives the round's result, sees itself left
+// out in the returned set, and its late contribution is discarded. The
+// root must not be the late one: the others wait for its result (up to
+// ctx). A lost peer fails the call with engine.ErrPeerLost.
+func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Contributors, error) {
+	return c.AllReduceDeadlineBytes(context.Background(), DTypeOf[T](), AsBytes(data), op, deadline)
+}
+
+// AllReduceDeadlineBytes is AllReduceDeadline over raw data of dt.
+func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
+	if err := checkReduce("AllReduceDeadline", dt, data, op); err != nil {
+		return Contributors{}, err
+	}
+	r, n, root := c.t.Rank(), c.t.WorldSize(), c.opts.Root
+	if n > 64 {
+		return Contributors{}, ErrWorldTooLarge
+	}
+	if root < 0 || root >= n {
+		return Contributors{}, fmt.Errorf("collective: Options.Root %d outside world of %d", root, n)
+	}
+	tag := c.begin()
+	defer c.mu.Unlock()
+	if r != root {
+		return c.deadlineLeaf(ctx, tag, data, root)
+	}
+	got, err := c.deadlineGather(ctx, tag, dt, data, op, deadline)
+	if err == nil {
+		err = FinishBytes(dt, data, op, got.Count)
+	}
+	if err != nil {
+		return Contributors{}, err
+	}
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], got.Mask)
+	for p := range n {
+		if p == root {
+			continue
+		}
+		if err := c.t.SendColl(ctx, p, tag+1, hdr[:]); err != nil {
+			return got, err
+		}
+		if err := c.t.SendColl(ctx, p, tag+2, data); err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+// deadlineLeaf sends this rank's contribution and waits for the result.
+func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root int) (Contributors, error) {
+	if err := c.t.SendColl(ctx, root, tag, data); err != nil {
+		return Contributors{}, err
+	}
+	var hdr [8]byte
+	m, err := c.t.RecvCollInto(ctx, root, tag+1, hdr[:])
+	if err == nil {
+		err = c.recvCheck(m, len(hdr), root)
+	}
+	if err != nil {
+		return Contributors{}, err
+	}
+	mask := binary.LittleEndian.Uint64(hdr[:])
+	m, err = c.t.RecvCollInto(ctx, root, tag+2, data)
+	if err == nil {
+		err = c.recvCheck(m, len(data), root)
+	}
+	return Contributors{Mask: mask, Count: bits.OnesCount64(mask)}, err
+}
+
+// deadlineGather collects contributions at the root until deadline and
+// reduces them into data in rank order.
+func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	buf := c.scratch(len(data))
+	c.dropStale(buf)
+	got := Contributors{Mask: 1 << r, Count: 1}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for p := range n {
+		if p == r {
+			continue
+		}
+		m, err := c.t.RecvCollInto(dctx, p, tag, buf)
+		if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+			m, ok, terr := c.t.TryRecvCollInto(p, tag, buf) // arrived while we waited on another rank
+			if terr != nil {
+				return got, terr
+			}
+			if !ok {
+				c.stale = append(c.stale, staleContribution{rank: p, tag: tag})
+				continue
+			}
+			err = c.recvCheck(m, len(data), p)
+		} else if err == nil {
+			err = c.recvCheck(m, len(data), p)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, data, buf, op)
+		}
+		if err != nil {
+			return got, err
+		}
+		got.Mask |= 1 << p
+		got.Count++
+	}
+	return got, nil
+}
+
+// dropStale discards late contributions of earlier rounds that have
+// arrived since; buf is scratch at least as large as one.
+func (c *Comm) dropStale(buf []byte) {
+	keep := c.stale[:0]
+	for _, s := range c.stale {
+		if _, ok, err := c.t.TryRecvCollInto(s.rank, s.tag, buf); !ok && err == nil {
+			keep = append(keep, s)
+		}
+	}
+	c.stale = keep
+}

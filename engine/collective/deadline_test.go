@@ -1,0 +1,99 @@
+package collective_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine/collective"
+)
+
+// TestAllReduceDeadline: rank 2 of 4 sleeps past the deadline. The others
+// finish in time with the sum and mean of the three that contributed, and
+// know who they were; the late rank gets the same result and sees itself
+// left out; the next round, with everyone on time, is exact.
+func TestAllReduceDeadline(t *testing.T) {
+	const n, length, late = 4, 1000, 2
+	cs := newComms(t, n, collective.Options{})
+	for _, op := range []collective.Op{collective.Sum, collective.Mean} {
+		start := time.Now()
+		deadline := start.Add(300 * time.Millisecond)
+		finished := make([]time.Duration, n)
+		err := onAll(n, func(r int) error {
+			data := make([]float64, length)
+			for i := range data {
+				data[i] = contribution(r, i)
+			}
+			if r == late {
+				time.Sleep(time.Until(deadline) + 400*time.Millisecond)
+			}
+			got, err := collective.AllReduceDeadline(cs[r], data, op, deadline)
+			finished[r] = time.Since(start)
+			if err != nil {
+				return err
+			}
+			if got.Count != n-1 || got.Has(late) || !got.Has(0) || !got.Has(3) {
+				return fmt.Errorf("rank %d: contributors %+v, want all but rank %d", r, got, late)
+			}
+			for i, v := range data {
+				want := 0.0
+				for p := range n {
+					if p != late {
+						want += contribution(p, i)
+					}
+				}
+				if op == collective.Mean {
+					want /= n - 1
+				}
+				if v != want {
+					return fmt.Errorf("rank %d %v element %d: got %v want %v", r, op, i, v, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, d := range finished {
+			if r != late && d > time.Until(deadline)+300*time.Millisecond+2*time.Second {
+				t.Errorf("rank %d finished %v after the start: not in time", r, d)
+			}
+		}
+		// Everyone on time: the late contribution of the last round must not
+		// leak into this one.
+		err = onAll(n, func(r int) error {
+			data := make([]float64, length)
+			for i := range data {
+				data[i] = contribution(r, i)
+			}
+			got, err := collective.AllReduceDeadline(cs[r], data, collective.Sum, time.Now().Add(5*time.Second))
+			if err != nil {
+				return err
+			}
+			if got.Count != n {
+				return fmt.Errorf("rank %d: %d contributors, want %d", r, got.Count, n)
+			}
+			for i, v := range data {
+				if want := reference(collective.Sum, n, i); v != want {
+					return fmt.Errorf("rank %d element %d: got %v want %v", r, i, v, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAllReduceDeadlineErrors(t *testing.T) {
+	cs := newComms(t, 2, collective.Options{Root: 5})
+	_, err := collective.AllReduceDeadline(cs[0], make([]float32, 3), collective.Sum, time.Now())
+	if err == nil {
+		t.Fatal("a root outside the world was accepted")
+	}
+	if _, err := cs[0].AllReduceDeadlineBytes(t.Context(), collective.Float32, make([]byte, 5), collective.Sum, time.Now()); !errors.Is(err, collective.ErrDTypeLength) {
+		t.Fatalf("got %v, want ErrDTypeLength", err)
+	}
+}

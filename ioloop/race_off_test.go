@@ -1,0 +1,5 @@
+//go:build !race
+
+package ioloop_test
+
+const raceEnabled = false
