@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
 )
 
 // collTagBase is the start of the tag space that collectives own:
@@ -52,4 +55,37 @@ func (t *NetTransport) TryRecvCollInto(from int, tag uint32, dst []byte) (n int,
 		return 0, false, nil
 	}
 	return n, err == nil, err
+}
+
+// ExchangeColl sends out to rank to and receives from rank from into in,
+// under collective tag tag, at the same time: the send is started without
+// waiting, the receive runs, and then the send is waited for. Two ranks
+// exchanging large messages therefore never wait for each other, and no
+// goroutine hand-off sits in a step's latency.
+func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
+	if tag >= CollTags {
+		return 0, ErrReservedTag
+	}
+	if err := t.checkRank(to); err != nil {
+		return 0, err
+	}
+	p := t.peers[to]
+	var w ioloop.Write
+	var err error
+	if p.conn == nil {
+		err = t.sendSelf(p, collTagBase+tag, out)
+	} else {
+		h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag}
+		if w, err = p.conn.Start(&h, out); err != nil {
+			err = t.connErr(p, "collective", err)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, rerr := t.RecvCollInto(ctx, from, tag, in)
+	if serr := w.Wait(); serr != nil && rerr == nil {
+		rerr = t.connErr(p, "collective", serr)
+	}
+	return n, rerr
 }

@@ -19,6 +19,10 @@ type Transport interface {
 	// TryRecvCollInto is RecvCollInto that takes only a message that has
 	// already arrived, and reports ok false when none has.
 	TryRecvCollInto(from int, tag uint32, dst []byte) (n int, ok bool, err error)
+	// ExchangeColl sends out to rank to and receives from rank from into
+	// in, concurrently (so that two ranks exchanging large messages never
+	// wait for each other), and returns the received length.
+	ExchangeColl(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error)
 }
 
 // tagsPerCall is the collective tags one call may use; calls take turns
@@ -47,74 +51,34 @@ type Options struct {
 type Comm struct {
 	t    Transport
 	opts Options
-	mu   sync.Mutex
-	seq  uint32 // calls so far
-	buf  []byte // receive scratch, grown once to the largest need
+	mu   sync.Mutex // serializes calls
+	seq  uint32     // calls so far
+	buf  []byte     // receive scratch, grown once to the largest need
 
 	labelCtx [2][len(sizeClasses)]context.Context // profile labels, made once
 	stale    []staleContribution                  // late deadline contributions still to drop (root)
-
-	sendq chan sendJob
-	sent  chan error
-	stop  chan struct{}
-	done  chan struct{}
 }
 
-type sendJob struct {
-	ctx context.Context
-	to  int
-	tag uint32
-	p   []byte
-}
-
-// New returns a Comm over t. Close it to stop its sender goroutine.
+// New returns a Comm over t.
 func New(t Transport, opts Options) *Comm {
 	if opts.RingMin <= 0 {
 		opts.RingMin = 64 << 10
 	}
-	c := &Comm{t: t, opts: opts, sendq: make(chan sendJob), sent: make(chan error, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go c.sender()
-	return c
+	return &Comm{t: t, opts: opts}
 }
 
-// Close stops the Comm's sender goroutine.
+// Close releases the Comm; it holds no goroutine or connection of its own,
+// so this only waits for a call in progress. The transport stays open.
 func (c *Comm) Close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-c.stop:
-	default:
-		close(c.stop)
-		<-c.done
-	}
-}
-
-// sender sends on behalf of a collective step, so that the step's receive
-// runs while its send is under way: with both blocking, two ranks sending
-// large messages to each other would wait for each other forever.
-func (c *Comm) sender() {
-	defer close(c.done)
-	for {
-		select {
-		case j := <-c.sendq:
-			c.sent <- c.t.SendColl(j.ctx, j.to, j.tag, j.p)
-		case <-c.stop:
-			return
-		}
-	}
+	c.buf = nil
+	c.mu.Unlock()
 }
 
 // exchange sends out to rank to and receives from rank from into in,
 // concurrently, and returns the received length.
 func (c *Comm) exchange(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
-	c.sendq <- sendJob{ctx: ctx, to: to, tag: tag, p: out}
-	n, rerr := c.t.RecvCollInto(ctx, from, tag, in)
-	serr := <-c.sent
-	if rerr != nil {
-		return n, rerr
-	}
-	return n, serr
+	return c.t.ExchangeColl(ctx, to, from, tag, out, in)
 }
 
 // begin starts a call: the lock, and the call's first tag.

@@ -1,0 +1,208 @@
+package collective_test
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/engine/collective"
+)
+
+// benchARRanks and benchARSizes (bytes of float32) span BenchmarkAllReduce.
+var (
+	benchARRanks = []int{2, 4}
+	benchARSizes = []int{8, 1024, 65536, 1048576, 16777216, 67108864}
+)
+
+// Benchmark ranks 1..n-1 run in child processes, given the size and the
+// iteration count b.N by environment.
+const (
+	benchARSizeEnv  = "BOLTMESH_COLL_BENCH_SIZE"
+	benchARItersEnv = "BOLTMESH_COLL_BENCH_ITERS"
+)
+
+// benchARRefill is how often, in iterations, the ranks restore their
+// contributions. In between, every rank starts a call holding the same
+// sum s of the last one, so the call yields n*s: with n a power of two the
+// values stay small integers times a power of two, exact in float32; each
+// iteration's result differs from the last; and the cost of restoring is
+// spread over benchARRefill calls. (AllReduce works in place; MPI's
+// benchmark reduces out of place and never restores.)
+const benchARRefill = 32
+
+// benchAR is one rank's data: its contribution src, the buffer reduced in
+// place, and the expected sums by element index mod 19 (contribution's
+// period).
+type benchAR struct {
+	n         int
+	src, data []float32
+	sums      [19]float32
+}
+
+func newBenchAR(rank, n, size int) (*benchAR, error) {
+	if n&(n-1) != 0 {
+		return nil, fmt.Errorf("benchmark world %d is not a power of two", n)
+	}
+	a := &benchAR{n: n, src: make([]float32, size/4), data: make([]float32, size/4)}
+	var mine [19]float32
+	for j := range mine {
+		mine[j] = float32(contribution(rank, j))
+		a.sums[j] = float32(reference(collective.Sum, n, j))
+	}
+	for i := range a.src {
+		a.src[i] = mine[i%19]
+	}
+	return a, nil
+}
+
+// prepare readies the data for iteration it (-1 is the warm-up).
+func (a *benchAR) prepare(it int) {
+	if it < 0 || it%benchARRefill == 0 {
+		copy(a.data, a.src)
+	}
+}
+
+// want is element i's value after iteration it.
+func (a *benchAR) want(it, i int) float32 {
+	k := 0
+	if it >= 0 {
+		k = it % benchARRefill
+	}
+	return a.sums[i%19] * float32(math.Pow(float64(a.n), float64(k)))
+}
+
+// checkMarks checks the first, middle and last elements after iteration it.
+func (a *benchAR) checkMarks(it int) error {
+	if len(a.data) == 0 {
+		return nil
+	}
+	for _, i := range [3]int{0, len(a.data) / 2, len(a.data) - 1} {
+		if a.data[i] != a.want(it, i) {
+			return fmt.Errorf("iteration %d: element %d of %d is %v, want %v", it, i, len(a.data), a.data[i], a.want(it, i))
+		}
+	}
+	return nil
+}
+
+// checkAll checks every element after iteration it.
+func (a *benchAR) checkAll(it int) error {
+	for i, got := range a.data {
+		if got != a.want(it, i) {
+			return fmt.Errorf("iteration %d: element %d of %d is %v, want %v", it, i, len(a.data), got, a.want(it, i))
+		}
+	}
+	return nil
+}
+
+// step runs iteration it (untimed version).
+func (a *benchAR) step(c *collective.Comm, it int) error {
+	a.prepare(it)
+	if err := collective.AllReduce(c, a.data, collective.Sum); err != nil {
+		return fmt.Errorf("iteration %d: %w", it, err)
+	}
+	return a.checkMarks(it)
+}
+
+// benchARChild is ranks 1..n-1 of BenchmarkAllReduce: a warm-up call, the
+// same b.N calls as rank 0, a full check of the last result, a barrier.
+func benchARChild(rank int, addrs []string, ln net.Listener) error {
+	size, err := strconv.Atoi(os.Getenv(benchARSizeEnv))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	iters, err := strconv.Atoi(os.Getenv(benchARItersEnv))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	a, err := newBenchAR(rank, len(addrs), size)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	tr, err := engine.FromListener(rank, len(addrs), ln, addrs, procOpts)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	c := collective.New(tr, collective.Options{})
+	defer c.Close()
+	for it := -1; it < iters; it++ {
+		if err := a.step(c, it); err != nil {
+			return err
+		}
+	}
+	if err := a.checkAll(iters - 1); err != nil {
+		return err
+	}
+	return tr.Barrier()
+}
+
+// BenchmarkAllReduce measures float32 Sum allreduce with every rank in its
+// own process on loopback: rank 0 is timed here, ranks 1..n-1 are child
+// processes. One op is one AllReduce of size bytes (every 32nd op also
+// restores the input, see benchARRefill). busbw-GB/s is the NCCL-style bus
+// bandwidth size/time * 2(n-1)/n; p50-us is rank 0's median call.
+func BenchmarkAllReduce(b *testing.B) {
+	for _, n := range benchARRanks {
+		for _, size := range benchARSizes {
+			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduce(b, n, size) })
+		}
+	}
+}
+
+func benchAllReduce(b *testing.B, n, size int) {
+	iters := b.N
+	a, err := newBenchAR(0, n, size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lns, addrs := procListeners(b, n)
+	env := []string{fmt.Sprintf("%s=%d", benchARSizeEnv, size), fmt.Sprintf("%s=%d", benchARItersEnv, iters)}
+	var children []*procChild
+	for r := 1; r < n; r++ {
+		children = append(children, procStart(b, "bench-allreduce", r, lns[r], addrs, env...))
+	}
+	tr, c := procRank0(b, n, lns[0], addrs)
+	if err := a.step(c, -1); err != nil { // warm-up: scratch, connections
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, iters)
+
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for it := range iters {
+		a.prepare(it)
+		t0 := time.Now()
+		err := collective.AllReduce(c, a.data, collective.Sum)
+		lat[it] = time.Since(t0)
+		if err != nil {
+			b.Fatalf("iteration %d: %v", it, err)
+		}
+		if err := a.checkMarks(it); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	perOp := b.Elapsed().Seconds() / float64(iters)
+
+	if err := a.checkAll(iters - 1); err != nil {
+		b.Error(err)
+	}
+	if err := tr.Barrier(); err != nil {
+		b.Errorf("final barrier: %v", err)
+	}
+	procWaitAll(b, children, 60*time.Second)
+
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[(iters-1)/2])/float64(time.Microsecond), "p50-us")
+	b.ReportMetric(float64(size)/perOp*2*float64(n-1)/float64(n)/1e9, "busbw-GB/s")
+}

@@ -1,0 +1,203 @@
+package collective
+
+import (
+	"context"
+	"fmt"
+	"runtime/pprof"
+)
+
+// Gather concatenates every rank's in, in rank order, into root's out:
+// rank r contributes counts[r] elements. out is used at root only (the
+// other ranks may pass nil).
+func Gather[T Elem](c *Comm, root int, in, out []T, counts []int) error {
+	return c.GatherBytes(context.Background(), root, DTypeOf[T](), AsBytes(in), AsBytes(out), counts)
+}
+
+// GatherBytes is Gather over raw bytes holding elements of dt (counts, the
+// same on every rank, are in elements; dt only sets their size). len(in)
+// must be counts[rank]*dt.Size(), and at root len(out) sum(counts)*dt.Size().
+// The root receives every other rank's segment straight into out, in rank
+// order; the data crosses the network once.
+func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) error {
+	const fn = "Gather"
+	esz, err := collElemSize(fn, dt)
+	if err != nil {
+		return err
+	}
+	r, n := c.t.Rank(), c.t.WorldSize()
+	if err := collCheckRoot(fn, root, n); err != nil {
+		return err
+	}
+	total, err := collCheckCounts(fn, "counts", counts, n, esz)
+	if err != nil {
+		return err
+	}
+	if err := collCheckLen(fn, "in", dt, len(in), counts[r]*esz); err != nil {
+		return err
+	}
+	if r == root {
+		if err := collCheckLen(fn, "out", dt, len(out), total); err != nil {
+			return err
+		}
+	}
+	tag := c.begin()
+	defer c.mu.Unlock()
+	pprof.SetGoroutineLabels(collLabels(kindGather, total))
+	defer pprof.SetGoroutineLabels(ctx)
+	if r != root {
+		return c.t.SendColl(ctx, root, tag, in)
+	}
+	off := 0
+	for i, k := range counts {
+		seg := out[off : off+k*esz]
+		off += len(seg)
+		if i == r {
+			copy(seg, in)
+			continue
+		}
+		m, err := c.t.RecvCollInto(ctx, i, tag, seg)
+		if err == nil {
+			err = c.recvCheck(m, len(seg), i)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Scatter sends segment r of root's in (counts[r] elements, the segments
+// in rank order) to rank r's out. in is used at root only (the other ranks
+// may pass nil).
+func Scatter[T Elem](c *Comm, root int, in, out []T, counts []int) error {
+	return c.ScatterBytes(context.Background(), root, DTypeOf[T](), AsBytes(in), AsBytes(out), counts)
+}
+
+// ScatterBytes is Scatter over raw bytes holding elements of dt (counts,
+// the same on every rank, are in elements). At root len(in) must be
+// sum(counts)*dt.Size(); everywhere len(out) must be counts[rank]*dt.Size().
+// The root sends every other rank its segment straight from in, in rank
+// order.
+func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) error {
+	const fn = "Scatter"
+	esz, err := collElemSize(fn, dt)
+	if err != nil {
+		return err
+	}
+	r, n := c.t.Rank(), c.t.WorldSize()
+	if err := collCheckRoot(fn, root, n); err != nil {
+		return err
+	}
+	total, err := collCheckCounts(fn, "counts", counts, n, esz)
+	if err != nil {
+		return err
+	}
+	if r == root {
+		if err := collCheckLen(fn, "in", dt, len(in), total); err != nil {
+			return err
+		}
+	}
+	if err := collCheckLen(fn, "out", dt, len(out), counts[r]*esz); err != nil {
+		return err
+	}
+	tag := c.begin()
+	defer c.mu.Unlock()
+	pprof.SetGoroutineLabels(collLabels(kindScatter, total))
+	defer pprof.SetGoroutineLabels(ctx)
+	if r != root {
+		m, err := c.t.RecvCollInto(ctx, root, tag, out)
+		if err == nil {
+			err = c.recvCheck(m, len(out), root)
+		}
+		return err
+	}
+	off := 0
+	for i, k := range counts {
+		seg := in[off : off+k*esz]
+		off += len(seg)
+		if i == r {
+			copy(out, seg)
+			continue
+		}
+		if err := c.t.SendColl(ctx, i, tag, seg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AllToAll sends segment j of every rank's in to rank j: rank r's in holds
+// inCounts[j] elements for each rank j, in rank order, and its out receives
+// outCounts[i] elements from each rank i, in rank order. Rank i's
+// inCounts[j] must equal rank j's outCounts[i]. in and out must not
+// overlap.
+func AllToAll[T Elem](c *Comm, in []T, inCounts []int, out []T, outCounts []int) error {
+	return c.AllToAllBytes(context.Background(), DTypeOf[T](), AsBytes(in), inCounts, AsBytes(out), outCounts)
+}
+
+// AllToAllBytes is AllToAll over raw bytes holding elements of dt (counts
+// are in elements; dt only sets their size). len(in) must be
+// sum(inCounts)*dt.Size() and len(out) sum(outCounts)*dt.Size().
+//
+// It runs the pairwise schedule: in step s = 1..n-1 rank r sends to
+// (r+s) mod n while receiving from (r-s) mod n, the send concurrent with
+// the receive, so that no step can deadlock whatever the message sizes.
+// Segments go straight from in and into out, without copies.
+func (c *Comm) AllToAllBytes(ctx context.Context, dt DType, in []byte, inCounts []int, out []byte, outCounts []int) error {
+	const fn = "AllToAll"
+	esz, err := collElemSize(fn, dt)
+	if err != nil {
+		return err
+	}
+	r, n := c.t.Rank(), c.t.WorldSize()
+	inTotal, err := collCheckCounts(fn, "inCounts", inCounts, n, esz)
+	if err != nil {
+		return err
+	}
+	outTotal, err := collCheckCounts(fn, "outCounts", outCounts, n, esz)
+	if err != nil {
+		return err
+	}
+	if err := collCheckLen(fn, "in", dt, len(in), inTotal); err != nil {
+		return err
+	}
+	if err := collCheckLen(fn, "out", dt, len(out), outTotal); err != nil {
+		return err
+	}
+	if inCounts[r] != outCounts[r] {
+		return fmt.Errorf("%w (%s: rank %d sends itself inCounts[%d] = %d elements, expects outCounts[%d] = %d)",
+			ErrCounts, fn, r, r, inCounts[r], r, outCounts[r])
+	}
+	tag := c.begin()
+	defer c.mu.Unlock()
+	pprof.SetGoroutineLabels(collLabels(kindAllToAll, inTotal))
+	defer pprof.SetGoroutineLabels(ctx)
+	inOff, outOff := collOffset(inCounts, r, esz), collOffset(outCounts, r, esz)
+	copy(out[outOff:outOff+outCounts[r]*esz], in[inOff:inOff+inCounts[r]*esz])
+	// to = r+s walks up from r+1, from = r-s down from r-1 (mod n); the
+	// offsets follow them.
+	to, toOff := r, inOff
+	from, fromOff := r, outOff
+	for s := 1; s < n; s++ {
+		toOff += inCounts[to] * esz
+		if to++; to == n {
+			to, toOff = 0, 0
+		}
+		if from == 0 {
+			from, fromOff = n-1, outTotal-outCounts[n-1]*esz
+		} else {
+			from--
+			fromOff -= outCounts[from] * esz
+		}
+		send := in[toOff : toOff+inCounts[to]*esz]
+		recv := out[fromOff : fromOff+outCounts[from]*esz]
+		m, err := c.exchange(ctx, to, from, collTag(tag, s), send, recv)
+		if err == nil {
+			err = c.recvCheck(m, len(recv), from)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

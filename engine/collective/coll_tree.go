@@ -1,0 +1,148 @@
+package collective
+
+import (
+	"context"
+	"runtime/pprof"
+)
+
+// Broadcast copies root's data to every rank: on return every rank's data
+// holds root's. Every rank must pass the same length.
+func Broadcast[T Elem](c *Comm, root int, data []T) error {
+	return c.BroadcastBytes(context.Background(), root, AsBytes(data))
+}
+
+// BroadcastBytes is Broadcast over raw bytes, of any length (the same on
+// every rank). It runs a binomial tree rooted at root: ceil(log2 n)
+// rounds, each rank receiving once (straight into data) and sending to at
+// most log2 n children, the largest subtree first.
+//
+// A rank that receives fewer bytes than it expected fails with
+// ErrLengthMismatch, and one that would receive more with the transport's
+// truncation error; a rank that received too few still forwards what it
+// got, so its subtree fails too rather than waiting.
+func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) error {
+	const fn = "Broadcast"
+	if err := collCheckRoot(fn, root, c.t.WorldSize()); err != nil {
+		return err
+	}
+	tag := c.begin()
+	defer c.mu.Unlock()
+	pprof.SetGoroutineLabels(collLabels(kindBroadcast, len(data)))
+	defer pprof.SetGoroutineLabels(ctx)
+	return c.binomialBcast(ctx, tag, root, data)
+}
+
+func (c *Comm) binomialBcast(ctx context.Context, tag uint32, root int, data []byte) error {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	v := (r - root + n) % n // rank relative to root
+	mask := 1
+	var rerr error
+	for ; mask < n; mask <<= 1 {
+		if v&mask != 0 {
+			parent := (v - mask + root) % n
+			m, err := c.t.RecvCollInto(ctx, parent, tag, data)
+			if err != nil {
+				return err
+			}
+			if rerr = c.recvCheck(m, len(data), parent); rerr != nil {
+				data = data[:m]
+			}
+			break
+		}
+	}
+	// Children are v+mask/2, v+mask/4, ..., v+1 (those below n).
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if v+mask < n {
+			if err := c.t.SendColl(ctx, (v+mask+root)%n, tag, data); err != nil && rerr == nil {
+				return err
+			}
+		}
+	}
+	return rerr
+}
+
+// ReduceTo reduces data element-wise across all ranks with op into root's
+// data. The other ranks' data is left unchanged.
+func ReduceTo[T Elem](c *Comm, root int, data []T, op Op) error {
+	return c.ReduceToBytes(context.Background(), root, DTypeOf[T](), AsBytes(data), op)
+}
+
+// ReduceTo16 is ReduceTo for float16 or bfloat16 data stored as uint16
+// (dt Float16 or BFloat16), accumulated in float32 per step.
+func ReduceTo16(c *Comm, root int, dt DType, data []uint16, op Op) error {
+	if dt.Size() != 2 {
+		return errDType("ReduceTo16", dt)
+	}
+	return c.ReduceToBytes(context.Background(), root, dt, AsBytes16(data), op)
+}
+
+// ReduceToBytes reduces raw data holding elements of dt across all ranks
+// with op into root's data; the other ranks' data is left unchanged (they
+// reduce in scratch). Every rank must pass the same length.
+//
+// It runs a binomial tree over the ranks numbered from root (v = (rank -
+// root) mod n): rank v combines its own data with the partial results of
+// its children v+1, v+2, v+4, ... in that order, acc = acc op child, and
+// sends acc to its parent. The order of every reduction is therefore fixed
+// by n and root alone, and the result is deterministic. A Mean is divided
+// by n at the root.
+func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byte, op Op) error {
+	const fn = "ReduceTo"
+	if err := collCheckReduce(fn, dt, data, op); err != nil {
+		return err
+	}
+	n := c.t.WorldSize()
+	if err := collCheckRoot(fn, root, n); err != nil {
+		return err
+	}
+	tag := c.begin()
+	defer c.mu.Unlock()
+	pprof.SetGoroutineLabels(collLabels(kindReduce, len(data)))
+	defer pprof.SetGoroutineLabels(ctx)
+	if err := c.binomialReduce(ctx, tag, root, dt, data, op); err != nil {
+		return err
+	}
+	if c.t.Rank() == root {
+		return FinishBytes(dt, data, op, n)
+	}
+	return nil
+}
+
+func (c *Comm) binomialReduce(ctx context.Context, tag uint32, root int, dt DType, data []byte, op Op) error {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	v := (r - root + n) % n
+	acc := data // this rank's partial result: data at the root, else scratch
+	var buf []byte
+	haveBuf := false
+	for mask := 1; mask < n; mask <<= 1 {
+		if v&mask != 0 { // a leaf sends data itself, an inner rank its scratch
+			return c.t.SendColl(ctx, (v-mask+root)%n, tag, acc)
+		}
+		child := v + mask
+		if child >= n {
+			continue
+		}
+		if !haveBuf {
+			haveBuf = true
+			if v != 0 { // accumulate in scratch, leaving data untouched
+				s := c.collScratch(2 * len(data))
+				acc, buf = s[:len(data)], s[len(data):]
+				copy(acc, data)
+			} else {
+				buf = c.collScratch(len(data))
+			}
+		}
+		from := (child + root) % n
+		m, err := c.t.RecvCollInto(ctx, from, tag, buf)
+		if err == nil {
+			err = c.recvCheck(m, len(buf), from)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, acc, buf, op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
