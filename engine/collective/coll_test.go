@@ -653,7 +653,7 @@ func collSteadyAllocs(t *testing.T, cs []*collective.Comm, call func(r int) erro
 }
 
 func TestCollSteadyStateAllocs(t *testing.T) {
-	if collRace {
+	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops items at random, so the transport allocates")
 	}
 	const elems = 1 << 10 // 4 KiB of float32 per rank
