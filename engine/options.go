@@ -31,7 +31,10 @@ type Options struct {
 	// while no byte arrives, before it sleeps until the event loop wakes
 	// it. Spinning takes the wake-up out of a message's latency at the cost
 	// of up to Spin of CPU per idle receive. Negative disables it. Default
-	// 50 µs.
+	// 50 µs, or no spinning when more ranks run on this machine's loopback
+	// than it has cores: spinning ranks would take the cores the ranks they
+	// wait for need (measured: 4 ranks on 2 cores, allreduce of 8 B, 330 µs
+	// without spinning, 420 µs yielding between polls, worse spinning).
 	Spin time.Duration
 	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF on every connection; 0 keeps
 	// the kernel's auto-tuning. Default 0.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -45,6 +46,9 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 	if err != nil {
 		return nil, err
 	}
+	if opts.Spin == 0 && localRanks(peers, rank) > runtime.NumCPU() {
+		o.Spin = -1 // oversubscribed: a spinning rank takes the core another needs
+	}
 	t := newNetTransport(rank, world, o)
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err
@@ -57,6 +61,22 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 		return nil, err
 	}
 	return t, nil
+}
+
+// localRanks counts the ranks whose address is a loopback one (this rank
+// included): ranks that certainly share this machine's cores.
+func localRanks(peers []string, rank int) int {
+	n := 1
+	for r, a := range peers {
+		if r == rank {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a)
+		if ip := net.ParseIP(host); err == nil && (host == "localhost" || ip != nil && ip.IsLoopback()) {
+			n++
+		}
+	}
+	return n
 }
 
 func checkWorld(rank, world int, peers []string, ln net.Listener) error {

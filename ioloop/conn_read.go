@@ -48,9 +48,17 @@ func (c *Conn) Progress() { c.progress(false) }
 // (and every drain on its behalf) still go on until EAGAIN: a short read
 // does not prove the socket empty, so only the loop's drain may end the
 // obligation an edge creates.
+//
+// Poll also writes what is queued for the connection: a goroutine waiting
+// for a reply while its own large frame is still going out (both sides of
+// a collective exchange) moves both directions without a loop wake-up.
 func (c *Conn) Poll() {
 	c.rd.polledAt.Store(nanotime())
 	c.progress(true)
+	if c.wr.nqueued.Load() > 0 {
+		c.wr.pending.Store(true)
+		c.flush()
+	}
 }
 
 // polledRecently reports whether a goroutine other than the loop read

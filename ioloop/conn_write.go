@@ -42,10 +42,11 @@ type writer struct {
 	free   []*sendReq // recycled requests
 	failed error
 
-	hdr   [frame.HeaderSize]byte // sendDirect's header, guarded by mu
-	bufs  [][]byte               // the writev vector, reused
-	iov   []unix.Iovec           // its iovec form, reused
-	total atomic.Uint64          // bytes written so far
+	hdr     [frame.HeaderSize]byte // sendDirect's header, guarded by mu
+	bufs    [][]byte               // the writev vector, reused
+	iov     []unix.Iovec           // its iovec form, reused
+	total   atomic.Uint64          // bytes written so far
+	nqueued atomic.Int64           // frames in the queue, for Poll's cheap check
 }
 
 // Send writes one frame: h's header followed by payload, which the loop
@@ -262,6 +263,7 @@ func (c *Conn) enqueue(h *frame.Header, payload []byte, off int, async, copyPayl
 		copy(w.queue[w.head+1:], w.queue[w.head:len(w.queue)-1])
 		w.queue[w.head] = r
 	}
+	w.count()
 	return r, nil
 }
 
@@ -275,6 +277,7 @@ func (c *Conn) unqueue(r *sendReq) bool {
 			copy(w.queue[i:], w.queue[i+1:])
 			w.queue[len(w.queue)-1] = nil
 			w.queue = w.queue[:len(w.queue)-1]
+			w.count()
 			return true
 		}
 	}
@@ -401,6 +404,7 @@ func (c *Conn) advance(n int) {
 		w.head++
 		w.finish(r, nil)
 	}
+	w.count()
 	if w.failed != nil { // frames failQueued left to this writev
 		w.failRest()
 	}
@@ -421,6 +425,7 @@ func (c *Conn) failQueued(e *ConnError) {
 	}
 	clear(w.queue[keep:])
 	w.queue = w.queue[:keep]
+	w.count()
 	if w.inUse == 0 {
 		w.failRest()
 	}
@@ -433,4 +438,8 @@ func (w *writer) failRest() {
 	}
 	clear(w.queue)
 	w.queue, w.head, w.inUse = w.queue[:0], 0, 0
+	w.count()
 }
+
+// count publishes the number of queued frames; qmu must be held.
+func (w *writer) count() { w.nqueued.Store(int64(len(w.queue) - w.head)) }
