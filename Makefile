@@ -36,10 +36,12 @@ cross:
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet $(PKGS) || exit 1; \
 	done
 
-# bench: boltmesh against the stdnet baseline (plain net.Conn), two
-# processes on loopback: ping-pong latency and streaming bandwidth.
+# bench: boltmesh against the stdnet baseline (plain net.Conn), ranks as
+# processes on loopback: ping-pong latency, streaming bandwidth, one-sided
+# put/get, and allreduce (2 and 4 ranks, with bus bandwidth).
 bench:
-	$(GO) test -run='^$$' -bench='PingPong|Stream' -benchtime=$(BENCHTIME) ./engine
+	$(GO) test -run='^$$' -bench='PingPong|Stream|Put|Get' -benchtime=$(BENCHTIME) ./engine
+	$(GO) test -run='^$$' -bench='AllReduce' -benchtime=$(BENCHTIME) ./engine/collective
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./frame
