@@ -41,21 +41,7 @@ func ReduceBytes(dt DType, dst, src []byte, op Op) error {
 	if uintptr(s)%uintptr(size) != 0 {
 		return &AlignmentError{Func: fn, DType: dt, Arg: "src", Addr: uintptr(s)}
 	}
-	n := len(dst) / size
-	switch dt {
-	case Float32:
-		reduceFloat(unsafe.Slice((*float32)(d), n), unsafe.Slice((*float32)(s), n), op)
-	case Float64:
-		reduceFloat(unsafe.Slice((*float64)(d), n), unsafe.Slice((*float64)(s), n), op)
-	case Int32:
-		reduceInt(unsafe.Slice((*int32)(d), n), unsafe.Slice((*int32)(s), n), op)
-	case Int64:
-		reduceInt(unsafe.Slice((*int64)(d), n), unsafe.Slice((*int64)(s), n), op)
-	case Float16:
-		reduceF16(unsafe.Slice((*uint16)(d), n), unsafe.Slice((*uint16)(s), n), op)
-	case BFloat16:
-		reduceBF16(unsafe.Slice((*uint16)(d), n), unsafe.Slice((*uint16)(s), n), op)
-	}
+	reducePtr(dt, d, s, len(dst)/size, op)
 	return nil
 }
 

@@ -40,8 +40,13 @@ func Reduce[T Elem](dst, src []T, op Op) {
 	if n == 0 {
 		return
 	}
-	d, s := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src))
-	switch DTypeOf[T]() {
+	reducePtr(DTypeOf[T](), unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src)), n, op)
+}
+
+// reducePtr reduces n elements of dt at s into those at d: the one
+// dispatch from a dtype to its kernel, shared by the typed and raw forms.
+func reducePtr(dt DType, d, s unsafe.Pointer, n int, op Op) {
+	switch dt {
 	case Float32:
 		reduceFloat(unsafe.Slice((*float32)(d), n), unsafe.Slice((*float32)(s), n), op)
 	case Float64:
@@ -50,6 +55,10 @@ func Reduce[T Elem](dst, src []T, op Op) {
 		reduceInt(unsafe.Slice((*int32)(d), n), unsafe.Slice((*int32)(s), n), op)
 	case Int64:
 		reduceInt(unsafe.Slice((*int64)(d), n), unsafe.Slice((*int64)(s), n), op)
+	case Float16:
+		reduceF16(unsafe.Slice((*uint16)(d), n), unsafe.Slice((*uint16)(s), n), op)
+	case BFloat16:
+		reduceBF16(unsafe.Slice((*uint16)(d), n), unsafe.Slice((*uint16)(s), n), op)
 	}
 }
 
