@@ -131,9 +131,6 @@ func (p *peer) takePutErr() error {
 	defer p.mu.Unlock()
 	err := p.putErr
 	p.putErr = nil
-	if err == nil {
-		return nil
-	}
 	return err
 }
 

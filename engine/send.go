@@ -45,17 +45,10 @@ func (t *NetTransport) send(cancel <-chan struct{}, to int, tag uint32, p []byte
 		return t.sendSelf(pr, tag, p)
 	}
 	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag}
-	err := pr.conn.SendCancel(&h, p, cancel)
-	if err == nil || errors.Is(err, ioloop.ErrCanceled) {
-		return err
+	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
+		return t.connErr(pr, "send", err)
 	}
-	if e := pr.lostErr("send"); e != nil {
-		return e
-	}
-	if t.closed.Load() {
-		return &PeerError{Op: "send", Rank: to, Err: ErrClosed}
-	}
-	return &PeerError{Op: "send", Rank: to, Err: ErrPeerLost, Cause: err}
+	return nil
 }
 
 // sendSelf queues a copy of p for this rank's own receives.

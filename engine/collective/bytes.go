@@ -74,19 +74,7 @@ func FinishBytes(dt DType, data []byte, op Op, n int) error {
 	if uintptr(p)%uintptr(size) != 0 {
 		return &AlignmentError{Func: fn, DType: dt, Arg: "data", Addr: uintptr(p)}
 	}
-	l := len(data) / size
-	switch dt {
-	case Float32:
-		divFloat(unsafe.Slice((*float32)(p), l), float32(n))
-	case Float64:
-		divFloat(unsafe.Slice((*float64)(p), l), float64(n))
-	case Int32:
-		divInt32(unsafe.Slice((*int32)(p), l), int64(n))
-	case Int64:
-		divInt64(unsafe.Slice((*int64)(p), l), int64(n))
-	case Float16, BFloat16:
-		Finish16(dt, unsafe.Slice((*uint16)(p), l), op, n)
-	}
+	divPtr(dt, p, len(data)/size, n)
 	return nil
 }
 

@@ -19,27 +19,11 @@ func Gather[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 // The root receives every other rank's segment straight into out, in rank
 // order; the data crosses the network once.
 func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) error {
-	const fn = "Gather"
-	esz, err := collElemSize(fn, dt)
+	esz, total, err := c.checkRooted("Gather", root, dt, in, out, counts)
 	if err != nil {
 		return err
 	}
-	r, n := c.t.Rank(), c.t.WorldSize()
-	if err := collCheckRoot(fn, root, n); err != nil {
-		return err
-	}
-	total, err := collCheckCounts(fn, "counts", counts, n, esz)
-	if err != nil {
-		return err
-	}
-	if err := collCheckLen(fn, "in", dt, len(in), counts[r]*esz); err != nil {
-		return err
-	}
-	if r == root {
-		if err := collCheckLen(fn, "out", dt, len(out), total); err != nil {
-			return err
-		}
-	}
+	r := c.t.Rank()
 	tag := c.begin()
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindGather, total))
@@ -66,6 +50,33 @@ func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []by
 	return nil
 }
 
+// checkRooted validates a Gather or Scatter: part is this rank's segment
+// (counts[rank] elements), whole the root's concatenation of all segments
+// (checked at root only). It returns the element size and whole's length.
+func (c *Comm) checkRooted(fn string, root int, dt DType, part, whole []byte, counts []int) (esz, total int, err error) {
+	if esz, err = collElemSize(fn, dt); err != nil {
+		return 0, 0, err
+	}
+	r, n := c.t.Rank(), c.t.WorldSize()
+	if err = collCheckRoot(fn, root, n); err != nil {
+		return 0, 0, err
+	}
+	if total, err = collCheckCounts(fn, "counts", counts, n, esz); err != nil {
+		return 0, 0, err
+	}
+	partName, wholeName := "in", "out"
+	if fn == "Scatter" {
+		partName, wholeName = "out", "in"
+	}
+	if err = collCheckLen(fn, partName, dt, len(part), counts[r]*esz); err != nil {
+		return 0, 0, err
+	}
+	if r == root {
+		err = collCheckLen(fn, wholeName, dt, len(whole), total)
+	}
+	return esz, total, err
+}
+
 // Scatter sends segment r of root's in (counts[r] elements, the segments
 // in rank order) to rank r's out. in is used at root only (the other ranks
 // may pass nil).
@@ -79,27 +90,11 @@ func Scatter[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 // The root sends every other rank its segment straight from in, in rank
 // order.
 func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) error {
-	const fn = "Scatter"
-	esz, err := collElemSize(fn, dt)
+	esz, total, err := c.checkRooted("Scatter", root, dt, out, in, counts)
 	if err != nil {
 		return err
 	}
-	r, n := c.t.Rank(), c.t.WorldSize()
-	if err := collCheckRoot(fn, root, n); err != nil {
-		return err
-	}
-	total, err := collCheckCounts(fn, "counts", counts, n, esz)
-	if err != nil {
-		return err
-	}
-	if r == root {
-		if err := collCheckLen(fn, "in", dt, len(in), total); err != nil {
-			return err
-		}
-	}
-	if err := collCheckLen(fn, "out", dt, len(out), counts[r]*esz); err != nil {
-		return err
-	}
+	r := c.t.Rank()
 	tag := c.begin()
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindScatter, total))

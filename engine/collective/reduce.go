@@ -82,8 +82,13 @@ func Finish[T Elem](data []T, op Op, n int) {
 	if l == 0 {
 		return
 	}
-	p := unsafe.Pointer(unsafe.SliceData(data))
-	switch DTypeOf[T]() {
+	divPtr(DTypeOf[T](), unsafe.Pointer(unsafe.SliceData(data)), l, n)
+}
+
+// divPtr divides l elements of dt at p by n (the Mean step): the one
+// dispatch shared by Finish and FinishBytes.
+func divPtr(dt DType, p unsafe.Pointer, l, n int) {
+	switch dt {
 	case Float32:
 		divFloat(unsafe.Slice((*float32)(p), l), float32(n))
 	case Float64:
@@ -92,6 +97,8 @@ func Finish[T Elem](data []T, op Op, n int) {
 		divInt32(unsafe.Slice((*int32)(p), l), int64(n))
 	case Int64:
 		divInt64(unsafe.Slice((*int64)(p), l), int64(n))
+	case Float16, BFloat16:
+		Finish16(dt, unsafe.Slice((*uint16)(p), l), Mean, n)
 	}
 }
 
