@@ -16,6 +16,9 @@ var (
 	// ErrPeerClosed is the cause of an ErrPeerLost when the peer closed its
 	// transport in an orderly way (it said GOODBYE) rather than dying.
 	ErrPeerClosed = errors.New("boltmesh: peer closed its transport")
+	// ErrSelfRPC: SendRPC was asked to send to this rank; the RPC layer
+	// answers calls to its own rank without the transport.
+	ErrSelfRPC = errors.New("boltmesh: RPC frames cannot be sent to this rank")
 	// ErrClosed means the transport was closed locally.
 	ErrClosed = errors.New("boltmesh: transport closed")
 	// ErrTimeout means RecvTimeout gave up. It also matches

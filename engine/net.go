@@ -41,6 +41,8 @@ type NetTransport struct {
 	barrierMu sync.Mutex
 	bar       barrierState // guarded by barrierMu
 	reqs      sync.Pool    // *recvReq
+
+	rpc rpcState // the RPC handler and frames that came before it
 }
 
 var _ Transport = (*NetTransport)(nil)

@@ -146,6 +146,8 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 		p.serveGet(c, h, bb)
 	case frame.KindGetReply:
 		p.deliverGetReply(h, bb)
+	case frame.KindRPCReq, frame.KindRPCReply:
+		p.deliverRPC(h, bb)
 	case frame.KindGoodbye:
 		p.goodbyeDone.Store(h.Offset)
 		p.goodbye.Store(true)
@@ -204,6 +206,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer
 // part of them before closing.
 func (p *peer) Closed(_ *ioloop.Conn, err error) {
 	defer close(p.released)
+	defer p.rpcPeerLost()
 	switch {
 	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// RPCFrame is the header of one RPC_REQ or RPC_REPLY frame, as the RPC
+// layer (package rpc) sees it. The engine carries it; its meaning is the
+// RPC layer's.
+type RPCFrame struct {
+	Reply bool   // RPC_REPLY rather than RPC_REQ
+	Error bool   // a reply whose payload is an error (RPC_REPLY only)
+	ID    uint64 // request id, echoed by the reply
+	Tag   uint32 // RPC_REQ: the RPC layer's (name length); replies: free
+	Aux   uint32 // free for the RPC layer (deadline, status code)
+}
+
+// RPCPayload is the payload of a received RPC frame, held in a pooled
+// buffer that the receiver owns until it calls Release.
+type RPCPayload struct{ bb *bytebufferpool.ByteBuffer }
+
+// Bytes returns the payload; it is valid until Release.
+func (p RPCPayload) Bytes() []byte {
+	if p.bb == nil {
+		return nil
+	}
+	return p.bb.B
+}
+
+// Release returns the buffer to the pool. Call it once.
+func (p RPCPayload) Release() {
+	if p.bb != nil {
+		ioloop.PutBuffer(p.bb)
+	}
+}
+
+// RPCHandler receives the RPC frames of a NetTransport. Both methods are
+// called on the transport's event loop: they must return quickly and never
+// block (hand the work to another goroutine).
+type RPCHandler interface {
+	// HandleRPC receives one RPC frame from rank from. It owns payload.
+	HandleRPC(from int, f RPCFrame, payload RPCPayload)
+	// RPCPeerLost is called when a peer is lost or the transport closes;
+	// err wraps ErrPeerLost or ErrClosed. Every reply still expected from
+	// it will never come. It may be called more than once for a peer.
+	RPCPeerLost(from int, err error)
+}
+
+// ErrRPCHandlerSet is returned by SetRPCHandler when a handler is already
+// installed.
+var ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
+
+// rpcState holds the RPC handler and the frames that arrived before it.
+type rpcState struct {
+	mu      sync.Mutex
+	h       RPCHandler
+	early   []earlyRPC
+	earlyN  int64 // bytes held in early
+}
+
+type earlyRPC struct {
+	from int
+	f    RPCFrame
+	bb   *bytebufferpool.ByteBuffer
+}
+
+// SetRPCHandler installs h as the receiver of RPC frames; nil uninstalls
+// it. Frames that arrived before (up to Options.MaxQueuedBytes) are handed
+// to h at once, and RPCPeerLost is called for peers already lost.
+func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
+	s := &t.rpc
+	s.mu.Lock()
+	if h != nil && s.h != nil {
+		s.mu.Unlock()
+		return ErrRPCHandlerSet
+	}
+	s.h = h
+	early := s.early
+	s.early, s.earlyN = nil, 0
+	s.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	for _, e := range early {
+		h.HandleRPC(e.from, e.f, RPCPayload{e.bb})
+	}
+	for r, p := range t.peers {
+		if err := p.lostErr("rpc"); err != nil && r != t.rank {
+			h.RPCPeerLost(r, err)
+		}
+	}
+	return nil
+}
+
+// SendRPC sends one RPC frame with payload p to rank to, which must not be
+// this rank (the RPC layer short-circuits calls to itself). It returns once
+// the frame is handed to the kernel, or with ctx's error if no byte of it
+// was sent by then.
+func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte) error {
+	if err := t.checkRank(to); err != nil {
+		return err
+	}
+	if to == t.rank {
+		return fmt.Errorf("boltmesh: SendRPC to this rank (%d): %w", to, ErrSelfRPC)
+	}
+	if uint64(len(p)) > t.opts.MaxFrame {
+		return fmt.Errorf("boltmesh: rpc of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
+	}
+	h := frame.Header{Kind: frame.KindRPCReq, Src: uint32(t.rank), Tag: f.Tag, Aux: f.Aux, Offset: f.ID}
+	if f.Reply {
+		h.Kind = frame.KindRPCReply
+		if f.Error {
+			h.Flags = frame.FlagError
+		}
+	}
+	pr := t.peers[to]
+	var cancel <-chan struct{}
+	if ctx != nil {
+		cancel = ctx.Done()
+	}
+	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
+		if errors.Is(err, ioloop.ErrCanceled) && ctx != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return t.connErr(pr, "rpc", err)
+	}
+	return nil
+}
+
+// deliverRPC hands an RPC frame to the handler, or holds it until one is
+// installed.
+func (p *peer) deliverRPC(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+	if bb == nil {
+		bb = ioloop.GetBuffer(0)
+	}
+	f := RPCFrame{Reply: h.Kind == frame.KindRPCReply, Error: h.Flags&frame.FlagError != 0, ID: h.Offset, Tag: h.Tag, Aux: h.Aux}
+	s := &p.t.rpc
+	s.mu.Lock()
+	hd := s.h
+	if hd == nil {
+		if s.earlyN+int64(len(bb.B)) > p.t.opts.MaxQueuedBytes {
+			s.mu.Unlock()
+			ioloop.PutBuffer(bb)
+			p.t.opts.Logger.Warn("boltmesh: dropped an RPC frame that arrived before any RPC handler", "rank", p.rank)
+			return
+		}
+		s.early = append(s.early, earlyRPC{from: p.rank, f: f, bb: bb})
+		s.earlyN += int64(len(bb.B))
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	hd.HandleRPC(p.rank, f, RPCPayload{bb})
+}
+
+// rpcPeerLost tells the RPC handler, if any, that p is gone.
+func (p *peer) rpcPeerLost() {
+	s := &p.t.rpc
+	s.mu.Lock()
+	hd := s.h
+	s.mu.Unlock()
+	if hd != nil {
+		hd.RPCPeerLost(p.rank, p.lostErr("rpc"))
+	}
+}
