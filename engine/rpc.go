@@ -59,10 +59,10 @@ var ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed
 
 // rpcState holds the RPC handler and the frames that arrived before it.
 type rpcState struct {
-	mu      sync.Mutex
-	h       RPCHandler
-	early   []earlyRPC
-	earlyN  int64 // bytes held in early
+	mu     sync.Mutex
+	h      RPCHandler
+	early  []earlyRPC
+	earlyN int64 // bytes held in early
 }
 
 type earlyRPC struct {
