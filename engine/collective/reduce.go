@@ -46,6 +46,10 @@ func Reduce[T Elem](dst, src []T, op Op) {
 // reducePtr reduces n elements of dt at s into those at d: the one
 // dispatch from a dtype to its kernel, shared by the typed and raw forms.
 func reducePtr(dt DType, d, s unsafe.Pointer, n int, op Op) {
+	if done := reduceVec(dt, d, s, n, op); done > 0 {
+		off := uintptr(done * dt.Size())
+		d, s, n = unsafe.Add(d, off), unsafe.Add(s, off), n-done
+	}
 	switch dt {
 	case Float32:
 		reduceFloat(unsafe.Slice((*float32)(d), n), unsafe.Slice((*float32)(s), n), op)
