@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -16,29 +17,56 @@ const collTagBase = TagReservedBase + 0x0100_0000
 // CollTags is the number of tags in the collective tag space.
 const CollTags = 1 << 24
 
-// SendColl is Send on the collective tag space: tag is in [0, CollTags).
-// It is what package engine/collective builds on.
-func (t *NetTransport) SendColl(ctx context.Context, to int, tag uint32, p []byte) error {
+// Every collective message carries its call's meta (a word the collective
+// layer derives from the operation, element type and reduction) in the
+// frame header's Aux field, and every collective receive names the meta it
+// expects: a message with another one fails the receive with a
+// *CollMismatchError, so that ranks which called different collectives, or
+// the same one with different types, learn of it instead of mixing bytes.
+
+// SendColl is Send on the collective tag space: tag is in [0, CollTags),
+// and meta travels with the message. It is what package engine/collective
+// builds on.
+func (t *NetTransport) SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
 	if tag >= CollTags {
 		return ErrReservedTag
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.send(ctx.Done(), to, collTagBase+tag, p)
+	return t.sendAux(ctx.Done(), to, collTagBase+tag, meta, p)
 }
 
-// RecvCollInto is RecvIntoContext on the collective tag space. Because a
-// collective needs every rank, it also gives up as soon as any peer is
-// lost, with that peer's ErrPeerLost.
-func (t *NetTransport) RecvCollInto(ctx context.Context, from int, tag uint32, dst []byte) (int, error) {
+// collWait is how a collective receive waits: until ctx ends, or any peer
+// is lost (a collective needs every rank), for a message carrying meta.
+func collWait(ctx context.Context, meta uint32) waitOpts {
+	w := ctxWait(ctx, "collective")
+	w.anyLost, w.meta, w.checkMeta = true, meta, true
+	return w
+}
+
+// RecvCollInto is RecvIntoContext on the collective tag space for a
+// message carrying meta. Because a collective needs every rank, it also
+// gives up as soon as any peer is lost, with that peer's ErrPeerLost.
+func (t *NetTransport) RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
-	w := ctxWait(ctx, "collective")
-	w.anyLost = true
-	n, _, err := t.recv(from, collTagBase+tag, dst, true, w)
-	return n, err
+	n, _, err := t.recv(from, collTagBase+tag, dst, true, collWait(ctx, meta))
+	return n, collErr(err)
+}
+
+// collErr reports a collective message longer than its buffer as the
+// length mismatch it is.
+func collErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *TruncatedError
+	if errors.As(err, &te) {
+		return &CollLengthError{Rank: te.From, Tag: uint32(te.Tag) - collTagBase, Want: te.Cap, Got: te.Len}
+	}
+	return err
 }
 
 // errNotQueued is TryRecvCollInto's "nothing has arrived".
@@ -46,15 +74,16 @@ var errNotQueued = errors.New("boltmesh: no message queued")
 
 // TryRecvCollInto takes a message from rank from under collective tag tag
 // into dst if one has arrived, without waiting: ok is false if none has.
-func (t *NetTransport) TryRecvCollInto(from int, tag uint32, dst []byte) (n int, ok bool, err error) {
+func (t *NetTransport) TryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error) {
 	if tag >= CollTags {
 		return 0, false, ErrReservedTag
 	}
-	n, _, err = t.recv(from, collTagBase+tag, dst, true, waitOpts{op: "collective", try: true})
+	w := waitOpts{op: "collective", try: true, meta: meta, checkMeta: true}
+	n, _, err = t.recv(from, collTagBase+tag, dst, true, w)
 	if err == errNotQueued {
 		return 0, false, nil
 	}
-	return n, err == nil, err
+	return n, err == nil, collErr(err)
 }
 
 // ExchangeColl sends out to rank to and receives from rank from into in,
@@ -62,30 +91,205 @@ func (t *NetTransport) TryRecvCollInto(from int, tag uint32, dst []byte) (n int,
 // waiting, the receive runs, and then the send is waited for. Two ranks
 // exchanging large messages therefore never wait for each other, and no
 // goroutine hand-off sits in a step's latency.
-func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
+func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
-	if err := t.checkRank(to); err != nil {
-		return 0, err
-	}
-	p := t.peers[to]
-	var w ioloop.Write
-	var err error
-	if p.conn == nil {
-		err = t.sendSelf(p, collTagBase+tag, out)
-	} else {
-		h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag}
-		if w, err = p.conn.Start(&h, out); err != nil {
-			err = t.connErr(p, "collective", err)
-		}
-	}
+	w, err := t.startColl(to, tag, meta, out)
 	if err != nil {
 		return 0, err
 	}
-	n, rerr := t.RecvCollInto(ctx, from, tag, in)
+	n, rerr := t.RecvCollInto(ctx, from, tag, meta, in)
 	if serr := w.Wait(); serr != nil && rerr == nil {
-		rerr = t.connErr(p, "collective", serr)
+		rerr = t.connErr(t.peers[to], "collective", serr)
 	}
 	return n, rerr
+}
+
+// startColl starts sending one collective frame to rank to.
+func (t *NetTransport) startColl(to int, tag, meta uint32, out []byte) (ioloop.Write, error) {
+	if err := t.checkRank(to); err != nil {
+		return ioloop.Write{}, err
+	}
+	p := t.peers[to]
+	if p.conn == nil {
+		return ioloop.Write{}, t.sendSelf(p, collTagBase+tag, meta, out)
+	}
+	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
+	w, err := p.conn.Start(&h, out)
+	if err != nil {
+		return ioloop.Write{}, t.connErr(p, "collective", err)
+	}
+	return w, nil
+}
+
+// chunkState is the reusable state of one ExchangeCollChunks call.
+type chunkState struct {
+	writes []ioloop.Write
+	recvs  []*recvReq
+}
+
+var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
+
+// ExchangeCollChunks is ExchangeColl in pieces: out is sent as consecutive
+// frames of at most chunk bytes, and in is received the same way (the
+// sender must use the same chunk size and length). Every piece's receive is
+// posted at once, so the event loop reads each one straight into its place
+// in in as it arrives; after each piece has arrived, in order, onChunk(off,
+// n) runs on this goroutine while the later ones keep arriving: the
+// reduction of one piece overlaps the transfer of the next. An error from
+// onChunk stops the exchange and is returned.
+func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
+	if tag >= CollTags {
+		return ErrReservedTag
+	}
+	if chunk <= 0 {
+		chunk = max(len(out), len(in), 1)
+	}
+	if err := t.checkRank(from); err != nil {
+		return err
+	}
+	st := chunkStates.Get().(*chunkState)
+	defer chunkStates.Put(st)
+	err := t.postChunks(st, from, collTagBase+tag, meta, in, chunk)
+	for i := range pieces(len(out), chunk) {
+		if err != nil {
+			break
+		}
+		var w ioloop.Write
+		if w, err = t.startColl(to, tag, meta, out[i*chunk:min((i+1)*chunk, len(out))]); err == nil {
+			st.writes = append(st.writes, w)
+		}
+	}
+	if err == nil {
+		err = t.waitChunks(ctx, st, from, collTagBase+tag, meta, chunk, onChunk)
+	}
+	t.dropChunks(st, from)
+	for i, w := range st.writes {
+		if serr := w.Wait(); serr != nil && err == nil {
+			err = t.connErr(t.peers[to], "collective", serr)
+		}
+		st.writes[i] = ioloop.Write{}
+	}
+	st.writes = st.writes[:0]
+	return err
+}
+
+// postChunks posts one receive per piece of in, in order, so that the
+// event loop fills each straight from the socket.
+func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in []byte, chunk int) error {
+	p := t.peers[from]
+	for i := range pieces(len(in), chunk) {
+		r := t.reqs.Get().(*recvReq)
+		r.into, r.dst, r.from, r.tag = true, in[i*chunk:min((i+1)*chunk, len(in))], from, int(tag)
+		r.coll, r.meta = true, meta
+		st.recvs = append(st.recvs, r)
+		p.mu.Lock()
+		q := p.queue(tag)
+		if m, ok := q.msgs.peek(); ok {
+			n, _, err := t.takeQueued(p, q, m.bb, r.dst, true, tag) // unlocks
+			r.n, r.aux = n, m.aux
+			r.complete(err)
+		} else if p.lost != nil {
+			r.complete(p.errFor("collective"))
+			p.mu.Unlock()
+		} else {
+			q.recvs.push(r)
+			resume := p.await()
+			p.mu.Unlock()
+			if resume {
+				p.conn.Resume()
+			}
+		}
+	}
+	return nil
+}
+
+// pieces is the number of frames a message of n bytes is sent as, in
+// pieces of chunk bytes: at least one, so that an empty message is a frame.
+func pieces(n, chunk int) int {
+	return max(1, (n+chunk-1)/chunk)
+}
+
+// waitChunks waits for the posted pieces in order, checking each one's
+// length and meta, and runs onChunk for each.
+func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int, tag, meta uint32, chunk int, onChunk func(off, n int) error) error {
+	p := t.peers[from]
+	w := collWait(ctx, meta)
+	for i, r := range st.recvs {
+		err := t.wait(p, r, w)
+		st.recvs[i] = nil
+		if err == nil {
+			err = r.err
+		}
+		n, aux, want := r.n, r.aux, len(r.dst)
+		r.reset()
+		t.reqs.Put(r)
+		switch {
+		case err != nil:
+			return collErr(err)
+		case aux != meta:
+			return &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: meta, Got: aux}
+		case n != want:
+			return &CollLengthError{Rank: from, Tag: tag - collTagBase, Want: want, Got: n}
+		}
+		if n > 0 {
+			if err := onChunk(i*chunk, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dropChunks withdraws the pieces' receives not waited for (after an
+// error), so that no later frame is read into the caller's buffer.
+func (t *NetTransport) dropChunks(st *chunkState, from int) {
+	p := t.peers[from]
+	for i, r := range st.recvs {
+		if r == nil {
+			continue
+		}
+		if r.state.Load() != reqDone {
+			t.withdraw(p, r, nil)
+		} else {
+			<-r.done
+		}
+		r.reset()
+		t.reqs.Put(r)
+		st.recvs[i] = nil
+	}
+	st.recvs = st.recvs[:0]
+}
+
+// collCallTags is the number of collective tags one call owns (package
+// collective's tagsPerCall): tags t and u belong to the same call when
+// t/collCallTags == u/collCallTags.
+const collCallTags = 256
+
+// isCollTag reports whether a wire tag is in the collective tag space.
+func isCollTag(tag uint32) bool { return tag-collTagBase < CollTags }
+
+// collStep runs when a collective message for tag arrives that no receive
+// waits for. If a collective receive from the same peer is posted for
+// another tag of the same call, the two ranks are at different steps of
+// one call: they chose different algorithms (different lengths) or called
+// different collectives, and the receive would wait forever. It fails
+// with a *CollMismatchError instead. p.mu is held.
+func (p *peer) collStep(tag, aux uint32) {
+	for t, q := range p.tags {
+		if t == tag || !isCollTag(t) || (t-collTagBase)/collCallTags != (tag-collTagBase)/collCallTags {
+			continue
+		}
+		for {
+			r, ok := q.recvs.peek()
+			if !ok || !r.coll {
+				break
+			}
+			q.recvs.pop()
+			p.waiting--
+			r.complete(&CollMismatchError{Rank: p.rank, Tag: tag - collTagBase, Want: r.meta, Got: aux, OtherStep: true, WantTag: t - collTagBase})
+		}
+		p.tidy(t, q)
+	}
 }

@@ -188,3 +188,46 @@ func (e *OptionError) Error() string {
 
 // Unwrap returns ErrOptions.
 func (e *OptionError) Unwrap() error { return ErrOptions }
+
+// ErrCollMismatch means a collective message came from a call that does
+// not match this rank's: another collective, element type or reduction
+// (*CollMismatchError), or another length (*CollLengthError). The ranks
+// called their collectives differently; nothing was mixed.
+var ErrCollMismatch = errors.New("boltmesh: collective calls differ between ranks")
+
+// CollMismatchError is a collective message whose call meta (the word the
+// collective layer derives from its call) differs from the one expected.
+type CollMismatchError struct {
+	Rank      int    // the sender
+	Tag       uint32 // collective tag of its message
+	Want, Got uint32 // metas
+	// OtherStep means the sender is at another step of the same call:
+	// this rank waited for tag WantTag instead.
+	OtherStep bool
+	WantTag   uint32
+}
+
+func (e *CollMismatchError) Error() string {
+	if e.OtherStep {
+		return fmt.Sprintf("boltmesh: collective message from rank %d has tag %d (meta %#x) while this rank waits for tag %d (meta %#x) of the same call: %v", e.Rank, e.Tag, e.Got, e.WantTag, e.Want, ErrCollMismatch)
+	}
+	return fmt.Sprintf("boltmesh: collective message from rank %d (tag %d) has meta %#x, this rank's call has %#x: %v", e.Rank, e.Tag, e.Got, e.Want, ErrCollMismatch)
+}
+
+// Unwrap returns ErrCollMismatch.
+func (e *CollMismatchError) Unwrap() error { return ErrCollMismatch }
+
+// CollLengthError is a collective message whose length differs from the
+// one this rank's call expects.
+type CollLengthError struct {
+	Rank      int    // the sender
+	Tag       uint32 // collective tag
+	Want, Got int    // bytes
+}
+
+func (e *CollLengthError) Error() string {
+	return fmt.Sprintf("boltmesh: collective message from rank %d (tag %d) has %d bytes, this rank expects %d: %v", e.Rank, e.Tag, e.Got, e.Want, ErrCollMismatch)
+}
+
+// Unwrap returns ErrCollMismatch.
+func (e *CollLengthError) Unwrap() error { return ErrCollMismatch }

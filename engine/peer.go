@@ -12,8 +12,15 @@ import (
 // tagQueue holds, for one (source, tag), either messages that arrived before
 // anybody asked for them or receives posted before their message arrived.
 type tagQueue struct {
-	msgs  fifo[*bytebufferpool.ByteBuffer]
+	msgs  fifo[queuedMsg]
 	recvs fifo[*recvReq]
+}
+
+// queuedMsg is a message that arrived before its receive: the payload and
+// its header's Aux (the collectives' call meta).
+type queuedMsg struct {
+	bb  *bytebufferpool.ByteBuffer
+	aux uint32
 }
 
 // peer is this rank's view of one other rank (or of itself, with no
@@ -120,6 +127,7 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	p.tidy(h.Tag, q)
 	p.waiting--
 	r.state.Store(reqClaimed)
+	r.aux = h.Aux
 	p.claimed = r
 	if r.into {
 		r.dst = r.dst[:h.Length]
@@ -137,7 +145,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 			p.completeClaimed(len(payload))
 			return
 		}
-		p.deliver(c, h.Tag, bb)
+		p.deliver(c, h.Tag, h.Aux, bb)
 	case frame.KindPut:
 		p.deliverPut(c, h, bb)
 	case frame.KindPutAck:
@@ -174,7 +182,7 @@ func (p *peer) completeClaimed(n int) {
 // deliver matches a message held in bb with the first fitting posted
 // receive, or queues it. Receives it does not fit fail with a
 // *TruncatedError, leaving the message for later ones.
-func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.queue(tag)
@@ -185,13 +193,16 @@ func (p *peer) deliver(c *ioloop.Conn, tag uint32, bb *bytebufferpool.ByteBuffer
 		}
 		p.waiting--
 		if r.fits(len(bb.B)) {
-			r.take(bb)
+			r.take(bb, aux)
 			p.tidy(tag, q)
 			return
 		}
 		r.complete(r.truncated(len(bb.B)))
 	}
-	q.msgs.push(bb)
+	if isCollTag(tag) {
+		p.collStep(tag, aux)
+	}
+	q.msgs.push(queuedMsg{bb, aux})
 	p.queued += int64(len(bb.B))
 	if c != nil && !p.paused && p.waiting == 0 && p.queued > p.t.opts.MaxQueuedBytes {
 		p.paused = true

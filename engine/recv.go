@@ -12,13 +12,15 @@ import (
 
 // waitOpts says when a blocked receive gives up besides completing.
 type waitOpts struct {
-	cancel  <-chan struct{} // a context's Done, or nil
-	ctx     context.Context // its Done is cancel; nil without a context
-	timeout time.Duration   // > 0: give up after it with ErrTimeout
-	anyLost bool            // give up when any peer is lost (collectives)
-	epoch   uint64          // barrier: give up when a peer closes before completing it
-	try     bool            // take a queued message or fail with errNotQueued; never wait
-	op      string
+	cancel    <-chan struct{} // a context's Done, or nil
+	ctx       context.Context // its Done is cancel; nil without a context
+	timeout   time.Duration   // > 0: give up after it with ErrTimeout
+	anyLost   bool            // give up when any peer is lost (collectives)
+	epoch     uint64          // barrier: give up when a peer closes before completing it
+	try       bool            // take a queued message or fail with errNotQueued; never wait
+	meta      uint32          // with checkMeta: the Aux the message must carry
+	checkMeta bool
+	op        string
 }
 
 // Recv implements Transport.
@@ -88,8 +90,12 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	p := t.peers[from]
 	p.mu.Lock()
 	q := p.queue(tag)
-	if bb, ok := q.msgs.peek(); ok {
-		return t.takeQueued(p, q, bb, dst, into, tag)
+	if m, ok := q.msgs.peek(); ok {
+		n, data, err := t.takeQueued(p, q, m.bb, dst, into, tag)
+		if err == nil && w.checkMeta && m.aux != w.meta {
+			err = &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: w.meta, Got: m.aux}
+		}
+		return n, data, err
 	}
 	if p.lost != nil {
 		err = p.errFor(w.op)
@@ -103,6 +109,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	}
 	r := t.reqs.Get().(*recvReq)
 	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
+	r.coll, r.meta = w.checkMeta, w.meta
 	q.recvs.push(r)
 	resume := p.await()
 	p.mu.Unlock()
@@ -114,6 +121,9 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	n, data := r.n, r.data
 	if err == nil {
 		err = r.err
+	}
+	if err == nil && w.checkMeta && r.aux != w.meta {
+		err = &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: w.meta, Got: r.aux}
 	}
 	r.reset()
 	t.reqs.Put(r)

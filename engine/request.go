@@ -22,6 +22,9 @@ type recvReq struct {
 	from  int
 	tag   int
 	n     int    // bytes received
+	aux   uint32 // the message header's Aux
+	coll  bool   // a collective receive, expecting meta
+	meta  uint32
 	data  []byte // Recv: the message
 	err   error
 	state atomic.Uint32
@@ -44,7 +47,8 @@ func (r *recvReq) fits(n int) bool { return !r.into || n <= len(r.dst) }
 // take completes r with the message in bb, which r's owner then holds: for
 // RecvInto it is copied into dst and bb is recycled; for Recv the buffer
 // itself becomes the caller's.
-func (r *recvReq) take(bb *bytebufferpool.ByteBuffer) {
+func (r *recvReq) take(bb *bytebufferpool.ByteBuffer, aux uint32) {
+	r.aux = aux
 	if r.into {
 		r.n = copy(r.dst, bb.B)
 		ioloop.PutBuffer(bb)
@@ -60,6 +64,6 @@ func (r *recvReq) truncated(n int) *TruncatedError {
 }
 
 func (r *recvReq) reset() {
-	r.dst, r.data, r.err, r.n = nil, nil, nil, 0
+	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta = nil, nil, nil, 0, 0, false, 0
 	r.state.Store(reqPosted)
 }

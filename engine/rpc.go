@@ -59,10 +59,11 @@ var ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed
 
 // rpcState holds the RPC handler and the frames that arrived before it.
 type rpcState struct {
-	mu     sync.Mutex
-	h      RPCHandler
-	early  []earlyRPC
-	earlyN int64 // bytes held in early
+	mu         sync.Mutex
+	h          RPCHandler
+	installing bool // SetRPCHandler is handing the early frames over
+	early      []earlyRPC
+	earlyN     int64 // bytes held in early
 }
 
 type earlyRPC struct {
@@ -73,24 +74,35 @@ type earlyRPC struct {
 
 // SetRPCHandler installs h as the receiver of RPC frames; nil uninstalls
 // it. Frames that arrived before (up to Options.MaxQueuedBytes) are handed
-// to h at once, and RPCPeerLost is called for peers already lost.
+// to h first, in their order of arrival and before any later frame, and
+// RPCPeerLost is called for peers already lost.
 func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
 	s := &t.rpc
 	s.mu.Lock()
-	if h != nil && s.h != nil {
+	if h != nil && (s.h != nil || s.installing) {
 		s.mu.Unlock()
 		return ErrRPCHandlerSet
 	}
-	s.h = h
-	early := s.early
-	s.early, s.earlyN = nil, 0
-	s.mu.Unlock()
 	if h == nil {
+		s.h = nil
+		s.mu.Unlock()
 		return nil
 	}
-	for _, e := range early {
-		h.HandleRPC(e.from, e.f, RPCPayload{e.bb})
+	s.installing = true
+	for len(s.early) > 0 {
+		// Frames arriving meanwhile join s.early: h is not yet visible to
+		// the loop, so it never sees a frame before an earlier one, nor
+		// two frames at once.
+		early := s.early
+		s.early, s.earlyN = nil, 0
+		s.mu.Unlock()
+		for _, e := range early {
+			h.HandleRPC(e.from, e.f, RPCPayload{e.bb})
+		}
+		s.mu.Lock()
 	}
+	s.h, s.installing = h, false
+	s.mu.Unlock()
 	for r, p := range t.peers {
 		if err := p.lostErr("rpc"); err != nil && r != t.rank {
 			h.RPCPeerLost(r, err)
@@ -104,23 +116,10 @@ func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
 // the frame is handed to the kernel, or with ctx's error if no byte of it
 // was sent by then.
 func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte) error {
-	if err := t.checkRank(to); err != nil {
+	h, pr, err := t.rpcHeader(to, f, p)
+	if err != nil {
 		return err
 	}
-	if to == t.rank {
-		return fmt.Errorf("boltmesh: SendRPC to this rank (%d): %w", to, ErrSelfRPC)
-	}
-	if uint64(len(p)) > t.opts.MaxFrame {
-		return fmt.Errorf("boltmesh: rpc of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
-	}
-	h := frame.Header{Kind: frame.KindRPCReq, Src: uint32(t.rank), Tag: f.Tag, Aux: f.Aux, Offset: f.ID}
-	if f.Reply {
-		h.Kind = frame.KindRPCReply
-		if f.Error {
-			h.Flags = frame.FlagError
-		}
-	}
-	pr := t.peers[to]
 	var cancel <-chan struct{}
 	if ctx != nil {
 		cancel = ctx.Done()
@@ -132,6 +131,42 @@ func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte
 		return t.connErr(pr, "rpc", err)
 	}
 	return nil
+}
+
+// PostRPC queues one RPC frame for rank to and returns at once, without
+// waiting for the socket: p is copied. It is how an RPCHandler answers from
+// inside HandleRPC, which must not block. Frames keep their order with
+// those of SendRPC.
+func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
+	h, pr, err := t.rpcHeader(to, f, p)
+	if err != nil {
+		return err
+	}
+	if err := pr.conn.Post(&h, p, true); err != nil {
+		return t.connErr(pr, "rpc", err)
+	}
+	return nil
+}
+
+// rpcHeader checks an outgoing RPC frame and returns its header and peer.
+func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *peer, error) {
+	if err := t.checkRank(to); err != nil {
+		return frame.Header{}, nil, err
+	}
+	if to == t.rank {
+		return frame.Header{}, nil, fmt.Errorf("boltmesh: RPC frame to this rank (%d): %w", to, ErrSelfRPC)
+	}
+	if uint64(len(p)) > t.opts.MaxFrame {
+		return frame.Header{}, nil, fmt.Errorf("boltmesh: rpc of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
+	}
+	h := frame.Header{Kind: frame.KindRPCReq, Src: uint32(t.rank), Tag: f.Tag, Aux: f.Aux, Offset: f.ID}
+	if f.Reply {
+		h.Kind = frame.KindRPCReply
+		if f.Error {
+			h.Flags = frame.FlagError
+		}
+	}
+	return h, t.peers[to], nil
 }
 
 // deliverRPC hands an RPC frame to the handler, or holds it until one is

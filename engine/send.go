@@ -34,6 +34,11 @@ func (t *NetTransport) SendContext(ctx context.Context, to, tag int, p []byte) e
 
 // send is Send for any tag, reserved ones included.
 func (t *NetTransport) send(cancel <-chan struct{}, to int, tag uint32, p []byte) error {
+	return t.sendAux(cancel, to, tag, 0, p)
+}
+
+// sendAux is send with aux in the header's Aux field.
+func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, p []byte) error {
 	if err := t.checkRank(to); err != nil {
 		return err
 	}
@@ -42,9 +47,9 @@ func (t *NetTransport) send(cancel <-chan struct{}, to int, tag uint32, p []byte
 	}
 	pr := t.peers[to]
 	if pr.conn == nil {
-		return t.sendSelf(pr, tag, p)
+		return t.sendSelf(pr, tag, aux, p)
 	}
-	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag}
+	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag, Aux: aux}
 	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
 		return t.connErr(pr, "send", err)
 	}
@@ -52,12 +57,12 @@ func (t *NetTransport) send(cancel <-chan struct{}, to int, tag uint32, p []byte
 }
 
 // sendSelf queues a copy of p for this rank's own receives.
-func (t *NetTransport) sendSelf(pr *peer, tag uint32, p []byte) error {
+func (t *NetTransport) sendSelf(pr *peer, tag, aux uint32, p []byte) error {
 	if t.closed.Load() {
 		return &PeerError{Op: "send", Rank: t.rank, Err: ErrClosed}
 	}
 	bb := ioloop.GetBuffer(len(p))
 	copy(bb.B, p)
-	pr.deliver(nil, tag, bb)
+	pr.deliver(nil, tag, aux, bb)
 	return nil
 }

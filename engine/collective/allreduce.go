@@ -29,10 +29,10 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 	if err := checkReduce("AllReduce", dt, data, op); err != nil {
 		return err
 	}
-	tag := c.begin()
+	tag := c.begin(kindAllReduce, dt, op)
 	defer c.mu.Unlock()
 	n := c.t.WorldSize()
-	ring := len(data) >= c.opts.RingMin && n > 2 && 2*(n-1) < tagsPerCall
+	ring := len(data) >= c.opts.RingMin && n >= 2 && 2*(n-1) < tagsPerCall
 	pprof.SetGoroutineLabels(c.labels(ring, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
 	var err error
@@ -107,17 +107,17 @@ func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, 
 	rem := n - p2
 	buf := c.scratch(len(data))
 	if r < 2*rem && r%2 == 0 { // folded: contribute, then wait for the result
-		if err := c.t.SendColl(ctx, r+1, tag, data); err != nil {
+		if err := c.send(ctx, r+1, tag, data); err != nil {
 			return err
 		}
-		m, err := c.t.RecvCollInto(ctx, r+1, tag+1, data)
+		m, err := c.recv(ctx, r+1, tag+1, data)
 		if err == nil {
 			err = c.recvCheck(m, len(data), r+1)
 		}
 		return err
 	}
 	if r < 2*rem {
-		m, err := c.t.RecvCollInto(ctx, r-1, tag, buf)
+		m, err := c.recv(ctx, r-1, tag, buf)
 		if err == nil {
 			err = c.recvCheck(m, len(data), r-1)
 		}
@@ -144,7 +144,7 @@ func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, 
 		}
 	}
 	if r < 2*rem { // hand the result back to the folded partner
-		return c.t.SendColl(ctx, r-1, tag+1, data)
+		return c.send(ctx, r-1, tag+1, data)
 	}
 	return nil
 }
@@ -166,7 +166,10 @@ func realRank(v, rem int) int {
 }
 
 // ring is a ring reduce-scatter followed by a ring all-gather over n
-// segments of (nearly) equal element counts; any length works.
+// segments of (nearly) equal element counts; any length works. In the
+// reduce-scatter each step's segment travels in frames of Options.Chunk
+// bytes, and each piece is reduced as soon as it has arrived while the
+// next ones are still on the wire.
 func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
 	r, n := c.t.Rank(), c.t.WorldSize()
 	esz := dt.Size()
@@ -175,18 +178,15 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 		return data[(i*elems/n)*esz : ((i+1)*elems/n)*esz]
 	}
 	right, left := (r+1)%n, (r-1+n)%n
+	chunk := c.opts.Chunk / esz * esz
 	for s := 0; s < n-1; s++ {
 		out, in := seg((r-s+n)%n), seg((r-s-1+n)%n)
 		buf := c.scratch(len(in))
-		m, err := c.exchange(ctx, right, left, tag+uint32(s), out, buf)
-		if err == nil {
-			err = c.recvCheck(m, len(in), left)
-		}
-		if err == nil {
-			err = ReduceBytes(dt, in, buf, op)
-		}
+		c.pipe = pipeState{dt: dt, op: op, dst: in, src: buf}
+		err := c.t.ExchangeCollChunks(ctx, right, left, tag+uint32(s), c.meta, out, buf, chunk, c.reduceChunk)
+		c.pipe = pipeState{}
 		if err != nil {
-			return err
+			return explain(err)
 		}
 	}
 	for s := 0; s < n-1; s++ {
@@ -200,4 +200,18 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 		}
 	}
 	return nil
+}
+
+// pipeState is what reduceChunk works on during a pipelined step.
+type pipeState struct {
+	dt       DType
+	op       Op
+	dst, src []byte
+}
+
+// pipeChunk reduces bytes [off, off+n) of the step's received segment
+// into the destination; c.reduceChunk is it as a method value, made once.
+func (c *Comm) pipeChunk(off, n int) error {
+	p := &c.pipe
+	return ReduceBytes(p.dt, p.dst[off:off+n], p.src[off:off+n], p.op)
 }

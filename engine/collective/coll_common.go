@@ -36,7 +36,40 @@ const (
 	kindScatter
 	kindAllToAll
 	collKinds
+	// Kinds with labels of their own; they only name calls in metas.
+	kindAllReduce         = collKinds + 1
+	kindAllReduceDeadline = collKinds + 2
 )
+
+// callMeta is the word every message of a call carries (the frame's Aux)
+// and every receive checks, so that ranks which called different
+// collectives, or the same one over different element types or
+// reductions, fail with ErrMismatch instead of combining the wrong bytes:
+// 0xB0 | kind | dtype | op, a byte each.
+func callMeta(k collKind, dt DType, op Op) uint32 {
+	return 0xB0<<24 | uint32(k)<<16 | uint32(dt)<<8 | uint32(op)
+}
+
+// metaString describes a call meta for error messages.
+func metaString(m uint32) string {
+	k := collKind(m >> 16 & 0xff)
+	name := "unknown collective"
+	switch {
+	case k < collKinds:
+		name = collLabelNames[k][0]
+	case k == kindAllReduce:
+		name = "allreduce"
+	case k == kindAllReduceDeadline:
+		name = "allreduce with a deadline"
+	}
+	if dt := DType(m >> 8 & 0xff); dt != 0 {
+		name += " of " + dt.String()
+	}
+	if op := Op(m & 0xff); op != 0 {
+		name += " with " + op.String()
+	}
+	return name
+}
 
 // collLabelNames are the "op" and "algorithm" labels of each collKind.
 var collLabelNames = [collKinds][2]string{

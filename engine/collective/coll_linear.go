@@ -24,12 +24,12 @@ func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []by
 		return err
 	}
 	r := c.t.Rank()
-	tag := c.begin()
+	tag := c.begin(kindGather, dt, 0)
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindGather, total))
 	defer pprof.SetGoroutineLabels(ctx)
 	if r != root {
-		return c.t.SendColl(ctx, root, tag, in)
+		return c.send(ctx, root, tag, in)
 	}
 	off := 0
 	for i, k := range counts {
@@ -39,7 +39,7 @@ func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []by
 			copy(seg, in)
 			continue
 		}
-		m, err := c.t.RecvCollInto(ctx, i, tag, seg)
+		m, err := c.recv(ctx, i, tag, seg)
 		if err == nil {
 			err = c.recvCheck(m, len(seg), i)
 		}
@@ -95,12 +95,12 @@ func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []b
 		return err
 	}
 	r := c.t.Rank()
-	tag := c.begin()
+	tag := c.begin(kindScatter, dt, 0)
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindScatter, total))
 	defer pprof.SetGoroutineLabels(ctx)
 	if r != root {
-		m, err := c.t.RecvCollInto(ctx, root, tag, out)
+		m, err := c.recv(ctx, root, tag, out)
 		if err == nil {
 			err = c.recvCheck(m, len(out), root)
 		}
@@ -114,7 +114,7 @@ func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []b
 			copy(out, seg)
 			continue
 		}
-		if err := c.t.SendColl(ctx, i, tag, seg); err != nil {
+		if err := c.send(ctx, i, tag, seg); err != nil {
 			return err
 		}
 	}
@@ -163,7 +163,7 @@ func (c *Comm) AllToAllBytes(ctx context.Context, dt DType, in []byte, inCounts 
 		return fmt.Errorf("%w (%s: rank %d sends itself inCounts[%d] = %d elements, expects outCounts[%d] = %d)",
 			ErrCounts, fn, r, r, inCounts[r], r, outCounts[r])
 	}
-	tag := c.begin()
+	tag := c.begin(kindAllToAll, dt, 0)
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindAllToAll, inTotal))
 	defer pprof.SetGoroutineLabels(ctx)

@@ -39,7 +39,7 @@ func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, cou
 	if err := collCheckLen(fn, "out", dt, len(out), total); err != nil {
 		return err
 	}
-	tag := c.begin()
+	tag := c.begin(kindAllGather, dt, 0)
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindAllGather, total))
 	defer pprof.SetGoroutineLabels(ctx)
@@ -113,7 +113,7 @@ func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, co
 	if err := collCheckLen(fn, "data", dt, len(data), total); err != nil {
 		return err
 	}
-	tag := c.begin()
+	tag := c.begin(kindReduceScatter, dt, op)
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindReduceScatter, total))
 	defer pprof.SetGoroutineLabels(ctx)

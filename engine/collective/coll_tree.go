@@ -25,7 +25,7 @@ func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) error 
 	if err := collCheckRoot(fn, root, c.t.WorldSize()); err != nil {
 		return err
 	}
-	tag := c.begin()
+	tag := c.begin(kindBroadcast, 0, 0)
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindBroadcast, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
@@ -40,7 +40,7 @@ func (c *Comm) binomialBcast(ctx context.Context, tag uint32, root int, data []b
 	for ; mask < n; mask <<= 1 {
 		if v&mask != 0 {
 			parent := (v - mask + root) % n
-			m, err := c.t.RecvCollInto(ctx, parent, tag, data)
+			m, err := c.recv(ctx, parent, tag, data)
 			if err != nil {
 				return err
 			}
@@ -53,7 +53,7 @@ func (c *Comm) binomialBcast(ctx context.Context, tag uint32, root int, data []b
 	// Children are v+mask/2, v+mask/4, ..., v+1 (those below n).
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if v+mask < n {
-			if err := c.t.SendColl(ctx, (v+mask+root)%n, tag, data); err != nil && rerr == nil {
+			if err := c.send(ctx, (v+mask+root)%n, tag, data); err != nil && rerr == nil {
 				return err
 			}
 		}
@@ -95,7 +95,7 @@ func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byt
 	if err := collCheckRoot(fn, root, n); err != nil {
 		return err
 	}
-	tag := c.begin()
+	tag := c.begin(kindReduce, dt, op)
 	defer c.mu.Unlock()
 	pprof.SetGoroutineLabels(collLabels(kindReduce, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
@@ -116,7 +116,7 @@ func (c *Comm) binomialReduce(ctx context.Context, tag uint32, root int, dt DTyp
 	haveBuf := false
 	for mask := 1; mask < n; mask <<= 1 {
 		if v&mask != 0 { // a leaf sends data itself, an inner rank its scratch
-			return c.t.SendColl(ctx, (v-mask+root)%n, tag, acc)
+			return c.send(ctx, (v-mask+root)%n, tag, acc)
 		}
 		child := v + mask
 		if child >= n {
@@ -133,7 +133,7 @@ func (c *Comm) binomialReduce(ctx context.Context, tag uint32, root int, dt DTyp
 			}
 		}
 		from := (child + root) % n
-		m, err := c.t.RecvCollInto(ctx, from, tag, buf)
+		m, err := c.recv(ctx, from, tag, buf)
 		if err == nil {
 			err = c.recvCheck(m, len(buf), from)
 		}

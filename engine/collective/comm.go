@@ -11,18 +11,26 @@ import (
 type Transport interface {
 	Rank() int
 	WorldSize() int
-	// SendColl sends p to rank to under tag, returning once p may be reused.
-	SendColl(ctx context.Context, to int, tag uint32, p []byte) error
+	// SendColl sends p to rank to under tag, with meta (the call's
+	// identity), returning once p may be reused.
+	SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error
 	// RecvCollInto receives the next message from rank from under tag into
-	// dst and returns its length; a longer one is an error.
-	RecvCollInto(ctx context.Context, from int, tag uint32, dst []byte) (int, error)
+	// dst and returns its length; a longer one, or one whose meta differs,
+	// is an error wrapping engine.ErrCollMismatch or engine.ErrTruncated.
+	RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error)
 	// TryRecvCollInto is RecvCollInto that takes only a message that has
 	// already arrived, and reports ok false when none has.
-	TryRecvCollInto(from int, tag uint32, dst []byte) (n int, ok bool, err error)
+	TryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error)
 	// ExchangeColl sends out to rank to and receives from rank from into
 	// in, concurrently (so that two ranks exchanging large messages never
 	// wait for each other), and returns the received length.
-	ExchangeColl(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error)
+	ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error)
+	// ExchangeCollChunks is ExchangeColl in frames of at most chunk bytes,
+	// calling onChunk(off, n) for each received piece of in, in order, as
+	// soon as it has arrived, while later pieces are still in flight. An
+	// error from onChunk ends the exchange. in's length must be what the
+	// sender sends, or the exchange fails with engine.ErrCollMismatch.
+	ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error
 }
 
 // tagsPerCall is the collective tags one call may use; calls take turns
@@ -43,6 +51,10 @@ type Options struct {
 	// bandwidth-optimal ring (reduce-scatter then all-gather) instead of
 	// recursive doubling. Default 64 KiB.
 	RingMin int
+	// Chunk is the size in bytes of the pieces a ring step's segment is
+	// sent in: each piece is reduced as soon as it arrives, while the
+	// next ones are still on the wire. Default 128 KiB.
+	Chunk int
 }
 
 // Comm runs collectives over a transport. Every rank must call the same
@@ -54,6 +66,10 @@ type Comm struct {
 	mu   sync.Mutex // serializes calls
 	seq  uint32     // calls so far
 	buf  []byte     // receive scratch, grown once to the largest need
+	meta uint32     // the call in progress's meta (see callMeta)
+
+	pipe        pipeState              // the pipelined step in progress
+	reduceChunk func(off, n int) error // c.pipeChunk, made once
 
 	labelCtx [2][len(sizeClasses)]context.Context // profile labels, made once
 	stale    []staleContribution                  // late deadline contributions still to drop (root)
@@ -64,7 +80,12 @@ func New(t Transport, opts Options) *Comm {
 	if opts.RingMin <= 0 {
 		opts.RingMin = 64 << 10
 	}
-	return &Comm{t: t, opts: opts}
+	if opts.Chunk <= 0 {
+		opts.Chunk = 128 << 10
+	}
+	c := &Comm{t: t, opts: opts}
+	c.reduceChunk = c.pipeChunk
+	return c
 }
 
 // Close releases the Comm; it holds no goroutine or connection of its own,
@@ -78,12 +99,32 @@ func (c *Comm) Close() {
 // exchange sends out to rank to and receives from rank from into in,
 // concurrently, and returns the received length.
 func (c *Comm) exchange(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
-	return c.t.ExchangeColl(ctx, to, from, tag, out, in)
+	n, err := c.t.ExchangeColl(ctx, to, from, tag, c.meta, out, in)
+	return n, explain(err)
 }
 
-// begin starts a call: the lock, and the call's first tag.
-func (c *Comm) begin() uint32 {
+// send sends p to rank to under tag, with the call's meta.
+func (c *Comm) send(ctx context.Context, to int, tag uint32, p []byte) error {
+	return c.t.SendColl(ctx, to, tag, c.meta, p)
+}
+
+// recv receives from rank from under tag a message of the call's meta.
+func (c *Comm) recv(ctx context.Context, from int, tag uint32, dst []byte) (int, error) {
+	n, err := c.t.RecvCollInto(ctx, from, tag, c.meta, dst)
+	return n, explain(err)
+}
+
+// tryRecv is recv that does not wait.
+func (c *Comm) tryRecv(from int, tag uint32, dst []byte) (int, bool, error) {
+	n, ok, err := c.t.TryRecvCollInto(from, tag, c.meta, dst)
+	return n, ok, explain(err)
+}
+
+// begin starts a call of kind k over dt with op (0 for none): the lock,
+// the call's meta, and its first tag.
+func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 	c.mu.Lock()
+	c.meta = callMeta(k, dt, op)
 	base := (c.seq % (collTags / tagsPerCall)) * tagsPerCall
 	c.seq++
 	return base

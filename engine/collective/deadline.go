@@ -29,6 +29,7 @@ func (c Contributors) Has(r int) bool { return r >= 0 && r < 64 && c.Mask&(1<<r)
 type staleContribution struct {
 	rank int
 	tag  uint32
+	meta uint32
 }
 
 // AllReduceDeadline is AllReduce with bounded staleness, as federated
@@ -56,7 +57,7 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 	if root < 0 || root >= n {
 		return Contributors{}, fmt.Errorf("collective: Options.Root %d outside world of %d", root, n)
 	}
-	tag := c.begin()
+	tag := c.begin(kindAllReduceDeadline, dt, op)
 	defer c.mu.Unlock()
 	if r != root {
 		return c.deadlineLeaf(ctx, tag, data, root)
@@ -74,10 +75,10 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 		if p == root {
 			continue
 		}
-		if err := c.t.SendColl(ctx, p, tag+1, hdr[:]); err != nil {
+		if err := c.send(ctx, p, tag+1, hdr[:]); err != nil {
 			return got, err
 		}
-		if err := c.t.SendColl(ctx, p, tag+2, data); err != nil {
+		if err := c.send(ctx, p, tag+2, data); err != nil {
 			return got, err
 		}
 	}
@@ -86,11 +87,11 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 
 // deadlineLeaf sends this rank's contribution and waits for the result.
 func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root int) (Contributors, error) {
-	if err := c.t.SendColl(ctx, root, tag, data); err != nil {
+	if err := c.send(ctx, root, tag, data); err != nil {
 		return Contributors{}, err
 	}
 	var hdr [8]byte
-	m, err := c.t.RecvCollInto(ctx, root, tag+1, hdr[:])
+	m, err := c.recv(ctx, root, tag+1, hdr[:])
 	if err == nil {
 		err = c.recvCheck(m, len(hdr), root)
 	}
@@ -98,7 +99,7 @@ func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root i
 		return Contributors{}, err
 	}
 	mask := binary.LittleEndian.Uint64(hdr[:])
-	m, err = c.t.RecvCollInto(ctx, root, tag+2, data)
+	m, err = c.recv(ctx, root, tag+2, data)
 	if err == nil {
 		err = c.recvCheck(m, len(data), root)
 	}
@@ -118,14 +119,14 @@ func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []
 		if p == r {
 			continue
 		}
-		m, err := c.t.RecvCollInto(dctx, p, tag, buf)
+		m, err := c.recv(dctx, p, tag, buf)
 		if err != nil && dctx.Err() != nil && ctx.Err() == nil {
-			m, ok, terr := c.t.TryRecvCollInto(p, tag, buf) // arrived while we waited on another rank
+			m, ok, terr := c.tryRecv(p, tag, buf) // arrived while we waited on another rank
 			if terr != nil {
 				return got, terr
 			}
 			if !ok {
-				c.stale = append(c.stale, staleContribution{rank: p, tag: tag})
+				c.stale = append(c.stale, staleContribution{rank: p, tag: tag, meta: c.meta})
 				continue
 			}
 			err = c.recvCheck(m, len(data), p)
@@ -149,7 +150,7 @@ func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []
 func (c *Comm) dropStale(buf []byte) {
 	keep := c.stale[:0]
 	for _, s := range c.stale {
-		if _, ok, err := c.t.TryRecvCollInto(s.rank, s.tag, buf); !ok && err == nil {
+		if _, ok, err := c.t.TryRecvCollInto(s.rank, s.tag, s.meta, buf); !ok && err == nil {
 			keep = append(keep, s)
 		}
 	}

@@ -1,0 +1,131 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/engine"
+)
+
+// collPair runs f on ranks 0 and 1 of ts at once and joins their errors.
+func collPair(f func(r int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for r := range 2 {
+		wg.Go(func() { errs[r] = f(r) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// TestExchangeCollChunks: both ranks exchange messages of sizes around the
+// chunk size at once; every piece arrives in order, is handed to onChunk
+// with its offset, and the bytes are intact.
+func TestExchangeCollChunks(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{})
+	const chunk = 1000
+	for i, size := range []int{0, 1, 999, 1000, 1001, 2999, 3000, 64 << 10, 1<<20 + 7} {
+		err := collPair(func(r int) error {
+			out, in := pattern(r, 1-r, i, 0, size), make([]byte, size)
+			want := pattern(1-r, r, i, 0, size)
+			next := 0
+			onChunk := func(off, n int) error {
+				if off != next || n != min(chunk, size-off) {
+					return fmt.Errorf("size %d: piece at %d of %d bytes, want %d of %d", size, off, n, next, min(chunk, size-off))
+				}
+				next += n
+				if !bytes.Equal(in[off:off+n], want[off:off+n]) {
+					return fmt.Errorf("size %d: piece at %d differs when handed over", size, off)
+				}
+				return nil
+			}
+			err := ts[r].ExchangeCollChunks(context.Background(), 1-r, 1-r, uint32(i), 7, out, in, chunk, onChunk)
+			if err != nil {
+				return err
+			}
+			if next != size {
+				return fmt.Errorf("size %d: pieces covered %d bytes", size, next)
+			}
+			if !bytes.Equal(in, want) {
+				return fmt.Errorf("size %d: received bytes differ", size)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCollMetaMismatch: a collective receive expecting another meta fails
+// with a *CollMismatchError; one expecting another length fails with a
+// *CollLengthError; both wrap ErrCollMismatch.
+func TestCollMetaMismatch(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{})
+	ctx := context.Background()
+	err := collPair(func(r int) error {
+		if r == 0 {
+			return ts[0].SendColl(ctx, 1, 5, 0xAA, []byte("hello"))
+		}
+		_, err := ts[1].RecvCollInto(ctx, 0, 5, 0xBB, make([]byte, 5))
+		return err
+	})
+	var me *engine.CollMismatchError
+	if !errors.As(err, &me) || !errors.Is(err, engine.ErrCollMismatch) || me.Want != 0xBB || me.Got != 0xAA || me.Rank != 0 {
+		t.Fatalf("meta mismatch: got %v", err)
+	}
+	err = collPair(func(r int) error {
+		return ts[r].ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, func(int, int) error { return nil })
+	})
+	var le *engine.CollLengthError
+	if !errors.As(err, &le) || !errors.Is(err, engine.ErrCollMismatch) {
+		t.Fatalf("length mismatch: got %v", err)
+	}
+}
+
+// TestExchangeCollChunksAbort: when onChunk fails, the exchange returns its
+// error and withdraws the receives still posted, so that frames arriving
+// after it returned are never read into the caller's buffer; they stay
+// receivable, and the transport keeps working.
+func TestExchangeCollChunksAbort(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{})
+	ctx := context.Background()
+	stop := errors.New("stop")
+	done := make(chan error, 1)
+	go func() {
+		done <- ts[1].ExchangeCollChunks(ctx, 0, 0, 9, 1, pattern(1, 0, 9, 0, 4000), make([]byte, 4000), 1000, func(int, int) error { return nil })
+	}()
+	in := make([]byte, 4000)
+	err := ts[0].ExchangeCollChunks(ctx, 1, 1, 9, 1, pattern(0, 1, 9, 0, 4000), in, 1000, func(off, n int) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Fatalf("got %v, want the onChunk error", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("rank 1: %v", err)
+	}
+	snapshot := bytes.Clone(in)
+	if err := ts[1].SendColl(ctx, 0, 9, 1, pattern(1, 0, 9, 1, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 1000)
+	want := pattern(1, 0, 9, 1, 1000)
+	for i := 0; ; i++ { // pieces not read before the abort come first
+		n, err := ts[0].RecvCollInto(ctx, 1, 9, 1, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(got[:n], want) {
+			break
+		}
+		if i == 3 {
+			t.Fatal("the message sent after the abort never arrived")
+		}
+	}
+	if !bytes.Equal(in, snapshot) {
+		t.Fatal("a frame that arrived after the abort was read into the abandoned buffer")
+	}
+}
