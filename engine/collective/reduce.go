@@ -46,7 +46,9 @@ func Reduce[T Elem](dst, src []T, op Op) {
 // reducePtr reduces n elements of dt at s into those at d: the one
 // dispatch from a dtype to its kernel, shared by the typed and raw forms.
 func reducePtr(dt DType, d, s unsafe.Pointer, n int, op Op) {
-	if done := reduceVec(dt, d, s, n, op); done > 0 {
+	if done := reduceVec(dt, d, s, n, op); done == n {
+		return
+	} else if done > 0 { // never point one past the end: checkptr forbids it
 		off := uintptr(done * dt.Size())
 		d, s, n = unsafe.Add(d, off), unsafe.Add(s, off), n-done
 	}
