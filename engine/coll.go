@@ -193,6 +193,9 @@ func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in
 		} else if p.lost != nil {
 			r.complete(p.errFor("collective"))
 			p.mu.Unlock()
+		} else if err := p.collQueuedStep(tag, meta); err != nil {
+			r.complete(err)
+			p.mu.Unlock()
 		} else {
 			q.recvs.push(r)
 			resume := p.await()
@@ -278,7 +281,7 @@ func isCollTag(tag uint32) bool { return tag-collTagBase < CollTags }
 // with a *CollMismatchError instead. p.mu is held.
 func (p *peer) collStep(tag, aux uint32) {
 	for t, q := range p.tags {
-		if t == tag || !isCollTag(t) || (t-collTagBase)/collCallTags != (tag-collTagBase)/collCallTags {
+		if t == tag || !sameCall(t, tag) {
 			continue
 		}
 		for {
@@ -292,4 +295,26 @@ func (p *peer) collStep(tag, aux uint32) {
 		}
 		p.tidy(t, q)
 	}
+}
+
+// sameCall reports whether wire tags t and u are collective tags of the
+// same call.
+func sameCall(t, u uint32) bool {
+	return isCollTag(t) && isCollTag(u) && (t-collTagBase)/collCallTags == (u-collTagBase)/collCallTags
+}
+
+// collQueuedStep is collStep seen from the receive: before a collective
+// receive for tag is posted, a message already queued from the same peer
+// for another tag of the same call means the ranks are at different steps,
+// and it returns the error the receive fails with. p.mu is held.
+func (p *peer) collQueuedStep(tag, meta uint32) error {
+	for t, q := range p.tags {
+		if t == tag || !sameCall(t, tag) {
+			continue
+		}
+		if m, ok := q.msgs.peek(); ok {
+			return &CollMismatchError{Rank: p.rank, Tag: t - collTagBase, Want: meta, Got: m.aux, OtherStep: true, WantTag: tag - collTagBase}
+		}
+	}
+	return nil
 }

@@ -101,6 +101,8 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 		err = p.errFor(w.op)
 	} else if w.try {
 		err = errNotQueued
+	} else if w.checkMeta {
+		err = p.collQueuedStep(tag, w.meta)
 	}
 	if err != nil {
 		p.tidy(tag, q)
@@ -209,13 +211,20 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 // burns at most Spin of CPU before it sleeps. Every few attempts it yields,
 // so that it does not starve goroutines of its own process.
 func (t *NetTransport) spin(p *peer, state *atomic.Uint32) bool {
+	return t.spinUntil(p, func() bool { return state.Load() == reqDone })
+}
+
+// spinUntil is spin for any condition: it drives p's connection until done
+// reports true or no byte has arrived from p for Options.Spin, and reports
+// done's last answer.
+func (t *NetTransport) spinUntil(p *peer, done func() bool) bool {
 	if p.conn == nil || t.opts.Spin <= 0 {
-		return state.Load() == reqDone
+		return done()
 	}
 	last, seen := time.Now(), p.conn.BytesRead()
 	for i := 1; ; i++ {
 		p.conn.Poll()
-		if state.Load() == reqDone {
+		if done() {
 			return true
 		}
 		if now := p.conn.BytesRead(); now != seen {

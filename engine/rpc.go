@@ -148,6 +148,19 @@ func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
 	return nil
 }
 
+// SpinRPC lets a goroutine about to wait for an RPC reply from rank from
+// read that connection itself, as a blocking receive does: it drives the
+// connection until done reports true or no byte has arrived from the peer
+// for Options.Spin, and reports done's last answer. RPC frames read
+// meanwhile are handed to the handler on this goroutine. With spinning
+// disabled, or for this rank, it only asks done.
+func (t *NetTransport) SpinRPC(from int, done func() bool) bool {
+	if t.checkRank(from) != nil {
+		return done()
+	}
+	return t.spinUntil(t.peers[from], done)
+}
+
 // rpcHeader checks an outgoing RPC frame and returns its header and peer.
 func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *peer, error) {
 	if err := t.checkRank(to); err != nil {

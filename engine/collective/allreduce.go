@@ -26,7 +26,7 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 // order, and each pairwise step is commutative (IEEE addition,
 // multiplication, max and min are), so every rank ends with identical bits.
 func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op) error {
-	if err := checkReduce("AllReduce", dt, data, op); err != nil {
+	if err := collCheckReduce("AllReduce", dt, data, op); err != nil {
 		return err
 	}
 	tag := c.begin(kindAllReduce, dt, op)
@@ -45,21 +45,6 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 		err = FinishBytes(dt, data, op, n)
 	}
 	return err
-}
-
-// checkReduce validates the arguments of a reduction over raw data.
-func checkReduce(fn string, dt DType, data []byte, op Op) error {
-	esz := dt.Size()
-	if esz == 0 {
-		return errDType(fn, dt)
-	}
-	if !op.valid() {
-		return errOp(fn, op)
-	}
-	if len(data)%esz != 0 {
-		return &LengthError{Func: fn, DType: dt, DstLen: len(data), SrcLen: -1, Err: ErrDTypeLength}
-	}
-	return nil
 }
 
 // sizeClasses name message sizes in profile labels.

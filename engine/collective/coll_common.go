@@ -108,9 +108,7 @@ func collLabels(k collKind, size int) context.Context {
 // collScratch is c.scratch aligned to 8 bytes, so that any element type
 // can be viewed in it at any offset that is a multiple of its size.
 func (c *Comm) collScratch(n int) []byte {
-	b := c.scratch(n + 7)
-	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 7)
-	return b[off : off+n : off+n]
+	return c.scratch(n)[:n:n]
 }
 
 // collElemSize returns dt's element size, or an ErrDType error.

@@ -3,6 +3,7 @@ package collective
 import (
 	"context"
 	"sync"
+	"unsafe"
 )
 
 // Transport is what the collectives need from a transport: messaging on a
@@ -133,7 +134,9 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // scratch returns a receive buffer of n bytes.
 func (c *Comm) scratch(n int) []byte {
 	if cap(c.buf) < n {
-		c.buf = make([]byte, n)
+		// 8-byte aligned, so that any element type can be viewed in it.
+		w := make([]uint64, (n+7)/8)
+		c.buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), len(w)*8)
 	}
 	return c.buf[:n]
 }

@@ -47,7 +47,7 @@ func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Co
 
 // AllReduceDeadlineBytes is AllReduceDeadline over raw data of dt.
 func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
-	if err := checkReduce("AllReduceDeadline", dt, data, op); err != nil {
+	if err := collCheckReduce("AllReduceDeadline", dt, data, op); err != nil {
 		return Contributors{}, err
 	}
 	r, n, root := c.t.Rank(), c.t.WorldSize(), c.opts.Root

@@ -46,6 +46,8 @@ func procRunChild(role string) error {
 		return procBlockChild(rank, addrs, ln)
 	case "bench-allreduce":
 		return benchARChild(rank, addrs, ln)
+	case "matrix":
+		return matrixChild(rank, addrs, ln)
 	}
 	ln.Close()
 	return fmt.Errorf("unknown role %q", role)

@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/engine/collective"
+	"github.com/boltmesh/boltmesh/rpc"
+)
+
+// boltEndpoint runs the workloads on a boltmesh NetTransport.
+type boltEndpoint struct {
+	t     *engine.NetTransport
+	comm  *collective.Comm
+	agent *rpc.Agent // started by the first RPC, closed at the end of the run
+}
+
+var _ Endpoint = (*boltEndpoint)(nil)
+
+func newBoltEndpoint(t *engine.NetTransport) *boltEndpoint {
+	return &boltEndpoint{t: t, comm: collective.New(t, collective.Options{})}
+}
+
+// Impl implements Endpoint.
+func (e *boltEndpoint) Impl() string { return ImplBoltmesh }
+
+// Rank implements Endpoint.
+func (e *boltEndpoint) Rank() int { return e.t.Rank() }
+
+// Ranks implements Endpoint.
+func (e *boltEndpoint) Ranks() int { return e.t.WorldSize() }
+
+// Send implements Endpoint.
+func (e *boltEndpoint) Send(to int, p []byte) error { return e.t.Send(to, tagData, p) }
+
+// RecvInto implements Endpoint.
+func (e *boltEndpoint) RecvInto(from int, dst []byte) (int, error) {
+	return e.t.RecvInto(from, tagData, dst)
+}
+
+// Barrier implements Endpoint.
+func (e *boltEndpoint) Barrier() error { return e.t.Barrier() }
+
+// AllReduceSum uses AllReduceBytes with ctx, not the generic AllReduce:
+// the collective restores the goroutine's labels from the context it is
+// given, and AllReduce gives it context.Background().
+func (e *boltEndpoint) AllReduceSum(ctx context.Context, data []float32) error {
+	return e.comm.AllReduceBytes(ctx, collective.Float32, collective.AsBytes(data), collective.Sum)
+}
+
+// NewRegion implements Endpoint.
+func (e *boltEndpoint) NewRegion(size int) (Region, error) {
+	b, err := e.t.AllocCollective(uint64(size), 0)
+	if err != nil {
+		return nil, fmt.Errorf("symmetric heap buffer of %d bytes (heap %d bytes): %w", size, e.t.Heap().Size(), err)
+	}
+	return &boltRegion{t: e.t, b: b}, nil
+}
+
+// boltRegion is a symmetric heap buffer.
+type boltRegion struct {
+	t *engine.NetTransport
+	b engine.SymmetricBuffer
+}
+
+// Put implements Region.
+func (r *boltRegion) Put(to int, src []byte) error { return r.t.Put(r.b.On(to), src) }
+
+// Get implements Region.
+func (r *boltRegion) Get(from int, dst []byte) error { return r.t.Get(r.b.On(from), dst) }
+
+// Quiet implements Region.
+func (r *boltRegion) Quiet() error { return r.t.Quiet() }
+
+// Free implements Region.
+func (r *boltRegion) Free() error { return r.t.Free(r.b) }
+
+// Load implements Region.
+func (r *boltRegion) Load(dst []byte) error {
+	b, err := r.t.Bytes(r.b)
+	if err == nil {
+		copy(dst, b)
+	}
+	return err
+}
+
+// Store implements Region.
+func (r *boltRegion) Store(src []byte) error {
+	b, err := r.t.Bytes(r.b)
+	if err == nil {
+		copy(b, src)
+	}
+	return err
+}
+
+// rpcEcho is the name the harness's echo function is registered under.
+const rpcEcho = "bench.echo"
+
+// rpcMaxSize lifts the agent's request and reply limits (64 MiB by
+// default) to the transport's default frame limit, so that any size
+// --sizes allows a transport to carry is measured.
+const rpcMaxSize = 1 << 30
+
+// rpcCloseTimeout bounds the wait for calls in flight when the agent
+// closes.
+const rpcCloseTimeout = 10 * time.Second
+
+// echo is the handler of rpcEcho. Returning args is allowed: the agent
+// sends the reply before it releases the request.
+func echo(_ context.Context, args []byte) ([]byte, error) { return args, nil }
+
+// RPC starts, on first use, an rpc.Agent on the transport. echo goes in
+// through Options.Handlers, so it is registered before the agent serves:
+// a request cannot find it missing.
+func (e *boltEndpoint) RPC() (RPC, error) {
+	if e.agent == nil {
+		a, err := rpc.NewAgent(e.t, rpc.Options{
+			Handlers:       map[string]rpc.Handler{rpcEcho: echo},
+			MaxRequestSize: rpcMaxSize,
+			MaxReplySize:   rpcMaxSize,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rpc agent: %w", err)
+		}
+		e.agent = a
+	}
+	return boltRPC{e.agent}, nil
+}
+
+// boltRPC is RPC on the boltmesh agent.
+type boltRPC struct{ a *rpc.Agent }
+
+// Echo implements RPC; the reply is the caller's.
+func (r boltRPC) Echo(ctx context.Context, to int, args []byte) ([]byte, error) {
+	return r.a.Call(ctx, to, rpcEcho, args)
+}
+
+// endRPC closes the agent, if the run started one, on every rank at once,
+// and leaves the transport as the run found it: with no RPC handler and
+// no RPC frame held for the next one. Closing an agent says goodbye to
+// every other rank, and a goodbye that arrives after that rank's own agent
+// has left is held by the transport and handed to the next agent installed
+// there, which would then take this rank for closed. So every rank, once
+// its agent is closed, exchanges a control message with every other (it
+// follows the goodbye on the same connection), and then installs, and
+// removes, a handler that discards what is held.
+func (e *boltEndpoint) endRPC(ctl control) error {
+	if e.agent == nil {
+		return nil
+	}
+	err := e.closeRPC()
+	if err == nil {
+		err = ctl.allToAll()
+	}
+	if err == nil {
+		if err = e.t.SetRPCHandler(discardRPC{}); err == nil {
+			err = e.t.SetRPCHandler(nil)
+		}
+	}
+	return err
+}
+
+// closeRPC closes the agent, if any, on this rank alone.
+func (e *boltEndpoint) closeRPC() error {
+	if e.agent == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rpcCloseTimeout)
+	defer cancel()
+	err := e.agent.Close(ctx)
+	e.agent = nil
+	if err != nil {
+		return fmt.Errorf("bench: close rpc agent: %w", err)
+	}
+	return nil
+}
+
+// discardRPC drops the RPC frames a transport holds.
+type discardRPC struct{}
+
+// HandleRPC implements engine.RPCHandler.
+func (discardRPC) HandleRPC(_ int, _ engine.RPCFrame, p engine.RPCPayload) { p.Release() }
+
+// RPCPeerLost implements engine.RPCHandler.
+func (discardRPC) RPCPeerLost(int, error) {}

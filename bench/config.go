@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// Baselines a Config may ask for.
+const (
+	BaselineStdnet = "stdnet"
+	BaselineNone   = "none"
+)
+
+// Config says what Run measures. Rank 0's Config is broadcast to every
+// rank, so all ranks run the same cases.
+type Config struct {
+	// Suites are registered suite names, in the order to run them.
+	// Empty: DefaultSuites.
+	Suites []string `json:"suites"`
+	// Sizes are the message sizes in bytes; empty: each suite's own
+	// (Suite.Sizes, or Suite.QuickSizes with Quick).
+	Sizes []int `json:"sizes,omitempty"`
+	// Baseline is BaselineStdnet (default) or BaselineNone.
+	Baseline string `json:"baseline"`
+	// Plan chooses warm-up and iteration counts.
+	Plan Plan `json:"plan"`
+	// Quick selects each suite's quick sizes and a short default duration.
+	Quick bool `json:"quick"`
+	// Transport names the transport in results ("tcp", "thunderbolt").
+	Transport string `json:"transport,omitempty"`
+}
+
+// DefaultSuites are the suites run when Config.Suites is empty.
+var DefaultSuites = []string{"p2p", "putget", "barrier", "allreduce", "rpc"}
+
+// Default durations of a case's timed loop.
+const (
+	DefaultDuration = 2 * time.Second
+	QuickDuration   = 40 * time.Millisecond
+)
+
+// withDefaults fills in the zero fields and validates c.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Suites) == 0 {
+		c.Suites = DefaultSuites
+	}
+	for _, name := range c.Suites {
+		if Lookup(name) == nil {
+			return c, fmt.Errorf("bench: unknown suite %q (have %v)", name, Names())
+		}
+	}
+	switch c.Baseline {
+	case "":
+		c.Baseline = BaselineStdnet
+	case BaselineStdnet, BaselineNone:
+	default:
+		return c, fmt.Errorf("bench: unknown baseline %q (want %s or %s)", c.Baseline, BaselineStdnet, BaselineNone)
+	}
+	for _, s := range c.Sizes {
+		if s < 0 {
+			return c, fmt.Errorf("bench: negative size %d", s)
+		}
+	}
+	if c.Plan.Iters == 0 && c.Plan.Duration == 0 {
+		c.Plan.Duration = DefaultDuration
+		if c.Quick {
+			c.Plan.Duration = QuickDuration
+		}
+	}
+	return c, c.Plan.validate()
+}
+
+// Impls returns the implementations c measures, boltmesh first.
+func (c Config) Impls() []string {
+	if c.Baseline == BaselineNone {
+		return []string{ImplBoltmesh}
+	}
+	return []string{ImplBoltmesh, ImplStdnet}
+}
+
+// sizesFor returns the sizes suite s runs at under c.
+func (c Config) sizesFor(s *Suite) []int {
+	var sizes []int
+	switch {
+	case s.FixedSizes != nil:
+		sizes = s.FixedSizes
+	case len(c.Sizes) > 0:
+		sizes = c.Sizes
+	case c.Quick && s.QuickSizes != nil:
+		sizes = s.QuickSizes
+	default:
+		sizes = s.Sizes
+	}
+	out := make([]int, 0, len(sizes))
+	for _, n := range sizes {
+		if s.Align > 1 {
+			n = max(n/s.Align*s.Align, s.Align)
+		}
+		if len(out) == 0 || out[len(out)-1] != n {
+			out = append(out, n)
+		}
+	}
+	return out
+}

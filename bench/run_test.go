@@ -1,0 +1,37 @@
+package bench_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/bench"
+)
+
+func quickConfig(suites ...string) bench.Config {
+	return bench.Config{Suites: suites, Sizes: []int{8, 4 << 10, 256 << 10}, Plan: bench.Plan{Duration: 5 * time.Millisecond, Warmup: 2, MinIters: 3}}
+}
+
+func TestRunAllSuites(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		rep, errs := runRanks(t, n, quickConfig())
+		noErrors(t, errs)
+		if rep == nil {
+			t.Fatal("no report on rank 0")
+		}
+		if err := rep.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		// 3 sizes x (2+2 ops p2p/putget + 1 allreduce + 1 rpc) + 1 barrier, x 2 impls
+		if want := 2 * (3*6 + 1); len(rep.Results) != want {
+			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
+		}
+		var buf bytes.Buffer
+		if err := rep.WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bench.ReadReport(&buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

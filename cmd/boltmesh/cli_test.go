@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"bench", "rank", "profile"} {
+		for _, flag := range []string{"--help", "-h"} {
+			var out, errb bytes.Buffer
+			if code := run([]string{cmd, flag}, &out, &errb); code != 0 || !strings.Contains(out.String(), "Usage: boltmesh "+cmd) {
+				t.Errorf("%s %s: exit %d, output:\n%s%s", cmd, flag, code, out.String(), errb.String())
+			}
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "boltmesh profile") {
+		t.Errorf("--help: exit %d:\n%s", code, out.String())
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{nil, 2, "Usage"},
+		{[]string{"frob"}, 2, "unknown command"},
+		{[]string{"bench", "--suite", "nope"}, 2, "unknown suite"},
+		{[]string{"bench", "--sizes", "1Q"}, 2, "bad size"},
+		{[]string{"bench", "--baseline", "mpi"}, 2, "want stdnet or none"},
+		{[]string{"bench", "--transport", "carrier-pigeon"}, 2, "want tcp or thunderbolt"},
+		{[]string{"bench", "--ranks", "1", "--coordinator", "h:1"}, 1, "star topology is not available yet"},
+		{[]string{"bench", "extra"}, 2, "unexpected argument"},
+		{[]string{"rank"}, 2, "give --rank and --world"},
+		{[]string{"rank", "--rank", "0", "--world", "2"}, 2, "rank 0 runs"},
+		{[]string{"profile"}, 2, "exactly one profile"},
+		{[]string{"profile", "/nonexistent.pprof"}, 1, "no such file"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(c.args, &out, &errb)
+		if code != c.code || !strings.Contains(out.String()+errb.String(), c.msg) {
+			t.Errorf("%v: exit %d, want %d with %q; stderr:\n%s", c.args, code, c.code, c.msg, errb.String())
+		}
+	}
+}
+
+func TestThunderboltNote(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"bench", "--ranks", "1", "--suite", "allreduce", "--sizes", "8", "--iters", "3", "--transport", "thunderbolt"}, &out, &errb)
+	if code != 0 || !strings.Contains(errb.String(), "Thunderbolt tuning arrives with the ThunderboltTransport") {
+		t.Fatalf("exit %d; stderr:\n%s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "thunderbolt") {
+		t.Errorf("the table does not name the transport:\n%s", out.String())
+	}
+}
+
+func TestParseFlagsInterleaved(t *testing.T) {
+	var out, errb bytes.Buffer
+	fs := newFlagSet("x", "", &out, &errb)
+	top := fs.Int("top", 1, "")
+	pos, err := parseFlags(fs, []string{"a", "--top", "5", "b"})
+	if err != nil || *top != 5 || strings.Join(pos, ",") != "a,b" {
+		t.Fatalf("got %v %d %v", pos, *top, err)
+	}
+}

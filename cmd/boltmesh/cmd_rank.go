@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/boltmesh/boltmesh/bench"
+)
+
+const rankHeader = `Usage: boltmesh rank [flags]
+
+Joins a mesh as rank 1..n-1 and runs whatever rank 0 ("boltmesh bench")
+asks for, then exits. Give the rank's place with --rank and --world, and
+either --peers (every rank's host:port) or --rendezvous (rank 0's
+rendezvous address); or run it under mpirun, srun or torchrun, whose
+environment gives both.
+
+Example, two machines:
+  hostB$ boltmesh rank  --rank 1 --world 2 --peers hostA:7000,hostB:7000
+  hostA$ boltmesh bench --rank 0 --world 2 --peers hostA:7000,hostB:7000
+`
+
+func cmdRank(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("rank", rankHeader, stdout, stderr)
+	var mf meshFlags
+	var pf profFlags
+	mf.register(fs)
+	pf.register(fs)
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if err := checkTransport(&mf, func(s string) { fmt.Fprintln(stderr, s) }); err != nil {
+		return err
+	}
+	m, ok, err := membershipOf(&mf, fs)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return usageErr("give --rank and --world (with --peers or --rendezvous), or run under a launcher")
+	case m.rank == 0:
+		return usageErr("rank 0 runs \"boltmesh bench\", which drives the other ranks")
+	}
+	b := &benchRun{mf: &mf, pf: &pf, cfg: bench.Config{}, m: m, stdout: stdout, stderr: stderr}
+	return b.run()
+}

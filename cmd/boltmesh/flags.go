@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// meshFlags say how this process joins a mesh; bench and rank share them.
+type meshFlags struct {
+	rank, world int    // -1: not given
+	peers       string // host:port,... for every rank
+	rendezvous  string // rank 0's rendezvous address
+	coordinator string // star topology (not available yet)
+	bind        string // this rank's listen address
+	transport   string // tcp or thunderbolt
+	keyFile     string // file holding the mesh key
+	heap        string // symmetric heap size
+	spin        time.Duration
+	timeout     time.Duration
+}
+
+func (f *meshFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.rank, "rank", -1, "this process's rank (with --world and --peers, or --rendezvous)")
+	fs.IntVar(&f.world, "world", -1, "number of ranks in the mesh")
+	fs.StringVar(&f.peers, "peers", "", "every rank's `host:port`, comma-separated, in rank order")
+	fs.StringVar(&f.rendezvous, "rendezvous", "", "rank 0's rendezvous `host:port`: rank 0 listens there, the others send their address and get the peer list\n(default $BOLTMESH_RENDEZVOUS, else MASTER_ADDR:MASTER_PORT, else "+defaultRendezvous+")")
+	fs.StringVar(&f.coordinator, "coordinator", "", "star topology through a coordinator at `host:port` (not available yet)")
+	fs.StringVar(&f.bind, "bind", "", "this rank's listen `address` (default: from --peers, else 127.0.0.1:0 for a loopback rendezvous, else :0)")
+	fs.StringVar(&f.transport, "transport", "tcp", "transport: tcp or thunderbolt")
+	fs.StringVar(&f.keyFile, "key-file", "", "`file` holding the mesh key (every connection proves it; default $BOLTMESH_KEY)")
+	fs.StringVar(&f.heap, "heap", "", "symmetric heap `size` per rank (default 64M, or enough for the putget sizes)")
+	fs.DurationVar(&f.spin, "spin", 0, "how long a blocking receive polls before sleeping (engine.Options.Spin; negative: never; default the engine's)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for every rank to join")
+}
+
+// profFlags select the profiles this process records.
+type profFlags struct {
+	cpu, mem, mutex, block, http string
+}
+
+func (f *profFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.cpu, "cpuprofile", "", "write a CPU profile to `file` (ranks other than 0 add .rankN)")
+	fs.StringVar(&f.mem, "memprofile", "", "write an allocation profile to `file`")
+	fs.StringVar(&f.mutex, "mutexprofile", "", "write a mutex contention profile to `file`")
+	fs.StringVar(&f.block, "blockprofile", "", "write a goroutine blocking profile to `file`")
+	fs.StringVar(&f.http, "pprof", "", "serve net/http/pprof at `addr` while running")
+}
+
+// newFlagSet returns a flag set that reports errors to stderr and prints
+// help to stdout, with a usage header.
+func newFlagSet(name, header string, stdout, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, header)
+		fmt.Fprintln(stdout, "\nFlags (-flag and --flag both work):")
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+	}
+	return fs
+}
+
+// visited reports whether flag name was set on the command line.
+func visited(fs *flag.FlagSet, name string) bool {
+	seen := false
+	fs.Visit(func(f *flag.Flag) { seen = seen || f.Name == name })
+	return seen
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/boltmesh/boltmesh/bench"
+	"github.com/boltmesh/boltmesh/engine"
+)
+
+// joined is this rank's place in a built mesh.
+type joined struct {
+	t     *engine.NetTransport
+	peers []string
+}
+
+// host is this rank's host as the other ranks reach it, where the stdnet
+// baseline listens too.
+func (j *joined) host() string {
+	h, _, err := net.SplitHostPort(j.peers[j.t.Rank()])
+	if err != nil || h == "" {
+		return "127.0.0.1"
+	}
+	return h
+}
+
+// joinMesh builds this rank's mesh from m: straight from the peer list if
+// there is one, else through the rendezvous. rln, if not nil, is rank 0's
+// rendezvous listener, already open (a local run opens it before starting
+// the other ranks).
+func joinMesh(f *meshFlags, m membership, opts engine.Options, rln net.Listener) (*joined, error) {
+	if f.coordinator != "" {
+		return nil, errors.New("--coordinator: star topology is not available yet (it arrives with the star transport); use --peers or a rendezvous")
+	}
+	rv := rendezvousAddr(f.rendezvous, m, os.Getenv)
+	ln, err := net.Listen("tcp", bindAddr(f.bind, m, rv))
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	peers, err := exchangePeers(f, m, ln, rv, opts.MeshKey, rln)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	t, err := engine.FromListener(m.rank, m.world, ln, peers, opts)
+	if err != nil {
+		return nil, fmt.Errorf("rank %d of %d joining %v: %w", m.rank, m.world, peers, err)
+	}
+	return &joined{t: t, peers: peers}, nil
+}
+
+// exchangePeers returns every rank's address: the given list, or the
+// rendezvous's.
+func exchangePeers(f *meshFlags, m membership, ln net.Listener, rv string, key []byte, rln net.Listener) ([]string, error) {
+	self := ln.Addr().String()
+	switch {
+	case m.peers != nil:
+		return m.peers, nil
+	case m.world == 1:
+		if rln != nil {
+			rln.Close()
+		}
+		return []string{self}, nil
+	case m.rank != 0:
+		return joinRendezvous(rv, m.rank, m.world, self, key, f.timeout)
+	}
+	if rln == nil {
+		var err error
+		if rln, err = net.Listen("tcp", rv); err != nil {
+			return nil, fmt.Errorf("rendezvous: rank 0 listening at %s: %w", rv, err)
+		}
+	}
+	return serveRendezvous(rln, m.world, self, key, f.timeout)
+}
+
+// bindAddr is this rank's listen address: --bind, else its entry in the
+// peer list, else loopback when the rendezvous is on loopback, else every
+// interface (the rendezvous then tells the others the address it was
+// reached from).
+func bindAddr(bind string, m membership, rv string) string {
+	switch {
+	case bind != "":
+		return bind
+	case m.peers != nil:
+		return m.peers[m.rank]
+	case isLoopback(rv):
+		return "127.0.0.1:0"
+	}
+	return ":0"
+}
+
+// isLoopback reports whether addr's host is a loopback address or name.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// engineOptions builds the transport options from the flags.
+func engineOptions(f *meshFlags) (engine.Options, error) {
+	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin}
+	if f.keyFile != "" {
+		k, err := os.ReadFile(f.keyFile)
+		if err != nil {
+			return o, fmt.Errorf("--key-file: %w", err)
+		}
+		if k = bytes.TrimRight(k, "\r\n"); len(k) == 0 {
+			return o, fmt.Errorf("--key-file %s is empty", f.keyFile)
+		}
+		o.MeshKey = k
+	}
+	if f.heap != "" {
+		n, err := bench.ParseSize(f.heap)
+		if err != nil || n <= 0 {
+			return o, usageErr("--heap %q: want a size such as 64M", f.heap)
+		}
+		o.HeapSize = uint64(n)
+	}
+	return o, nil
+}
+
+// checkTransport validates --transport, noting what thunderbolt means
+// today.
+func checkTransport(f *meshFlags, note func(string)) error {
+	switch f.transport {
+	case "tcp":
+	case "thunderbolt", "tb":
+		f.transport = "thunderbolt"
+		note("note: --transport thunderbolt runs the TCP transport for now; Thunderbolt tuning arrives with the ThunderboltTransport")
+	default:
+		return usageErr("--transport %q: want tcp or thunderbolt", f.transport)
+	}
+	return nil
+}

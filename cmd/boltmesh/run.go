@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/boltmesh/boltmesh/bench"
+)
+
+// benchRun is one rank's part in a bench or rank command.
+type benchRun struct {
+	mf     *meshFlags
+	pf     *profFlags
+	bf     *benchFlags // nil for boltmesh rank
+	cfg    bench.Config
+	m      membership
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// childWait bounds how long rank 0 waits for the local ranks to exit.
+const childWait = 30 * time.Second
+
+// run joins the mesh (starting the local ranks first in a local run),
+// runs the benchmark and, on rank 0, writes the outputs.
+func (b *benchRun) run() (err error) {
+	stop, err := startProfiling(b.pf, b.m.rank, b.stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stop()) }()
+	var rln net.Listener
+	var kids *children
+	if b.m.source == "local" && b.m.world > 1 {
+		if rln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return fmt.Errorf("rendezvous: %w", err)
+		}
+		b.mf.rendezvous = rln.Addr().String()
+		if kids, err = spawn(b.m.world, b.mf, b.pf, b.stderr); err != nil {
+			rln.Close()
+			return err
+		}
+		defer kids.kill()
+	}
+	rep, err := b.runRank(rln)
+	if kids != nil {
+		err = errors.Join(err, kids.wait(childWait))
+	}
+	if rep != nil {
+		err = errors.Join(err, b.output(rep))
+	}
+	return err
+}
+
+// runRank joins the mesh, runs the configured suites and leaves.
+func (b *benchRun) runRank(rln net.Listener) (*bench.Report, error) {
+	opts, err := engineOptions(b.mf)
+	if err != nil {
+		if rln != nil {
+			rln.Close()
+		}
+		return nil, err
+	}
+	j, err := joinMesh(b.mf, b.m, opts, rln)
+	if err != nil {
+		return nil, err
+	}
+	defer j.t.Close()
+	r := &bench.Runner{T: j.t, StdnetHost: j.host()}
+	if b.bf != nil && b.bf.progress && b.m.rank == 0 {
+		r.Progress = newProgress(b.stderr)
+	}
+	rep, err := r.Run(b.cfg)
+	if err != nil && rep == nil {
+		return nil, fmt.Errorf("rank %d: %w", b.m.rank, err)
+	}
+	return rep, err
+}
+
+// output prints the tables and writes the requested files.
+func (b *benchRun) output(rep *bench.Report) error {
+	if b.bf == nil {
+		return nil
+	}
+	writeTables(b.stdout, rep)
+	var errs []error
+	if b.bf.json != "" {
+		errs = append(errs, writeFile(b.bf.json, rep.WriteJSON))
+	}
+	if b.bf.csv != "" {
+		errs = append(errs, writeFile(b.bf.csv, func(w io.Writer) error { return writeCSV(w, rep) }))
+	}
+	if b.bf.plot != "" {
+		errs = append(errs, writePlots(b.bf.plot, rep))
+	}
+	return errors.Join(errs...)
+}

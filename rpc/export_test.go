@@ -1,0 +1,8 @@
+package rpc
+
+// Wire constants, pinned by wire_test.go.
+var (
+	CtlBase, CtlGoodbye, CtlReport, CtlVerdict, CtlCancel = ctlBase, ctlGoodbye, ctlReport, ctlVerdict, ctlCancel
+	Statuses                                              = []status{statusOK, statusError, statusPanic, statusNotFound, statusBusy, statusRequestTooLarge, statusReplyTooLarge, statusClosed, statusBadRequest}
+	TimeoutMillis                                         = timeoutMillis
+)

@@ -1,0 +1,77 @@
+package grpcbench
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/rpc/internal/rpcbench"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// rawCodec moves []byte messages as they are: no code generation, no
+// protobuf.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *v.(*[]byte), nil }
+
+// Unmarshal copies: gRPC may reuse data once it returns.
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	p := v.(*[]byte)
+	*p = append((*p)[:0], data...)
+	return nil
+}
+
+func (rawCodec) Name() string { return "raw" }
+
+const method = "/boltmesh.bench.Echo/Echo"
+
+// echoDesc is the service, written by hand instead of generated.
+var echoDesc = grpc.ServiceDesc{
+	ServiceName: "boltmesh.bench.Echo",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "Echo",
+		Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var in []byte
+			if err := dec(&in); err != nil {
+				return nil, err
+			}
+			return &in, nil
+		},
+	}},
+}
+
+// GRPC is a gRPC-go unary echo over one loopback connection (HTTP/2, which
+// multiplexes the concurrent callers).
+func GRPC(b *testing.B) (rpcbench.CallFunc, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}))
+	srv.RegisterService(&echoDesc, struct{}{})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	call := func(args []byte) ([]byte, error) {
+		var reply []byte
+		err := cc.Invoke(ctx, method, &args, &reply)
+		return reply, err
+	}
+	return call, func() {
+		cc.Close()
+		srv.Stop()
+		<-served
+	}
+}
