@@ -127,18 +127,40 @@ func (t *NetTransport) startColl(to int, tag, meta uint32, out []byte) (ioloop.W
 type chunkState struct {
 	writes []ioloop.Write
 	recvs  []*recvReq
+
+	// The sending side: out goes to rank to in pieces of chunk bytes, of
+	// which the first sent have been started.
+	to        int
+	tag, meta uint32
+	out       []byte
+	chunk     int
+	sent      int
+	local     bool // onChunk failed (rather than the transport)
 }
 
+// closedChan is a cancel channel that has already fired.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
+
+// CollWindow is how many pieces of an ExchangeCollChunks may be in flight
+// in each direction beyond the one being received. Measured on loopback
+// (2 cores, raw non-blocking sockets): exchanging 1 MiB both ways at once
+// took 540-620 µs, four exchanges of 256 KiB one after the other 240-300
+// µs, because a full socket buffer stalls the sender. With one piece in
+// flight the buffers never fill, and the reduction of one piece still
+// overlaps the transfer of the next.
+const CollWindow = 1
 
 // ExchangeCollChunks is ExchangeColl in pieces: out is sent as consecutive
 // frames of at most chunk bytes, and in is received the same way (the
 // sender must use the same chunk size and length). Every piece's receive is
 // posted at once, so the event loop reads each one straight into its place
-// in in as it arrives; after each piece has arrived, in order, onChunk(off,
-// n) runs on this goroutine while the later ones keep arriving: the
-// reduction of one piece overlaps the transfer of the next. An error from
-// onChunk stops the exchange and is returned.
+// in in as it arrives; at most CollWindow pieces are in flight each way.
+// After each piece has arrived, in order, onChunk(off, n) runs on this
+// goroutine while the next ones travel: the reduction of one piece
+// overlaps the transfer of the next. An error from onChunk stops the
+// exchange and is returned.
 func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
 	if tag >= CollTags {
 		return ErrReservedTag
@@ -151,28 +173,50 @@ func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag
 	}
 	st := chunkStates.Get().(*chunkState)
 	defer chunkStates.Put(st)
+	st.to, st.tag, st.meta, st.out, st.chunk, st.sent = to, tag, meta, out, chunk, 0
 	err := t.postChunks(st, from, collTagBase+tag, meta, in, chunk)
-	for i := range pieces(len(out), chunk) {
-		if err != nil {
-			break
-		}
-		var w ioloop.Write
-		if w, err = t.startColl(to, tag, meta, out[i*chunk:min((i+1)*chunk, len(out))]); err == nil {
-			st.writes = append(st.writes, w)
-		}
+	if err == nil {
+		err = t.sendUpTo(st, CollWindow)
 	}
 	if err == nil {
 		err = t.waitChunks(ctx, st, from, collTagBase+tag, meta, chunk, onChunk)
 	}
+	// After this rank's own onChunk failed, the peer still expects the
+	// rest: send it. After a transport error (a lost peer, ctx) the call is
+	// over: drop what was not sent rather than wait for a peer that may
+	// never read it.
+	if err == nil || st.local {
+		if serr := t.sendUpTo(st, pieces(len(out), chunk)); err == nil {
+			err = serr
+		}
+	}
 	t.dropChunks(st, from)
+	var cancel <-chan struct{}
+	if err != nil && !st.local {
+		cancel = closedChan
+	}
 	for i, w := range st.writes {
-		if serr := w.Wait(); serr != nil && err == nil {
+		if serr := w.WaitCancel(cancel); serr != nil && err == nil {
 			err = t.connErr(t.peers[to], "collective", serr)
 		}
 		st.writes[i] = ioloop.Write{}
 	}
-	st.writes = st.writes[:0]
+	st.writes, st.out, st.local = st.writes[:0], nil, false
 	return err
+}
+
+// sendUpTo starts sending the pieces of st.out before piece k.
+func (t *NetTransport) sendUpTo(st *chunkState, k int) error {
+	k = min(k, pieces(len(st.out), st.chunk))
+	for ; st.sent < k; st.sent++ {
+		i := st.sent
+		w, err := t.startColl(st.to, st.tag, st.meta, st.out[i*st.chunk:min((i+1)*st.chunk, len(st.out))])
+		if err != nil {
+			return err
+		}
+		st.writes = append(st.writes, w)
+	}
+	return nil
 }
 
 // postChunks posts one receive per piece of in, in order, so that the
@@ -236,8 +280,12 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 		case n != want:
 			return &CollLengthError{Rank: from, Tag: tag - collTagBase, Want: want, Got: n}
 		}
+		if err := t.sendUpTo(st, i+1+CollWindow); err != nil {
+			return err
+		}
 		if n > 0 {
 			if err := onChunk(i*chunk, n); err != nil {
+				st.local = true
 				return err
 			}
 		}

@@ -42,6 +42,21 @@ func (w Write) Wait() error {
 	return err
 }
 
+// WaitCancel is Wait that stops waiting when cancel is closed: a frame
+// not yet started is dropped (ErrCanceled), and one partly written gets its
+// own copy of the rest, which is sent in the background (nil). Call it, or
+// Wait, exactly once per Write from Start.
+func (w Write) WaitCancel(cancel <-chan struct{}) error {
+	if w.r == nil || cancel == nil {
+		return w.Wait()
+	}
+	err, detached := w.c.await(w.r, cancel)
+	if !detached {
+		w.c.recycle(w.r)
+	}
+	return err
+}
+
 // Post queues one frame and returns at once; nobody waits for it. payload
 // must stay valid until it is written (memory that outlives the
 // connection, such as a mapped heap), or be copied first with copyPayload.

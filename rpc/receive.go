@@ -139,7 +139,7 @@ func (a *Agent) refuse(from int, id uint64, p engine.RPCPayload, st status, deta
 	if st == statusBusy {
 		a.stats.busy.Add(1)
 	}
-	a.stats.requestErrors.Add(1) // before the answer, so the caller sees it counted
+	a.stats.requestErrors.Add(1)                  // before the answer, so the caller sees it counted
 	a.t.PostRPC(from, replyFrame(id, st), detail) // a lost peer needs no answer
 	a.endRequest(false)
 }

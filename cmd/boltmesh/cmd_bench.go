@@ -20,9 +20,10 @@ agent) and prints a table per suite. Suites: p2p, putget, barrier,
 allreduce, rpc (all of them by default).
 
 With no flags it starts 2 ranks as local processes on loopback and runs
-the default suites in about a minute. To span machines, start every rank
-with --rank/--world/--peers (other hosts may run "boltmesh rank"), or under
-a launcher: mpirun (OMPI_COMM_WORLD_RANK/SIZE), srun (SLURM_PROCID/NTASKS)
+the default suites in about a minute (local ranks each get their share of
+the cores, GOMAXPROCS = cores/ranks, unless GOMAXPROCS is set). To span
+machines, start every rank with --rank/--world/--peers (other hosts may
+run "boltmesh rank"), or under a launcher: mpirun (OMPI_COMM_WORLD_RANK/SIZE), srun (SLURM_PROCID/NTASKS)
 or torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; ranks then meet
 at rank 0's --rendezvous address. Rank 0 prints the results; the exit
 status is 1 if any rank's data check failed.

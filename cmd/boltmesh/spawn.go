@@ -19,16 +19,21 @@ type children struct {
 }
 
 // spawn starts ranks 1..world-1, which meet rank 0 at mf.rendezvous. Their
-// output goes to stderr.
+// output goes to stderr. Every local rank, this one included, gets its
+// share of the cores (see coreShare).
 func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer) (*children, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("starting local ranks: %w", err)
 	}
 	c := &children{}
+	env, share := shareCores(world)
 	for r := 1; r < world; r++ {
 		cmd := exec.Command(exe, childArgs(r, world, mf, pf)...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
+		if share {
+			cmd.Env = append(os.Environ(), env)
+		}
 		if err := cmd.Start(); err != nil {
 			c.kill()
 			return nil, fmt.Errorf("starting rank %d: %w", r, err)

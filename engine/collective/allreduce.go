@@ -32,7 +32,7 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 	tag := c.begin(kindAllReduce, dt, op)
 	defer c.mu.Unlock()
 	n := c.t.WorldSize()
-	ring := len(data) >= c.opts.RingMin && n >= 2 && 2*(n-1) < tagsPerCall
+	ring := c.useRing(n, len(data))
 	pprof.SetGoroutineLabels(c.labels(ring, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
 	var err error
@@ -45,6 +45,18 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 		err = FinishBytes(dt, data, op, n)
 	}
 	return err
+}
+
+// useRing reports whether an allreduce of size bytes over n ranks takes
+// the ring rather than recursive doubling.
+func (c *Comm) useRing(n, size int) bool {
+	switch {
+	case n < 2 || 2*(n-1) >= tagsPerCall:
+		return false
+	case n == 2:
+		return size >= max(c.opts.RingMin, 2*c.opts.Chunk)
+	}
+	return size >= c.opts.RingMin
 }
 
 // sizeClasses name message sizes in profile labels.
@@ -117,14 +129,7 @@ func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, 
 	step := uint32(2)
 	for mask := 1; mask < p2; mask, step = mask*2, step+1 {
 		peer := realRank(v^mask, rem)
-		m, err := c.exchange(ctx, peer, peer, tag+step, data, buf)
-		if err == nil {
-			err = c.recvCheck(m, len(data), peer)
-		}
-		if err == nil {
-			err = ReduceBytes(dt, data, buf, op)
-		}
-		if err != nil {
+		if err := c.exchangeReduce(ctx, peer, tag+step, dt, data, buf, op); err != nil {
 			return err
 		}
 	}
@@ -176,15 +181,31 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 	}
 	for s := 0; s < n-1; s++ {
 		out, in := seg((r+1-s+n)%n), seg((r-s+n)%n)
-		m, err := c.exchange(ctx, right, left, tag+uint32(n-1+s), out, in)
-		if err == nil {
-			err = c.recvCheck(m, len(in), left)
-		}
-		if err != nil {
-			return err
+		if err := c.t.ExchangeCollChunks(ctx, right, left, tag+uint32(n-1+s), c.meta, out, in, chunk, skipChunk); err != nil {
+			return explain(err)
 		}
 	}
 	return nil
+}
+
+// exchangeReduce swaps data with peer, receiving into buf, and reduces buf
+// into data. Messages above Options.Chunk travel in pieces, each reduced as
+// it lands, so that the socket buffers never fill (see engine.CollWindow).
+func (c *Comm) exchangeReduce(ctx context.Context, peer int, tag uint32, dt DType, data, buf []byte, op Op) error {
+	if len(data) <= c.opts.Chunk {
+		m, err := c.exchange(ctx, peer, peer, tag, data, buf)
+		if err == nil {
+			err = c.recvCheck(m, len(data), peer)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, data, buf, op)
+		}
+		return err
+	}
+	c.pipe = pipeState{dt: dt, op: op, dst: data, src: buf}
+	err := c.t.ExchangeCollChunks(ctx, peer, peer, tag, c.meta, data, buf, c.opts.Chunk/dt.Size()*dt.Size(), c.reduceChunk)
+	c.pipe = pipeState{}
+	return explain(err)
 }
 
 // pipeState is what reduceChunk works on during a pipelined step.
@@ -200,3 +221,6 @@ func (c *Comm) pipeChunk(off, n int) error {
 	p := &c.pipe
 	return ReduceBytes(p.dt, p.dst[off:off+n], p.src[off:off+n], p.op)
 }
+
+// skipChunk is the onChunk of exchanges with nothing to do per piece.
+func skipChunk(off, n int) error { return nil }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -166,6 +167,14 @@ func benchAllReduce(b *testing.B, n, size int) {
 	}
 	lns, addrs := procListeners(b, n)
 	env := []string{fmt.Sprintf("%s=%d", benchARSizeEnv, size), fmt.Sprintf("%s=%d", benchARItersEnv, iters)}
+	// Co-located ranks each get their share of the cores, as MPI binds a
+	// process per core (see cmd/boltmesh's coreShare), unless GOMAXPROCS
+	// is set for all of them.
+	if os.Getenv("GOMAXPROCS") == "" {
+		share := max(1, runtime.NumCPU()/n)
+		env = append(env, fmt.Sprintf("GOMAXPROCS=%d", share))
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(share))
+	}
 	var children []*procChild
 	for r := 1; r < n; r++ {
 		children = append(children, procStart(b, "bench-allreduce", r, lns[r], addrs, env...))

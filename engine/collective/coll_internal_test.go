@@ -24,10 +24,11 @@ func TestCollLabels(t *testing.T) {
 	pprof.SetGoroutineLabels(context.Background())
 }
 
+// TestCollScratchAligned: scratch is 8-byte aligned whatever sizes came
+// before (a 0- or 7-byte scratch once left a misaligned buffer behind).
 func TestCollScratchAligned(t *testing.T) {
 	c := &Comm{}
-	for _, n := range []int{0, 1, 3, 6, 17, 4096} {
-		c.buf = make([]byte, 9)[1:] // misaligned leftover scratch
+	for _, n := range []int{0, 1, 3, 6, 7, 4, 17, 4096, 2} {
 		b := c.collScratch(n)
 		if len(b) != n {
 			t.Fatalf("collScratch(%d): len %d", n, len(b))

@@ -50,11 +50,15 @@ type Options struct {
 	Root int
 	// RingMin is the message size in bytes from which AllReduce uses the
 	// bandwidth-optimal ring (reduce-scatter then all-gather) instead of
-	// recursive doubling. Default 64 KiB.
+	// recursive doubling. Default 64 KiB. With 2 ranks the ring saves
+	// only half the reduction for an extra round trip, so it starts at
+	// max(RingMin, 2*Chunk).
 	RingMin int
-	// Chunk is the size in bytes of the pieces a ring step's segment is
-	// sent in: each piece is reduced as soon as it arrives, while the
-	// next ones are still on the wire. Default 128 KiB.
+	// Chunk is the size in bytes of the pieces large messages are sent
+	// in: each piece is reduced as soon as it arrives, while the next one
+	// is on the wire, and at most one more is in flight (see
+	// engine.CollWindow), so that socket buffers never fill. Default
+	// 256 KiB.
 	Chunk int
 }
 
@@ -82,7 +86,7 @@ func New(t Transport, opts Options) *Comm {
 		opts.RingMin = 64 << 10
 	}
 	if opts.Chunk <= 0 {
-		opts.Chunk = 128 << 10
+		opts.Chunk = 256 << 10
 	}
 	c := &Comm{t: t, opts: opts}
 	c.reduceChunk = c.pipeChunk
