@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix cross bench gobench rpc-bench fuzz clean
+.PHONY: all build test vet race allocs matrix cross bench gobench rpc-bench netns-bench fuzz clean
 
 all: build
 
@@ -64,6 +64,13 @@ gobench:
 rpc-bench:
 	$(GO) test -run='^$$' -bench='^BenchmarkCall$$' -benchtime=$(BENCHTIME) ./rpc
 	cd rpc/internal/grpcbench && GOWORK=off $(GO) test -run='^$$' -bench='^BenchmarkCall$$' -benchtime=$(BENCHTIME) .
+
+# netns-bench: as root, two network namespaces joined by a veth pair (add
+# NETNSFLAGS='--rate 20gbit' for a tc tbf limit), one boltmesh rank in each
+# and iperf3 with 1 and N streams over the same link; removes everything it
+# made. Without root it says so and exits 0.
+netns-bench:
+	bash bench/netns/netns-bench.sh $(NETNSFLAGS)
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./frame
