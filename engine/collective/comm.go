@@ -80,7 +80,9 @@ type Comm struct {
 	stale    []staleContribution                  // late deadline contributions still to drop (root)
 }
 
-// New returns a Comm over t.
+// New returns a Comm over t. Use one Comm per transport: Comms number
+// their calls independently, so two on one transport would take the same
+// tags and could receive each other's messages.
 func New(t Transport, opts Options) *Comm {
 	if opts.RingMin <= 0 {
 		opts.RingMin = 64 << 10
