@@ -1,12 +1,12 @@
 package bench_test
 
 import (
-	"net"
 	"sync"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/bench"
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
 // runRanks runs cfg on an in-process mesh of n ranks (goroutines) and
@@ -21,15 +21,7 @@ func runRanks(t *testing.T, n int, cfg bench.Config) (*bench.Report, []error) {
 // the rank's.
 func runRanksThen(t *testing.T, n int, cfg bench.Config, then func(r int, tr *engine.NetTransport) error) (*bench.Report, []error) {
 	t.Helper()
-	lns := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i], addrs[i] = ln, ln.Addr().String()
-	}
+	lns, addrs := meshtest.Listeners(t, n)
 	errs := make([]error, n)
 	var rep *bench.Report
 	var wg sync.WaitGroup

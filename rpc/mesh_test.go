@@ -6,51 +6,20 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 	"github.com/boltmesh/boltmesh/rpc"
 )
 
 // listeners opens n loopback listeners on ephemeral ports.
-func listeners(t testing.TB, n int) ([]net.Listener, []string) {
-	t.Helper()
-	lns := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i], addrs[i] = ln, ln.Addr().String()
-	}
-	return lns, addrs
-}
+func listeners(t testing.TB, n int) ([]net.Listener, []string) { return meshtest.Listeners(t, n) }
 
 // newMesh builds an n-rank mesh in this process and closes it at cleanup.
 func newMesh(t testing.TB, n int) []*engine.NetTransport {
-	t.Helper()
-	lns, addrs := listeners(t, n)
-	ts := make([]*engine.NetTransport, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() { ts[r], errs[r] = engine.FromListener(r, n, lns[r], addrs, engine.Options{}) })
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, tr := range ts {
-			tr.Close()
-		}
-	})
-	return ts
+	return meshtest.Mesh(t, n, engine.Options{})
 }
 
 // newAgents builds an n-rank mesh with one agent per rank, each serving

@@ -5,44 +5,25 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/engine/collective"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
 // newComms builds an n-rank mesh in this process and a Comm on each rank.
 func newComms(t testing.TB, n int, opts collective.Options) []*collective.Comm {
 	t.Helper()
-	lns := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i], addrs[i] = ln, ln.Addr().String()
-	}
-	ts := make([]*engine.NetTransport, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() { ts[r], errs[r] = engine.FromListener(r, n, lns[r], addrs, engine.Options{HeapSize: 1 << 20}) })
-	}
-	wg.Wait()
+	ts := meshtest.Mesh(t, n, engine.Options{HeapSize: 1 << 20})
 	cs := make([]*collective.Comm, n)
 	for r := range n {
-		if errs[r] != nil {
-			t.Fatalf("rank %d: %v", r, errs[r])
-		}
 		cs[r] = collective.New(ts[r], opts)
 	}
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before the transports' cleanup, which Mesh registered first
 		for r := range n {
 			cs[r].Close()
-			ts[r].Close()
 		}
 	})
 	return cs

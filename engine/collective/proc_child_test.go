@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
 // Child processes: the test binary re-executes itself with these variables
@@ -67,17 +68,7 @@ func procBlockChild(rank int, addrs []string, ln net.Listener) error {
 
 // procListeners binds n loopback listeners on ephemeral ports.
 func procListeners(t testing.TB, n int) ([]net.Listener, []string) {
-	t.Helper()
-	lns := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i], addrs[i] = ln, ln.Addr().String()
-	}
-	return lns, addrs
+	return meshtest.Listeners(t, n)
 }
 
 // procChild is a rank running in a child process.

@@ -113,17 +113,25 @@ func divPtr(dt DType, p unsafe.Pointer, l, n int) {
 // outside the loops, and s = s[:len(d)] lets the compiler drop bounds
 // checks.
 
-func reduceFloat[T float32 | float64](d, s []T, op Op) {
+// sumProd is the Sum (and Mean) and Prod loop every element type shares.
+func sumProd[T float32 | float64 | int32 | int64](d, s []T, op Op) {
 	s = s[:len(d)]
-	switch op {
-	case Sum, Mean:
-		for i := range d {
-			d[i] += s[i]
-		}
-	case Prod:
+	if op == Prod {
 		for i := range d {
 			d[i] *= s[i]
 		}
+		return
+	}
+	for i := range d {
+		d[i] += s[i]
+	}
+}
+
+func reduceFloat[T float32 | float64](d, s []T, op Op) {
+	s = s[:len(d)]
+	switch op {
+	case Sum, Mean, Prod:
+		sumProd(d, s, op)
 	case Max:
 		for i, b := range s {
 			a := d[i]
@@ -157,14 +165,8 @@ func reduceFloat[T float32 | float64](d, s []T, op Op) {
 func reduceInt[T int32 | int64](d, s []T, op Op) {
 	s = s[:len(d)]
 	switch op {
-	case Sum, Mean:
-		for i := range d {
-			d[i] += s[i]
-		}
-	case Prod:
-		for i := range d {
-			d[i] *= s[i]
-		}
+	case Sum, Mean, Prod:
+		sumProd(d, s, op)
 	case Max:
 		for i := range d {
 			d[i] = max(d[i], s[i])

@@ -1,0 +1,55 @@
+// Package meshtest builds loopback meshes for the tests of boltmesh's
+// packages: listeners on ephemeral ports, and n-rank NetTransports in one
+// process that close at the test's cleanup.
+package meshtest
+
+import (
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/engine"
+)
+
+// Listeners binds n loopback listeners on ephemeral ports and returns
+// them with their addresses, in rank order.
+func Listeners(t testing.TB, n int) ([]net.Listener, []string) {
+	t.Helper()
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	return lns, addrs
+}
+
+// Mesh builds an n-rank mesh in this process, every rank with opts, and
+// closes it at cleanup.
+func Mesh(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
+	t.Helper()
+	lns, addrs := Listeners(t, n)
+	ts := make([]*engine.NetTransport, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() { ts[r], errs[r] = engine.FromListener(r, n, lns[r], addrs, opts) })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, tr := range ts {
+			if tr != nil {
+				tr.Close()
+			}
+		}
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return ts
+}
