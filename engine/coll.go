@@ -115,7 +115,7 @@ func (t *NetTransport) startColl(to int, tag, meta uint32, out []byte) (ioloop.W
 	if p.conn == nil {
 		return ioloop.Write{}, t.sendSelf(p, collTagBase+tag, meta, out)
 	}
-	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
+	h := frame.Header{Kind: frame.KindSend, Dst: p.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
 	w, err := p.conn.Start(&h, out)
 	if err != nil {
 		return ioloop.Write{}, t.connErr(p, "collective", err)

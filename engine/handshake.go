@@ -30,9 +30,13 @@ type hsConn struct {
 	peer [frame.HelloSize]byte // the peer's HELLO payload as received
 }
 
-func newHsConn(nc net.Conn, o *Options, rank, world int) (*hsConn, error) {
+func newHsConn(nc net.Conn, t *NetTransport) (*hsConn, error) {
+	o := &t.opts
 	hc := &hsConn{nc: nc, o: o}
-	hc.self = frame.Hello{Version: frame.Version, World: uint32(world), Rank: uint32(rank), MeshID: o.meshID()}
+	hc.self = frame.Hello{Version: frame.Version, World: uint32(t.world), Rank: uint32(t.rank), MeshID: o.meshID()}
+	if t.star {
+		hc.self.Topology = frame.TopologyStar
+	}
 	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {
 		return nil, err
 	}
@@ -87,6 +91,8 @@ func (hc *hsConn) check(m frame.Hello) string {
 	switch {
 	case m.Version != frame.Version:
 		return fmt.Sprintf("protocol version %d, want %d", m.Version, frame.Version)
+	case m.Topology != hc.self.Topology:
+		return fmt.Sprintf("topology %s, want %s", topologyName(m.Topology), topologyName(hc.self.Topology))
 	case m.World != hc.self.World:
 		return fmt.Sprintf("world size %d, want %d", m.World, hc.self.World)
 	case m.MeshID != hc.self.MeshID:
@@ -185,4 +191,14 @@ func wrapRemote(hc *hsConn, rank int, err error) error {
 		return he
 	}
 	return &HandshakeError{Addr: hc.addr(), Rank: rank, Local: true, Reason: "handshake I/O", Err: err}
+}
+
+func topologyName(t uint16) string {
+	switch t {
+	case frame.TopologyMesh:
+		return "full mesh"
+	case frame.TopologyStar:
+		return "star"
+	}
+	return fmt.Sprintf("unknown (%d)", t)
 }

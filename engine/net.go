@@ -43,6 +43,10 @@ type NetTransport struct {
 	reqs      sync.Pool    // *recvReq
 
 	rpc rpcState // the RPC handler and frames that came before it
+
+	star      bool        // a star: rank 0 is the coordinator, the hub of every pair
+	link      *starLink   // star worker: the handler of the coordinator connection
+	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
 }
 
 var _ Transport = (*NetTransport)(nil)
@@ -104,7 +108,7 @@ func (t *NetTransport) sayGoodbye() {
 	defer cancel()
 	for _, p := range t.peers {
 		if p.conn != nil {
-			h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Offset: t.barriersDone.Load()}
+			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Offset: t.barriersDone.Load()}
 			p.conn.SendCancel(&h, nil, ctx.Done())
 		}
 	}

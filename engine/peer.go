@@ -50,12 +50,18 @@ type peer struct {
 
 	goodbye     atomic.Bool   // the peer announced an orderly close
 	goodbyeDone atomic.Uint64 // barriers it had completed then
+
+	via    uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
+	shared *starLink  // star worker: the coordinator connection all peers share; else nil
+	fwd    fwdCounter // star coordinator: bytes from this worker being forwarded
 }
 
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
-	return &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
+	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
+	p.fwd.done = p.forwarded
+	return p
 }
 
 func (p *peer) queue(tag uint32) *tagQueue {
@@ -95,6 +101,9 @@ const deferMin = 32 << 10
 // buffer if the tag differs), so a deferred frame never blocks what is
 // behind it for longer than the application takes to ask.
 func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
+	if h.Dst != 0 {
+		return nil // to be forwarded: read into a pooled buffer
+	}
 	switch h.Kind {
 	case frame.KindPut:
 		s, _, _ := p.heapRange(h.Offset, h.Length)
@@ -115,7 +124,7 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if q != nil {
 		r, _ = q.recvs.peek()
 	}
-	if r == nil && p.waiting == 0 && h.Length >= deferMin {
+	if r == nil && p.waiting == 0 && h.Length >= deferMin && p.shared == nil {
 		p.deferred = true
 		c.Defer()
 		return nil
@@ -139,6 +148,10 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 
 // Deliver implements ioloop.Handler.
 func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+	if h.Dst != 0 {
+		p.forward(c, h, bb)
+		return
+	}
 	switch h.Kind {
 	case frame.KindSend:
 		if bb == nil {
@@ -156,6 +169,10 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 		p.deliverGetReply(h, bb)
 	case frame.KindRPCReq, frame.KindRPCReply:
 		p.deliverRPC(h, bb)
+	case frame.KindHeartbeat:
+		if bb != nil {
+			ioloop.PutBuffer(bb)
+		}
 	case frame.KindGoodbye:
 		p.goodbyeDone.Store(h.Offset)
 		p.goodbye.Store(true)
@@ -204,8 +221,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteB
 	}
 	q.msgs.push(queuedMsg{bb, aux})
 	p.queued += int64(len(bb.B))
-	if c != nil && !p.paused && p.waiting == 0 && p.queued > p.t.opts.MaxQueuedBytes {
-		p.paused = true
+	if c != nil && p.waiting == 0 && p.queued > p.t.opts.MaxQueuedBytes && p.pause() {
 		c.Pause()
 	}
 }
@@ -217,6 +233,14 @@ func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteB
 // part of them before closing.
 func (p *peer) Closed(_ *ioloop.Conn, err error) {
 	defer close(p.released)
+	p.lose(err)
+}
+
+// lose fails every operation with p: the connection to it broke with err
+// or, in a star, the coordinator reported it gone. It may run more than
+// once; the first cause stays.
+func (p *peer) lose(err error) {
+	defer p.t.announceGone(p)
 	defer p.rpcPeerLost()
 	switch {
 	case p.t.closed.Load():
@@ -269,9 +293,32 @@ func (p *peer) fail(sentinel, cause error) {
 // what it waits for may be behind them. p.mu must be held.
 func (p *peer) await() bool {
 	p.waiting++
-	resume := p.paused || p.deferred
-	p.paused, p.deferred = false, false
+	resume := p.unpause() || p.deferred
+	p.deferred = false
 	return resume
+}
+
+// pause records a backpressure pause of p's connection and reports
+// whether the caller must pause it (it was not paused already). A star
+// worker's peers share one connection, and so one pause. p.mu must be held.
+func (p *peer) pause() bool {
+	if p.shared != nil {
+		return !p.shared.paused.Swap(true)
+	}
+	was := p.paused
+	p.paused = true
+	return !was
+}
+
+// unpause clears the pause and reports whether there was one, so that the
+// caller resumes the connection. p.mu must be held.
+func (p *peer) unpause() bool {
+	if p.shared != nil {
+		return p.shared.paused.Swap(false)
+	}
+	was := p.paused
+	p.paused = false
+	return was
 }
 
 // errFor returns the peer's loss as an error of operation op; p.lost must

@@ -99,7 +99,7 @@ func (p *peer) deliverPut(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.By
 	}
 	ioloop.PutBuffer(bb)
 	if _, code, why := p.heapRange(h.Offset, h.Length); code != 0 {
-		ack := frame.Header{Kind: frame.KindPutAck, Flags: frame.FlagError, Src: uint32(p.t.rank), Aux: code, Offset: h.Offset}
+		ack := frame.Header{Kind: frame.KindPutAck, Flags: frame.FlagError, Dst: p.via, Src: uint32(p.t.rank), Aux: code, Offset: h.Offset}
 		c.Post(&ack, []byte(why), true)
 	}
 }
@@ -143,7 +143,7 @@ func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.Byte
 		c.Close()
 		return
 	}
-	reply := frame.Header{Kind: frame.KindGetReply, Src: uint32(p.t.rank), Offset: req.ID}
+	reply := frame.Header{Kind: frame.KindGetReply, Dst: p.via, Src: uint32(p.t.rank), Offset: req.ID}
 	s, code, why := p.heapRange(h.Offset, req.Length)
 	if code != 0 {
 		reply.Flags, reply.Aux = frame.FlagError, code

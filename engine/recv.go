@@ -142,10 +142,7 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 	q.msgs.pop()
 	p.tidy(tag, q)
 	p.queued -= int64(n)
-	resume := p.paused && p.queued <= t.opts.MaxQueuedBytes/2
-	if resume {
-		p.paused = false
-	}
+	resume := p.queued <= t.opts.MaxQueuedBytes/2 && p.unpause()
 	p.mu.Unlock()
 	if resume {
 		p.conn.Resume()

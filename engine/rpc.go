@@ -172,7 +172,7 @@ func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *p
 	if uint64(len(p)) > t.opts.MaxFrame {
 		return frame.Header{}, nil, fmt.Errorf("boltmesh: rpc of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
 	}
-	h := frame.Header{Kind: frame.KindRPCReq, Src: uint32(t.rank), Tag: f.Tag, Aux: f.Aux, Offset: f.ID}
+	h := frame.Header{Kind: frame.KindRPCReq, Dst: t.peers[to].via, Src: uint32(t.rank), Tag: f.Tag, Aux: f.Aux, Offset: f.ID}
 	if f.Reply {
 		h.Kind = frame.KindRPCReply
 		if f.Error {

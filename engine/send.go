@@ -49,7 +49,7 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	if pr.conn == nil {
 		return t.sendSelf(pr, tag, aux, p)
 	}
-	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag, Aux: aux}
+	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: tag, Aux: aux}
 	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
 		return t.connErr(pr, "send", err)
 	}

@@ -42,22 +42,36 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 	if err := checkWorld(rank, world, peers, ln); err != nil {
 		return nil, err
 	}
-	o, err := opts.withDefaults()
+	t, err := newTransport(rank, world, opts, localRanks(peers, rank), false)
 	if err != nil {
-		return nil, err
-	}
-	if opts.Spin == 0 && localRanks(peers, rank) > runtime.NumCPU() {
-		o.Spin = -1 // oversubscribed: a spinning rank takes the core another needs
-	}
-	t := newNetTransport(rank, world, o)
-	if t.heap, err = heap.New(o.HeapSize); err != nil {
-		return nil, err
-	}
-	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0)}); err != nil {
 		return nil, err
 	}
 	if err := t.connect(ln, peers); err != nil {
 		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// newTransport builds a transport with its heap and event loop, not yet
+// connected. local is how many ranks certainly share this machine.
+func newTransport(rank, world int, opts Options, local int, star bool) (*NetTransport, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Spin == 0 && local > runtime.NumCPU() {
+		o.Spin = -1 // oversubscribed: a spinning rank takes the core another needs
+	}
+	t := newNetTransport(rank, world, o)
+	if star {
+		t.makeStar()
+	}
+	if t.heap, err = heap.New(o.HeapSize); err != nil {
+		return nil, err
+	}
+	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0)}); err != nil {
+		t.heap.Close()
 		return nil, err
 	}
 	return t, nil
@@ -71,12 +85,19 @@ func localRanks(peers []string, rank int) int {
 		if r == rank {
 			continue
 		}
-		host, _, err := net.SplitHostPort(a)
-		if ip := net.ParseIP(host); err == nil && (host == "localhost" || ip != nil && ip.IsLoopback()) {
+		if isLoopback(a) {
 			n++
 		}
 	}
 	return n
+}
+
+// isLoopback reports whether addr (host:port) names this machine's
+// loopback interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
 }
 
 func checkWorld(rank, world int, peers []string, ln net.Listener) error {
@@ -144,7 +165,7 @@ func (t *NetTransport) dialPeer(ctx context.Context, r int, addr string) error {
 }
 
 func (t *NetTransport) handshakeDial(nc net.Conn, r int) error {
-	hc, err := newHsConn(nc, &t.opts, t.rank, t.world)
+	hc, err := newHsConn(nc, t)
 	if err == nil {
 		err = hc.dial(r)
 	}
@@ -221,7 +242,7 @@ func (a *acceptor) unclaim(rank int) {
 
 func (a *acceptor) serve(nc net.Conn) {
 	t := a.t
-	hc, err := newHsConn(nc, &t.opts, t.rank, t.world)
+	hc, err := newHsConn(nc, t)
 	rank, claimed := -1, false
 	if err == nil {
 		rank, err = hc.accept(func(r int) string {
@@ -283,7 +304,11 @@ func (t *NetTransport) adopt(nc net.Conn, r int) error {
 	if err != nil {
 		return err
 	}
-	c, err := t.loop.Register(fd, r, t.peers[r])
+	var h ioloop.Handler = t.peers[r]
+	if t.link != nil {
+		h = t.link // a star worker: frames from every rank come this way
+	}
+	c, err := t.loop.Register(fd, r, h)
 	if err != nil {
 		return err
 	}

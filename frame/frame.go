@@ -14,14 +14,14 @@ const HeaderSize = 32
 // Byte offsets of the header fields. Every field is little-endian and
 // naturally aligned.
 const (
-	offKind     = 0  // uint8
-	offFlags    = 1  // uint8
-	offReserved = 2  // uint16, must be zero
-	offSrc      = 4  // uint32
-	offTag      = 8  // uint32
-	offAux      = 12 // uint32
-	offOffset   = 16 // uint64
-	offLength   = 24 // uint64
+	offKind   = 0  // uint8
+	offFlags  = 1  // uint8
+	offDst    = 2  // uint16
+	offSrc    = 4  // uint32
+	offTag    = 8  // uint32
+	offAux    = 12 // uint32
+	offOffset = 16 // uint64
+	offLength = 24 // uint64
 )
 
 // DefaultMaxLength is the payload limit Decode applies when it is given 0.
@@ -31,6 +31,7 @@ const DefaultMaxLength = 1 << 30
 type Header struct {
 	Kind   Kind   // what the frame is
 	Flags  Flags  // modifiers allowed for Kind
+	Dst    uint16 // in a star, 1 + the rank the coordinator forwards the frame to; else 0
 	Src    uint32 // rank of the sender
 	Tag    uint32 // message tag (SEND), handler id (RPC) or 0
 	Aux    uint32 // kind-specific: sequence number or stripe index
@@ -43,7 +44,7 @@ type Header struct {
 func (h *Header) Encode(dst *[HeaderSize]byte) {
 	dst[offKind] = byte(h.Kind)
 	dst[offFlags] = byte(h.Flags)
-	binary.LittleEndian.PutUint16(dst[offReserved:], 0)
+	binary.LittleEndian.PutUint16(dst[offDst:], h.Dst)
 	binary.LittleEndian.PutUint32(dst[offSrc:], h.Src)
 	binary.LittleEndian.PutUint32(dst[offTag:], h.Tag)
 	binary.LittleEndian.PutUint32(dst[offAux:], h.Aux)
@@ -64,14 +65,12 @@ func Decode(src []byte, maxLength uint64) (Header, error) {
 	h := Header{
 		Kind:   Kind(src[offKind]),
 		Flags:  Flags(src[offFlags]),
+		Dst:    binary.LittleEndian.Uint16(src[offDst:]),
 		Src:    binary.LittleEndian.Uint32(src[offSrc:]),
 		Tag:    binary.LittleEndian.Uint32(src[offTag:]),
 		Aux:    binary.LittleEndian.Uint32(src[offAux:]),
 		Offset: binary.LittleEndian.Uint64(src[offOffset:]),
 		Length: binary.LittleEndian.Uint64(src[offLength:]),
-	}
-	if r := binary.LittleEndian.Uint16(src[offReserved:]); r != 0 {
-		return Header{}, &DecodeError{Kind: h.Kind, Field: "reserved", Value: uint64(r), Err: ErrReserved}
 	}
 	if err := h.validate(maxLength); err != nil {
 		return Header{}, err
@@ -83,6 +82,9 @@ func (h *Header) validate(maxLength uint64) error {
 	spec, ok := kindSpecOf(h.Kind)
 	if !ok {
 		return &DecodeError{Kind: h.Kind, Field: "kind", Value: uint64(h.Kind), Err: ErrUnknownKind}
+	}
+	if h.Dst != 0 && !spec.routed {
+		return &DecodeError{Kind: h.Kind, Field: "dst", Value: uint64(h.Dst), Err: ErrReserved}
 	}
 	if bad := h.Flags &^ spec.flags; bad != 0 {
 		return &DecodeError{Kind: h.Kind, Field: "flags", Value: uint64(bad), Err: ErrBadFlags}

@@ -27,6 +27,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindRPCReply:  frame.FlagError,
 	frame.KindHeartbeat: 0,
 	frame.KindGoodbye:   0,
+	frame.KindGone:      frame.FlagError,
 }
 
 // validLength returns a payload length every kind accepts.
@@ -38,7 +39,7 @@ func validLength(k frame.Kind) uint64 {
 		return frame.MACSize
 	case frame.KindGetReq:
 		return frame.GetReqSize
-	case frame.KindHeartbeat, frame.KindGoodbye:
+	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone:
 		return 0
 	case frame.KindReject, frame.KindPutAck:
 		return 17
@@ -95,6 +96,7 @@ func TestKindValues(t *testing.T) {
 		{frame.KindRPCReply, 10, "RPC_REPLY"},
 		{frame.KindHeartbeat, 11, "HEARTBEAT"},
 		{frame.KindGoodbye, 12, "GOODBYE"},
+		{frame.KindGone, 13, "GONE"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -117,7 +119,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {13, "KIND(13)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -125,7 +127,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 13; k < 256; k++ {
+	for k := 14; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -142,13 +144,14 @@ func TestHeaderLayout(t *testing.T) {
 	}{
 		{"Kind", func(h *frame.Header) { h.Kind = 0xff }, 0, 1},
 		{"Flags", func(h *frame.Header) { h.Flags = 0xff }, 1, 1},
+		{"Dst", func(h *frame.Header) { h.Dst = math.MaxUint16 }, 2, 2},
 		{"Src", func(h *frame.Header) { h.Src = math.MaxUint32 }, 4, 4},
 		{"Tag", func(h *frame.Header) { h.Tag = math.MaxUint32 }, 8, 4},
 		{"Aux", func(h *frame.Header) { h.Aux = math.MaxUint32 }, 12, 4},
 		{"Offset", func(h *frame.Header) { h.Offset = math.MaxUint64 }, 16, 8},
 		{"Length", func(h *frame.Header) { h.Length = math.MaxUint64 }, 24, 8},
 	}
-	covered := 2 // reserved bytes 2-3
+	covered := 0
 	for _, f := range fields {
 		var h frame.Header
 		f.set(&h)
@@ -170,6 +173,7 @@ func TestHeaderGolden(t *testing.T) {
 	h := frame.Header{
 		Kind:   frame.KindRPCReply,
 		Flags:  frame.FlagError,
+		Dst:    0x0302,
 		Src:    0x13121110,
 		Tag:    0x23222120,
 		Aux:    0x33323130,
@@ -177,7 +181,7 @@ func TestHeaderGolden(t *testing.T) {
 		Length: 0x0102,
 	}
 	golden := [frame.HeaderSize]byte{
-		0x0a, 0x02, 0x00, 0x00, // kind, flags, reserved
+		0x0a, 0x02, 0x02, 0x03, // kind, flags, dst
 		0x10, 0x11, 0x12, 0x13, // src
 		0x20, 0x21, 0x22, 0x23, // tag
 		0x30, 0x31, 0x32, 0x33, // aux
@@ -196,7 +200,7 @@ func TestHeaderGolden(t *testing.T) {
 	}
 }
 
-func TestEncodeOverwritesReserved(t *testing.T) {
+func TestEncodeOverwritesDst(t *testing.T) {
 	b := [frame.HeaderSize]byte{}
 	for i := range b {
 		b[i] = 0xee
@@ -204,7 +208,7 @@ func TestEncodeOverwritesReserved(t *testing.T) {
 	h := frame.Header{Kind: frame.KindHeartbeat}
 	h.Encode(&b)
 	if b[2] != 0 || b[3] != 0 {
-		t.Fatalf("reserved bytes = % x, want 00 00", b[2:4])
+		t.Fatalf("dst bytes = % x, want 00 00", b[2:4])
 	}
 	if _, err := frame.Decode(b[:], 0); err != nil {
 		t.Fatalf("Decode: %v", err)
@@ -340,14 +344,15 @@ func TestDecodeRejects(t *testing.T) {
 		{name: "nil", in: nil, err: frame.ErrShort, field: "header", value: 0},
 		{name: "31 bytes", in: hdr(send)[:31], err: frame.ErrShort, field: "header", value: 31},
 
-		// Reserved bytes 2-3.
-		{name: "reserved low byte", in: withReserved(send, 1, 0), err: frame.ErrReserved, field: "reserved", kind: frame.KindSend, value: 1},
-		{name: "reserved high byte", in: withReserved(send, 0, 0x80), err: frame.ErrReserved, field: "reserved", kind: frame.KindSend, value: 0x8000},
-		{name: "reserved checked before kind", in: withReserved(frame.Header{Kind: 0}, 0xff, 0xff), err: frame.ErrReserved, field: "reserved", kind: 0, value: 0xffff},
+		// Dst (bytes 2-3) only on kinds a coordinator forwards.
+		{name: "dst on HELLO", in: withReserved(frame.Header{Kind: frame.KindHello, Length: frame.HelloSize}, 1, 0), err: frame.ErrReserved, field: "dst", kind: frame.KindHello, value: 1},
+		{name: "dst on HEARTBEAT", in: withReserved(frame.Header{Kind: frame.KindHeartbeat}, 0, 0x80), err: frame.ErrReserved, field: "dst", kind: frame.KindHeartbeat, value: 0x8000},
+		{name: "dst on GONE", in: withReserved(frame.Header{Kind: frame.KindGone}, 2, 0), err: frame.ErrReserved, field: "dst", kind: frame.KindGone, value: 2},
+		{name: "kind checked before dst", in: withReserved(frame.Header{Kind: 0}, 0xff, 0xff), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
 
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
-		{name: "kind 13", in: hdr(frame.Header{Kind: 13}), err: frame.ErrUnknownKind, field: "kind", kind: 13, value: 13},
+		{name: "kind 14", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
@@ -414,15 +419,15 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 13}), 0)
-	want = "frame: unknown kind: KIND(13) kind=13"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 14}), 0)
+	want = "frame: unknown kind: KIND(14) kind=14"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
 }
 
 func sampleHello() frame.Hello {
-	m := frame.Hello{Version: frame.Version, World: 0x0c0d0e0f, Rank: 0x14151617}
+	m := frame.Hello{Version: frame.Version, Topology: 0x0b0a, World: 0x0c0d0e0f, Rank: 0x14151617}
 	for i := range m.MeshID {
 		m.MeshID[i] = byte(0xa0 + i)
 	}
@@ -442,7 +447,7 @@ func TestHelloGolden(t *testing.T) {
 	var want [frame.HelloSize]byte
 	copy(want[0:], "BOLTMESH")
 	copy(want[8:], []byte{0x01, 0x00})              // version
-	copy(want[10:], []byte{0x00, 0x00})             // reserved
+	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank
 	copy(want[20:], []byte{0x00, 0x00, 0x00, 0x00}) // reserved
@@ -488,10 +493,8 @@ func TestHelloRejects(t *testing.T) {
 		{"71 bytes", good[:71], frame.ErrShort, "payload", 71, frame.HelloSize},
 		{"bad magic", mod(func(b []byte) { copy(b, "BOLTMESX") }), frame.ErrBadMagic, "magic", 0x5853454d544c4f42, 0},
 		{"zero magic", mod(func(b []byte) { copy(b, make([]byte, 8)) }), frame.ErrBadMagic, "magic", 0, 0},
-		{"reserved byte 10", mod(func(b []byte) { b[10] = 1 }), frame.ErrReserved, "reserved", 1, 0},
-		{"reserved byte 11", mod(func(b []byte) { b[11] = 1 }), frame.ErrReserved, "reserved", 0x100, 0},
-		{"reserved byte 20", mod(func(b []byte) { b[20] = 1 }), frame.ErrReserved, "reserved", 1 << 16, 0},
-		{"reserved byte 23", mod(func(b []byte) { b[23] = 0x80 }), frame.ErrReserved, "reserved", 0x80 << 40, 0},
+		{"reserved byte 20", mod(func(b []byte) { b[20] = 1 }), frame.ErrReserved, "reserved", 1, 0},
+		{"reserved byte 23", mod(func(b []byte) { b[23] = 0x80 }), frame.ErrReserved, "reserved", 0x80 << 24, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -511,8 +514,8 @@ func TestHelloRejects(t *testing.T) {
 			}
 		})
 	}
-	// Non-reserved bytes are not judged: version, world, rank, mesh id.
-	for _, off := range []int{8, 9, 12, 15, 16, 19, 24, 39, 40, 71} {
+	// Non-reserved bytes are not judged: version, topology, world, rank, mesh id.
+	for _, off := range []int{8, 9, 10, 11, 12, 15, 16, 19, 24, 39, 40, 71} {
 		b := mod(func(b []byte) { b[off] ^= 0xff })
 		if _, err := frame.DecodeHello(b); err != nil {
 			t.Errorf("flipping byte %d: %v", off, err)

@@ -14,20 +14,27 @@ const MeshIDSize = 16
 // NonceSize is the length of a handshake nonce.
 const NonceSize = 32
 
+// Topologies a HELLO announces: both ends of a connection must agree.
+const (
+	TopologyMesh uint16 = 0 // every pair of ranks connected directly
+	TopologyStar uint16 = 1 // workers connected to a coordinator only
+)
+
 // Hello is the payload of a KindHello frame.
 type Hello struct {
-	Version uint16           // protocol version of the sender
-	World   uint32           // world size the sender was started with
-	Rank    uint32           // the sender's rank
-	MeshID  [MeshIDSize]byte // identity of the mesh the sender belongs to
-	Nonce   [NonceSize]byte  // fresh random challenge for the HMAC proof
+	Version  uint16           // protocol version of the sender
+	Topology uint16           // TopologyMesh or TopologyStar
+	World    uint32           // world size the sender was started with
+	Rank     uint32           // the sender's rank
+	MeshID   [MeshIDSize]byte // identity of the mesh the sender belongs to
+	Nonce    [NonceSize]byte  // fresh random challenge for the HMAC proof
 }
 
-// Encode writes the payload into dst. Bytes 10-11 and 20-23 are reserved zero.
+// Encode writes the payload into dst. Bytes 20-23 are reserved zero.
 func (m *Hello) Encode(dst *[HelloSize]byte) {
 	binary.LittleEndian.PutUint64(dst[0:], Magic)
 	binary.LittleEndian.PutUint16(dst[8:], m.Version)
-	binary.LittleEndian.PutUint16(dst[10:], 0)
+	binary.LittleEndian.PutUint16(dst[10:], m.Topology)
 	binary.LittleEndian.PutUint32(dst[12:], m.World)
 	binary.LittleEndian.PutUint32(dst[16:], m.Rank)
 	binary.LittleEndian.PutUint32(dst[20:], 0)
@@ -36,7 +43,7 @@ func (m *Hello) Encode(dst *[HelloSize]byte) {
 }
 
 // DecodeHello parses a HELLO payload. It checks the magic and the reserved
-// bytes; the version, world and rank are the caller's to judge.
+// bytes; the version, topology, world and rank are the caller's to judge.
 func DecodeHello(src []byte) (Hello, error) {
 	if len(src) < HelloSize {
 		return Hello{}, &DecodeError{Kind: KindHello, Field: "payload", Value: uint64(len(src)), Limit: HelloSize, Err: ErrShort}
@@ -44,11 +51,12 @@ func DecodeHello(src []byte) (Hello, error) {
 	if m := binary.LittleEndian.Uint64(src); m != Magic {
 		return Hello{}, &DecodeError{Kind: KindHello, Field: "magic", Value: m, Err: ErrBadMagic}
 	}
-	if r := uint64(binary.LittleEndian.Uint16(src[10:])) | uint64(binary.LittleEndian.Uint32(src[20:]))<<16; r != 0 {
-		return Hello{}, &DecodeError{Kind: KindHello, Field: "reserved", Value: r, Err: ErrReserved}
+	if r := binary.LittleEndian.Uint32(src[20:]); r != 0 {
+		return Hello{}, &DecodeError{Kind: KindHello, Field: "reserved", Value: uint64(r), Err: ErrReserved}
 	}
 	var m Hello
 	m.Version = binary.LittleEndian.Uint16(src[8:])
+	m.Topology = binary.LittleEndian.Uint16(src[10:])
 	m.World = binary.LittleEndian.Uint32(src[12:])
 	m.Rank = binary.LittleEndian.Uint32(src[16:])
 	copy(m.MeshID[:], src[24:40])

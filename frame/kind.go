@@ -20,6 +20,7 @@ const (
 	KindRPCReply  Kind = 10 // RPC reply; Offset is the request id
 	KindHeartbeat Kind = 11 // liveness probe, no payload
 	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed
+	KindGone      Kind = 13 // star: the coordinator tells a worker that rank Src left
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -46,21 +47,23 @@ type kindSpec struct {
 	fixed      int   // exact payload length, or -1 for any
 	replyEmpty bool  // with FlagReply the payload may also be empty
 	max        int   // upper bound on payload length below the decoder's, or 0
+	routed     bool  // a star's coordinator may forward it (Dst may be set)
 }
 
 var kindSpecs = [...]kindSpec{
 	KindHello:     {name: "HELLO", flags: FlagReply, fixed: HelloSize},
 	KindAuth:      {name: "AUTH", flags: FlagReply, fixed: MACSize, replyEmpty: true},
 	KindReject:    {name: "REJECT", fixed: -1, max: MaxReasonSize},
-	KindSend:      {name: "SEND", flags: FlagMore, fixed: -1},
-	KindPut:       {name: "PUT", flags: FlagMore, fixed: -1},
-	KindPutAck:    {name: "PUT_ACK", flags: FlagError, fixed: -1, max: MaxReasonSize},
-	KindGetReq:    {name: "GET_REQ", fixed: GetReqSize},
-	KindGetReply:  {name: "GET_REPLY", flags: FlagError | FlagMore, fixed: -1},
-	KindRPCReq:    {name: "RPC_REQ", fixed: -1},
-	KindRPCReply:  {name: "RPC_REPLY", flags: FlagError, fixed: -1},
+	KindSend:      {name: "SEND", flags: FlagMore, fixed: -1, routed: true},
+	KindPut:       {name: "PUT", flags: FlagMore, fixed: -1, routed: true},
+	KindPutAck:    {name: "PUT_ACK", flags: FlagError, fixed: -1, max: MaxReasonSize, routed: true},
+	KindGetReq:    {name: "GET_REQ", fixed: GetReqSize, routed: true},
+	KindGetReply:  {name: "GET_REPLY", flags: FlagError | FlagMore, fixed: -1, routed: true},
+	KindRPCReq:    {name: "RPC_REQ", fixed: -1, routed: true},
+	KindRPCReply:  {name: "RPC_REPLY", flags: FlagError, fixed: -1, routed: true},
 	KindHeartbeat: {name: "HEARTBEAT", fixed: 0},
-	KindGoodbye:   {name: "GOODBYE", fixed: 0},
+	KindGoodbye:   {name: "GOODBYE", fixed: 0, routed: true},
+	KindGone:      {name: "GONE", flags: FlagError, fixed: 0},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {

@@ -1,6 +1,9 @@
 package ioloop
 
-import "github.com/boltmesh/boltmesh/frame"
+import (
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/valyala/bytebufferpool"
+)
 
 // Write is a frame queued by Start. Its zero value is a completed write.
 type Write struct {
@@ -75,4 +78,58 @@ func (c *Conn) Post(h *frame.Header, payload []byte, copyPayload bool) error {
 	c.wr.pending.Store(true)
 	c.flush()
 	return nil
+}
+
+// PostBuffer is Post for a payload held in a pooled buffer (GetBuffer),
+// which the connection takes over: it returns bb to the pool once the
+// frame is written or has failed, and then calls done, if not nil, with
+// the payload's length. done runs exactly once, on whichever goroutine
+// finished the frame and possibly with the connection's locks held: it
+// must be quick and must not call the connection's methods. A star's
+// coordinator forwards frames with it: read once into bb, written out
+// with writev, never copied.
+func (c *Conn) PostBuffer(h *frame.Header, bb *bytebufferpool.ByteBuffer, done func(n int)) error {
+	n := len(bb.B)
+	h.Length = uint64(n)
+	r, fin, err := c.sendDirect(h, bb.B, true, false)
+	if fin {
+		PutBuffer(bb)
+		if done != nil {
+			done(n)
+		}
+		return err
+	}
+	if r == nil {
+		if r, err = c.enqueue(h, bb.B, 0, true, false); err != nil {
+			PutBuffer(bb)
+			if done != nil {
+				done(n)
+			}
+			return err
+		}
+	}
+	c.adopt(r, bb, done)
+	c.wr.pending.Store(true)
+	c.flush()
+	return nil
+}
+
+// adopt hands bb and done to the queued request r, unless r already
+// completed (a partial direct write finished by a flush in between), in
+// which case they are settled here.
+func (c *Conn) adopt(r *sendReq, bb *bytebufferpool.ByteBuffer, done func(n int)) {
+	w := &c.wr
+	w.qmu.Lock()
+	live := r.async && len(r.payload) > 0 && &r.payload[0] == &bb.B[0] && w.queued(r)
+	if live {
+		r.owned, r.onDone = bb, done
+	}
+	w.qmu.Unlock()
+	if !live {
+		n := len(bb.B)
+		PutBuffer(bb)
+		if done != nil {
+			done(n)
+		}
+	}
 }

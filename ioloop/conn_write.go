@@ -25,6 +25,7 @@ type sendReq struct {
 	off     int                        // bytes of hdr+payload already written
 	owned   *bytebufferpool.ByteBuffer // detached: payload is this copy
 	async   bool                       // nobody waits: the queue recycles it
+	onDone  func(n int)                // PostBuffer's callback, or nil
 }
 
 func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
@@ -175,7 +176,10 @@ func (w *writer) finish(r *sendReq, err error) {
 	if r.owned != nil {
 		PutBuffer(r.owned)
 	}
-	r.owned, r.payload, r.async = nil, nil, false
+	if r.onDone != nil {
+		r.onDone(len(r.payload))
+	}
+	r.owned, r.payload, r.async, r.onDone = nil, nil, false, nil
 	w.free = append(w.free, r)
 }
 

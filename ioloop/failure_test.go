@@ -25,7 +25,7 @@ func TestGarbage(t *testing.T) {
 		{name: "after a frame", wire: append(encodeFrame(frame.Header{Kind: frame.KindSend, Aux: 9}, patterned(9, 100)), 0xee, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28),
 			cause: frame.ErrUnknownKind, field: "kind", prelude: 1},
 		{name: "too large", opts: ioloop.Options{MaxFrame: 1000}, wire: encodeFrame(frame.Header{Kind: frame.KindSend}, make([]byte, 1001)), cause: frame.ErrTooLarge, field: "length"},
-		{name: "reserved", wire: func() []byte { b := encodeFrame(frame.Header{Kind: frame.KindHeartbeat}, nil); b[2] = 1; return b }(), cause: frame.ErrReserved, field: "reserved"},
+		{name: "dst on a heartbeat", wire: func() []byte { b := encodeFrame(frame.Header{Kind: frame.KindHeartbeat}, nil); b[2] = 1; return b }(), cause: frame.ErrReserved, field: "dst"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leakCheck(t)

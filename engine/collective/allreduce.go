@@ -33,12 +33,19 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 	defer c.mu.Unlock()
 	n := c.t.WorldSize()
 	ring := c.useRing(n, len(data))
-	pprof.SetGoroutineLabels(c.labels(ring, len(data)))
+	if c.useStar(n) {
+		pprof.SetGoroutineLabels(c.starLabels(len(data)))
+	} else {
+		pprof.SetGoroutineLabels(c.labels(ring, len(data)))
+	}
 	defer pprof.SetGoroutineLabels(ctx)
 	var err error
-	if ring {
+	switch {
+	case c.useStar(n):
+		err = c.star(ctx, tag, dt, data, op)
+	case ring:
 		err = c.ring(ctx, tag, dt, data, op)
-	} else {
+	default:
 		err = c.doubling(ctx, tag, dt, data, op)
 	}
 	if err == nil {

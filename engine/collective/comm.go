@@ -76,8 +76,10 @@ type Comm struct {
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
 
-	labelCtx [2][len(sizeClasses)]context.Context // profile labels, made once
-	stale    []staleContribution                  // late deadline contributions still to drop (root)
+	labelCtx     [2][len(sizeClasses)]context.Context // profile labels, made once
+	starLabelCtx [len(sizeClasses)]context.Context    // the star's, made once
+	center       int                                  // a star transport's coordinator, or -1
+	stale        []staleContribution                  // late deadline contributions still to drop (root)
 }
 
 // New returns a Comm over t. Use one Comm per transport: Comms number
@@ -90,7 +92,7 @@ func New(t Transport, opts Options) *Comm {
 	if opts.Chunk <= 0 {
 		opts.Chunk = 256 << 10
 	}
-	c := &Comm{t: t, opts: opts}
+	c := &Comm{t: t, opts: opts, center: starCenter(t)}
 	c.reduceChunk = c.pipeChunk
 	return c
 }

@@ -53,3 +53,32 @@ func Mesh(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 	}
 	return ts
 }
+
+// Star builds an n-rank star in this process (rank 0 the coordinator on
+// a loopback listener, ranks 1..n-1 dialing it), every rank with opts,
+// and closes it at cleanup.
+func Star(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
+	t.Helper()
+	lns, addrs := Listeners(t, 1)
+	ts := make([]*engine.NetTransport, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	wg.Go(func() { ts[0], errs[0] = engine.CoordinatorListen(n, lns[0], opts) })
+	for r := 1; r < n; r++ {
+		wg.Go(func() { ts[r], errs[r] = engine.WorkerDial(r, n, addrs[0], opts) })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, tr := range ts {
+			if tr != nil {
+				tr.Close()
+			}
+		}
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return ts
+}

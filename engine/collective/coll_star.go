@@ -1,0 +1,86 @@
+package collective
+
+import (
+	"context"
+	"runtime/pprof"
+)
+
+// starTopology is implemented by transports whose ranks reach each other
+// through one coordinator (engine.NetTransport built by
+// engine.CoordinatorListen and engine.WorkerDial).
+type starTopology interface {
+	StarCenter() (center int, ok bool)
+}
+
+// starCenter returns the rank every message of a star transport passes
+// through, or -1 for any other topology.
+func starCenter(t Transport) int {
+	if s, ok := t.(starTopology); ok {
+		if c, ok := s.StarCenter(); ok {
+			return c
+		}
+	}
+	return -1
+}
+
+// useStar reports whether an allreduce over n ranks runs the star
+// algorithm: on a star of more than two ranks, where recursive doubling
+// and the ring would send every worker-to-worker message through the
+// coordinator twice.
+func (c *Comm) useStar(n int) bool { return c.center >= 0 && n > 2 }
+
+// star reduces at the coordinator, then broadcasts: every worker sends its
+// data to the center, which receives them in rank order and reduces each
+// into its own, then sends the result back to every worker. Only the
+// center reduces, so every rank ends with the same bits.
+func (c *Comm) star(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
+	r, n, center := c.t.Rank(), c.t.WorldSize(), c.center
+	if r != center {
+		if err := c.send(ctx, center, tag, data); err != nil {
+			return err
+		}
+		m, err := c.recv(ctx, center, tag+1, data)
+		if err == nil {
+			err = c.recvCheck(m, len(data), center)
+		}
+		return err
+	}
+	buf := c.scratch(len(data))
+	for from := range n {
+		if from == center {
+			continue
+		}
+		m, err := c.recv(ctx, from, tag, buf)
+		if err == nil {
+			err = c.recvCheck(m, len(data), from)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, data, buf, op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for to := range n {
+		if to == center {
+			continue
+		}
+		if err := c.send(ctx, to, tag+1, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// starLabels returns the profile labels of a star allreduce of size
+// bytes, made once per size class.
+func (c *Comm) starLabels(size int) context.Context {
+	s := 0
+	for size >= sizeClasses[s].below {
+		s++
+	}
+	if c.starLabelCtx[s] == nil {
+		c.starLabelCtx[s] = pprof.WithLabels(context.Background(), pprof.Labels("op", "allreduce", "algorithm", "star", "size", sizeClasses[s].name))
+	}
+	return c.starLabelCtx[s]
+}
