@@ -122,3 +122,27 @@ func svgText(t *testing.T, file string) string {
 	}
 	return text.String()
 }
+
+// TestBenchStar runs a local 3-rank star (--coordinator): every suite
+// verifies the bytes it moves, worker to worker included, and the run
+// fails if any check does.
+func TestBenchStar(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 ranks; skipped with -short")
+	}
+	file := filepath.Join(t.TempDir(), "star.json")
+	stdout, stderr, err := cli(t, "bench", "--quick", "--ranks", "3", "--coordinator", "127.0.0.1:0",
+		"--suite", "p2p,putget,barrier,allreduce,rpc", "--baseline", "none", "--json", file)
+	if err != nil {
+		t.Fatalf("bench over a star: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	rep := readReport(t, file)
+	if len(rep.Results) == 0 {
+		t.Fatal("no results")
+	}
+	for _, r := range rep.Results {
+		if r.Ranks != 3 || r.Error != "" {
+			t.Errorf("%s %s: ranks %d, error %q", r.Impl, r.Key(), r.Ranks, r.Error)
+		}
+	}
+}

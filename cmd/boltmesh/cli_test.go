@@ -33,7 +33,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--sizes", "1Q"}, 2, "bad size"},
 		{[]string{"bench", "--baseline", "mpi"}, 2, "want stdnet or none"},
 		{[]string{"bench", "--transport", "carrier-pigeon"}, 2, "want tcp or thunderbolt"},
-		{[]string{"bench", "--ranks", "1", "--coordinator", "h:1"}, 1, "star topology is not available yet"},
+		{[]string{"bench", "--ranks", "1", "--coordinator", "256.0.0.1:1"}, 1, "--coordinator: listening at 256.0.0.1:1"},
 		{[]string{"bench", "extra"}, 2, "unexpected argument"},
 		{[]string{"rank"}, 2, "give --rank and --world"},
 		{[]string{"rank", "--rank", "0", "--world", "2"}, 2, "rank 0 runs"},

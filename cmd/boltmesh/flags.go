@@ -12,7 +12,7 @@ type meshFlags struct {
 	rank, world int    // -1: not given
 	peers       string // host:port,... for every rank
 	rendezvous  string // rank 0's rendezvous address
-	coordinator string // star topology (not available yet)
+	coordinator string // star topology: the coordinator's (rank 0's) address
 	bind        string // this rank's listen address
 	transport   string // tcp or thunderbolt
 	keyFile     string // file holding the mesh key
@@ -26,7 +26,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.world, "world", -1, "number of ranks in the mesh")
 	fs.StringVar(&f.peers, "peers", "", "every rank's `host:port`, comma-separated, in rank order")
 	fs.StringVar(&f.rendezvous, "rendezvous", "", "rank 0's rendezvous `host:port`: rank 0 listens there, the others send their address and get the peer list\n(default $BOLTMESH_RENDEZVOUS, else MASTER_ADDR:MASTER_PORT, else "+defaultRendezvous+")")
-	fs.StringVar(&f.coordinator, "coordinator", "", "star topology through a coordinator at `host:port` (not available yet)")
+	fs.StringVar(&f.coordinator, "coordinator", "", "star topology: rank 0 listens at `host:port` as the coordinator, the others dial it (only outbound connections;\nworker-to-worker traffic goes through the coordinator). In a local run, port 0 picks a free one")
 	fs.StringVar(&f.bind, "bind", "", "this rank's listen `address` (default: from --peers, else 127.0.0.1:0 for a loopback rendezvous, else :0)")
 	fs.StringVar(&f.transport, "transport", "tcp", "transport: tcp or thunderbolt")
 	fs.StringVar(&f.keyFile, "key-file", "", "`file` holding the mesh key (every connection proves it; default $BOLTMESH_KEY)")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -27,13 +26,14 @@ func (j *joined) host() string {
 	return h
 }
 
-// joinMesh builds this rank's mesh from m: straight from the peer list if
-// there is one, else through the rendezvous. rln, if not nil, is rank 0's
-// rendezvous listener, already open (a local run opens it before starting
-// the other ranks).
+// joinMesh builds this rank's mesh from m: a star through --coordinator,
+// else a full mesh straight from the peer list if there is one, else
+// through the rendezvous. rln, if not nil, is rank 0's rendezvous (or,
+// in a star, coordinator) listener, already open (a local run opens it
+// before starting the other ranks).
 func joinMesh(f *meshFlags, m membership, opts engine.Options, rln net.Listener) (*joined, error) {
 	if f.coordinator != "" {
-		return nil, errors.New("--coordinator: star topology is not available yet (it arrives with the star transport); use --peers or a rendezvous")
+		return joinStar(f, m, opts, rln)
 	}
 	rv := rendezvousAddr(f.rendezvous, m, os.Getenv)
 	ln, err := net.Listen("tcp", bindAddr(f.bind, m, rv))
@@ -48,6 +48,33 @@ func joinMesh(f *meshFlags, m membership, opts engine.Options, rln net.Listener)
 	t, err := engine.FromListener(m.rank, m.world, ln, peers, opts)
 	if err != nil {
 		return nil, fmt.Errorf("rank %d of %d joining %v: %w", m.rank, m.world, peers, err)
+	}
+	return &joined{t: t, peers: peers}, nil
+}
+
+// joinStar builds this rank's place in a star: rank 0 is the coordinator
+// and listens at --coordinator (or on ln), the others dial it. Workers
+// need no listener of their own, so they may sit behind NAT.
+func joinStar(f *meshFlags, m membership, opts engine.Options, ln net.Listener) (*joined, error) {
+	peers := make([]string, m.world)
+	peers[0] = f.coordinator
+	if m.rank != 0 {
+		t, err := engine.WorkerDial(m.rank, m.world, f.coordinator, opts)
+		if err != nil {
+			return nil, fmt.Errorf("rank %d of %d joining the star at %s: %w", m.rank, m.world, f.coordinator, err)
+		}
+		return &joined{t: t, peers: peers}, nil
+	}
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", f.coordinator); err != nil {
+			return nil, fmt.Errorf("--coordinator: listening at %s: %w", f.coordinator, err)
+		}
+	}
+	peers[0] = ln.Addr().String()
+	t, err := engine.CoordinatorListen(m.world, ln, opts)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator of %d ranks at %s: %w", m.world, peers[0], err)
 	}
 	return &joined{t: t, peers: peers}, nil
 }

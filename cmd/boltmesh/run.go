@@ -35,10 +35,9 @@ func (b *benchRun) run() (err error) {
 	var rln net.Listener
 	var kids *children
 	if b.m.source == "local" && b.m.world > 1 {
-		if rln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return fmt.Errorf("rendezvous: %w", err)
+		if rln, err = b.listenLocal(); err != nil {
+			return err
 		}
-		b.mf.rendezvous = rln.Addr().String()
 		if kids, err = spawn(b.m.world, b.mf, b.pf, b.stderr); err != nil {
 			rln.Close()
 			return err
@@ -53,6 +52,26 @@ func (b *benchRun) run() (err error) {
 		err = errors.Join(err, b.output(rep))
 	}
 	return err
+}
+
+// listenLocal opens rank 0's listener of a local run before the other
+// ranks start, and points them at it: the star's coordinator listener
+// with --coordinator, else the rendezvous on a free loopback port.
+func (b *benchRun) listenLocal() (net.Listener, error) {
+	if b.mf.coordinator != "" {
+		ln, err := net.Listen("tcp", b.mf.coordinator)
+		if err != nil {
+			return nil, fmt.Errorf("--coordinator: listening at %s: %w", b.mf.coordinator, err)
+		}
+		b.mf.coordinator = ln.Addr().String()
+		return ln, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("rendezvous: %w", err)
+	}
+	b.mf.rendezvous = ln.Addr().String()
+	return ln, nil
 }
 
 // runRank joins the mesh, runs the configured suites and leaves.
