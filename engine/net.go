@@ -47,6 +47,9 @@ type NetTransport struct {
 	star      bool        // a star: rank 0 is the coordinator, the hub of every pair
 	link      *starLink   // star worker: the handler of the coordinator connection
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
+
+	beatStop chan struct{} // closed to stop the heartbeat goroutine
+	beatDone chan struct{} // closed when it has stopped
 }
 
 var _ Transport = (*NetTransport)(nil)
@@ -81,6 +84,7 @@ const goodbyeWait = 200 * time.Millisecond
 func (t *NetTransport) Close() error {
 	var err error
 	t.closeOnce.Do(func() {
+		t.stopHeartbeat()
 		t.sayGoodbye()
 		t.closed.Store(true)
 		for _, p := range t.peers {

@@ -39,8 +39,21 @@ type Options struct {
 	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF on every connection; 0 keeps
 	// the kernel's auto-tuning. Default 0.
 	SocketBuffer int
-	// KeepAlive is the TCP keepalive idle time and probe interval; a silent
-	// dead link is detected after about KeepAlive*4. Default 5 s.
+	// KeepAlive bounds how long a silent dead link goes unnoticed: the
+	// peer's host vanished or the network between failed, so no FIN, RST or
+	// ICMP error ever arrives. (A peer process that dies or closes is
+	// noticed at once: its kernel ends the connection.) Every KeepAlive,
+	// each connection that sent nothing since the last check sends a
+	// HEARTBEAT frame, and a connection from which nothing at all arrived
+	// for 4*KeepAlive is dropped: every operation needing that peer fails
+	// with ErrPeerLost (cause ErrNoHeartbeat), between 4 and 5 KeepAlive
+	// periods after the peer was last heard from, whether the connection
+	// was idle or had data in flight. A live peer that is merely slow to
+	// take data keeps sending heartbeats, so backpressure never loses it.
+	// While this rank itself stops reading a connection (its queue of
+	// unexpected messages is full), TCP keepalive (idle and interval
+	// KeepAlive, rounded up to whole seconds, 3 probes) watches it instead.
+	// Default 5 s.
 	KeepAlive time.Duration
 	// MeshKey, when set, makes every connection prove knowledge of it with
 	// HMAC-SHA256 in both directions. Default: the BOLTMESH_KEY environment

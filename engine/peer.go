@@ -54,6 +54,7 @@ type peer struct {
 	via    uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
 	shared *starLink  // star worker: the coordinator connection all peers share; else nil
 	fwd    fwdCounter // star coordinator: bytes from this worker being forwarded
+	live   liveness   // heartbeat bookkeeping of the connection
 }
 
 var _ ioloop.Handler = (*peer)(nil)

@@ -50,6 +50,7 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 		t.Close()
 		return nil, err
 	}
+	t.startHeartbeat()
 	return t, nil
 }
 

@@ -62,6 +62,7 @@ func CoordinatorListen(world int, ln net.Listener, opts Options) (*NetTransport,
 	}
 	t.starReady.Store(true)
 	t.startStar()
+	t.startHeartbeat()
 	return t, nil
 }
 
@@ -107,6 +108,7 @@ func WorkerDial(rank, world int, coordAddr string, opts Options) (*NetTransport,
 	t.routeViaCoordinator()
 	select {
 	case <-t.link.ready:
+		t.startHeartbeat()
 		return t, nil
 	case <-t.lostCh:
 		err = t.anyLost("join")

@@ -97,3 +97,16 @@ func (c *Conn) releaseIfDue() {
 // whose latency matters (a one-sided get, which only the loop serves while
 // the target's own goroutines sleep), since the next is likely soon.
 func (c *Conn) KeepHot() { c.loop.keepHot(c) }
+
+// BytesWritten returns the bytes written to the socket so far.
+func (c *Conn) BytesWritten() uint64 { return c.wr.total.Load() }
+
+// Queued returns the number of frames waiting to be written.
+func (c *Conn) Queued() int { return int(c.wr.nqueued.Load()) }
+
+// Abort ends the connection like Close, with err as the cause that
+// pending sends and the handler see (wrapped in a *ConnError): a caller
+// that judged the peer dead says why.
+func (c *Conn) Abort(err error) {
+	c.fail("abort", err)
+}

@@ -1,0 +1,60 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
+)
+
+// TestHeartbeatSparesSlowReceiver: a receiver that takes nothing for many
+// liveness periods, while its sender is held back by backpressure (the
+// receiver stops reading past MaxQueuedBytes), is slow, not dead: neither
+// side drops the other, and every message arrives intact afterwards.
+func TestHeartbeatSparesSlowReceiver(t *testing.T) {
+	const ka, msgs, size = 50 * time.Millisecond, 24, 256 << 10
+	ts := meshtest.Mesh(t, 2, engine.Options{KeepAlive: ka, MaxQueuedBytes: 1 << 20, SocketBuffer: 64 << 10})
+	sent := make(chan error, 1)
+	go func() {
+		for i := range msgs {
+			if err := ts[0].Send(1, 3, pattern(0, 1, 3, i, size)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	time.Sleep(20 * ka) // five times the silence that loses a peer
+	for i := range msgs {
+		got, err := ts[1].Recv(0, 3)
+		if err != nil {
+			t.Fatalf("message %d after the pause: %v", i, err)
+		}
+		if err := check(got, 0, 1, 3, i, size); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("sender: %v", err)
+	}
+}
+
+// TestHeartbeatKeepsIdleMeshAlive: ranks that exchange nothing for many
+// liveness periods stay connected (the heartbeats are heard).
+func TestHeartbeatKeepsIdleMeshAlive(t *testing.T) {
+	const ka = 20 * time.Millisecond
+	ts := meshtest.Mesh(t, 3, engine.Options{KeepAlive: ka})
+	time.Sleep(30 * ka)
+	for r, tr := range ts {
+		if err := tr.Send((r+1)%3, 1, []byte{byte(r)}); err != nil {
+			t.Fatalf("rank %d after idling: %v", r, err)
+		}
+	}
+	for r, tr := range ts {
+		got, err := tr.Recv((r+2)%3, 1)
+		if err != nil || len(got) != 1 || int(got[0]) != (r+2)%3 {
+			t.Fatalf("rank %d after idling: %v %v", r, got, err)
+		}
+	}
+}
