@@ -41,6 +41,9 @@ var (
 	ErrOutOfBounds = errors.New("boltmesh: out of bounds")
 	// ErrOptions means an Options field is invalid.
 	ErrOptions = errors.New("boltmesh: invalid options")
+	// ErrStripe is the cause of a peer's loss when a frame on one of its
+	// stripe streams does not fit the striped message it belongs to.
+	ErrStripe = errors.New("boltmesh: malformed stripe")
 )
 
 type timeoutError struct{}

@@ -30,13 +30,14 @@ type hsConn struct {
 	peer [frame.HelloSize]byte // the peer's HELLO payload as received
 }
 
-func newHsConn(nc net.Conn, t *NetTransport) (*hsConn, error) {
+func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
 	o := &t.opts
 	hc := &hsConn{nc: nc, o: o}
 	hc.self = frame.Hello{Version: frame.Version, World: uint32(t.world), Rank: uint32(t.rank), MeshID: o.meshID()}
 	if t.star {
 		hc.self.Topology = frame.TopologyStar
 	}
+	hc.self.Stream, hc.self.Streams = uint16(stream), uint16(t.opts.Streams)
 	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {
 		return nil, err
 	}
@@ -95,6 +96,10 @@ func (hc *hsConn) check(m frame.Hello) string {
 		return fmt.Sprintf("topology %s, want %s", topologyName(m.Topology), topologyName(hc.self.Topology))
 	case m.World != hc.self.World:
 		return fmt.Sprintf("world size %d, want %d", m.World, hc.self.World)
+	case max(m.Streams, 1) != hc.self.Streams:
+		return fmt.Sprintf("%d streams per pair, want %d", max(m.Streams, 1), hc.self.Streams)
+	case m.Stream >= hc.self.Streams:
+		return fmt.Sprintf("stream %d of %d", m.Stream, hc.self.Streams)
 	case m.MeshID != hc.self.MeshID:
 		return "different mesh id"
 	case m.Rank >= m.World:
@@ -143,45 +148,46 @@ func (hc *hsConn) dial(expect int) error {
 	return err
 }
 
-// accept runs the acceptor's side. claim is called once the dialer has
-// proven the key; it reserves the rank or says why not.
-func (hc *hsConn) accept(claim func(rank int) string) (int, error) {
+// accept runs the acceptor's side and returns the dialer's rank and
+// stream. claim is called once the dialer has proven the key; it reserves
+// the (rank, stream) or says why not.
+func (hc *hsConn) accept(claim func(rank, stream int) string) (int, int, error) {
 	payload, err := hc.read(frame.KindHello, 0)
 	if err != nil {
-		return -1, hc.reject(-1, "bad first frame", err)
+		return -1, 0, hc.reject(-1, "bad first frame", err)
 	}
 	m, err := frame.DecodeHello(payload)
 	if err != nil {
-		return -1, hc.reject(-1, "bad HELLO", err)
+		return -1, 0, hc.reject(-1, "bad HELLO", err)
 	}
-	rank := int(m.Rank)
+	rank, stream := int(m.Rank), int(m.Stream)
 	if why := hc.check(m); why != "" {
-		return rank, hc.reject(rank, why, nil)
+		return rank, stream, hc.reject(rank, why, nil)
 	}
 	switch {
 	case rank == int(hc.self.Rank):
-		return rank, hc.reject(rank, fmt.Sprintf("rank %d is this rank itself", rank), nil)
+		return rank, stream, hc.reject(rank, fmt.Sprintf("rank %d is this rank itself", rank), nil)
 	case rank < int(hc.self.Rank):
-		return rank, hc.reject(rank, fmt.Sprintf("rank %d is lower than %d: it accepts, it does not dial", rank, hc.self.Rank), nil)
+		return rank, stream, hc.reject(rank, fmt.Sprintf("rank %d is lower than %d: it accepts, it does not dial", rank, hc.self.Rank), nil)
 	}
 	copy(hc.peer[:], payload)
 	if err := hc.write(frame.KindHello, frame.FlagReply, hc.raw[:]); err != nil {
-		return rank, err
+		return rank, stream, err
 	}
 	if err := hc.write(frame.KindAuth, 0, hc.mac(labelAcceptor, hc.peer[:], hc.raw[:])); err != nil {
-		return rank, err
+		return rank, stream, err
 	}
 	proof, err := hc.read(frame.KindAuth, 0)
 	if err != nil {
-		return rank, wrapRemote(hc, rank, err)
+		return rank, stream, wrapRemote(hc, rank, err)
 	}
 	if !hmac.Equal(proof, hc.mac(labelDialer, hc.peer[:], hc.raw[:])) {
-		return rank, hc.reject(rank, "wrong mesh key", nil)
+		return rank, stream, hc.reject(rank, "wrong mesh key", nil)
 	}
-	if why := claim(rank); why != "" {
-		return rank, hc.reject(rank, why, nil)
+	if why := claim(rank, stream); why != "" {
+		return rank, stream, hc.reject(rank, why, nil)
 	}
-	return rank, hc.write(frame.KindAuth, frame.FlagReply, nil)
+	return rank, stream, hc.write(frame.KindAuth, frame.FlagReply, nil)
 }
 
 func wrapRemote(hc *hsConn, rank int, err error) error {

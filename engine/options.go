@@ -2,6 +2,7 @@ package engine
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -36,6 +37,17 @@ type Options struct {
 	// wait for need (measured: 4 ranks on 2 cores, allreduce of 8 B, 330 µs
 	// without spinning, 420 µs yielding between polls, worse spinning).
 	Spin time.Duration
+	// Streams is the number of TCP connections between each pair of ranks
+	// of a full mesh (1 to MaxStreams; a star always uses 1). A SEND of at
+	// least StripeMin bytes is split into one piece per stream, sent at
+	// once and reassembled in order at the receiver, straight into the
+	// receive's buffer; smaller messages and every other frame take the
+	// first stream, so their latency does not change. Every rank must use
+	// the same value. Default 1 (ThunderboltTransport picks its own).
+	Streams int
+	// StripeMin is the size in bytes from which a SEND is striped across
+	// Streams. Default 1 MiB.
+	StripeMin int
 	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF on every connection; 0 keeps
 	// the kernel's auto-tuning. Default 0.
 	SocketBuffer int
@@ -72,6 +84,9 @@ type Options struct {
 	OnReject func(error)
 }
 
+// MaxStreams bounds Options.Streams.
+const MaxStreams = 16
+
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxFrame == 0 {
 		o.MaxFrame = 1 << 30
@@ -99,6 +114,18 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SocketBuffer < 0 {
 		return o, &OptionError{"SocketBuffer", "is negative"}
+	}
+	if o.Streams == 0 {
+		o.Streams = 1
+	}
+	if o.Streams < 1 || o.Streams > MaxStreams {
+		return o, &OptionError{"Streams", fmt.Sprintf("%d is outside [1, %d]", o.Streams, MaxStreams)}
+	}
+	if o.StripeMin == 0 {
+		o.StripeMin = 1 << 20
+	}
+	if o.StripeMin < o.Streams {
+		return o, &OptionError{"StripeMin", fmt.Sprintf("%d is below Streams (%d)", o.StripeMin, o.Streams)}
 	}
 	if o.MeshKey == nil {
 		if k := os.Getenv("BOLTMESH_KEY"); k != "" {

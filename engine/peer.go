@@ -55,12 +55,19 @@ type peer struct {
 	shared *starLink  // star worker: the coordinator connection all peers share; else nil
 	fwd    fwdCounter // star coordinator: bytes from this worker being forwarded
 	live   liveness   // heartbeat bookkeeping of the connection
+
+	streams        []*ioloop.Conn // the pair's connections; streams[0] is conn
+	stripeMu       sync.Mutex     // held while a striped message is queued
+	striped        []*striped     // striped messages being received, in order
+	head           *striped       // the one whose head is being read
+	stripeDeferred uint32         // streams holding a piece whose head has not come
 }
 
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
 	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
+	p.streams = make([]*ioloop.Conn, t.opts.Streams)
 	p.fwd.done = p.forwarded
 	return p
 }
@@ -104,6 +111,9 @@ const deferMin = 32 << 10
 func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if h.Dst != 0 {
 		return nil // to be forwarded: read into a pooled buffer
+	}
+	if h.Kind == frame.KindSend && h.Flags&frame.FlagMore != 0 {
+		return p.headPayload(c, h)
 	}
 	switch h.Kind {
 	case frame.KindPut:
@@ -155,6 +165,10 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 	}
 	switch h.Kind {
 	case frame.KindSend:
+		if h.Flags&frame.FlagMore != 0 {
+			p.headDone(c, h, bb)
+			return
+		}
 		if bb == nil {
 			p.completeClaimed(len(payload))
 			return
@@ -234,6 +248,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteB
 // part of them before closing.
 func (p *peer) Closed(_ *ioloop.Conn, err error) {
 	defer close(p.released)
+	p.closeStripes()
 	p.lose(err)
 }
 
@@ -278,6 +293,7 @@ func (p *peer) fail(sentinel, cause error) {
 		}
 		p.tidy(tag, q)
 	}
+	p.failStriped()
 	if g := p.claimedGet; g != nil {
 		p.claimedGet = nil
 		g.complete(p.errFor("get"))
@@ -296,7 +312,18 @@ func (p *peer) await() bool {
 	p.waiting++
 	resume := p.unpause() || p.deferred
 	p.deferred = false
-	return resume
+	return resume && !p.holding()
+}
+
+// holding reports whether stream 0 is paused until a striped message
+// nobody waited for is whole; its completion resumes it. p.mu must be held.
+func (p *peer) holding() bool {
+	for _, m := range p.striped {
+		if m.held {
+			return true
+		}
+	}
+	return false
 }
 
 // pause records a backpressure pause of p's connection and reports

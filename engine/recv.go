@@ -142,7 +142,7 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 	q.msgs.pop()
 	p.tidy(tag, q)
 	p.queued -= int64(n)
-	resume := p.queued <= t.opts.MaxQueuedBytes/2 && p.unpause()
+	resume := p.queued <= t.opts.MaxQueuedBytes/2 && p.unpause() && !p.holding()
 	p.mu.Unlock()
 	if resume {
 		p.conn.Resume()
@@ -218,13 +218,13 @@ func (t *NetTransport) spinUntil(p *peer, done func() bool) bool {
 	if p.conn == nil || t.opts.Spin <= 0 {
 		return done()
 	}
-	last, seen := time.Now(), p.conn.BytesRead()
+	last, seen := time.Now(), p.bytesRead()
 	for i := 1; ; i++ {
-		p.conn.Poll()
+		p.poll()
 		if done() {
 			return true
 		}
-		if now := p.conn.BytesRead(); now != seen {
+		if now := p.bytesRead(); now != seen {
 			last, seen = time.Now(), now
 		} else if time.Since(last) > t.opts.Spin {
 			return false
@@ -250,4 +250,25 @@ func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 	p.mu.Unlock()
 	<-r.done
 	return nil
+}
+
+// poll reads what has arrived on every stream of p's connection.
+func (p *peer) poll() {
+	p.conn.Poll()
+	if len(p.streams) > 1 {
+		for _, s := range p.streams[1:] {
+			s.Poll()
+		}
+	}
+}
+
+// bytesRead sums the bytes read on every stream of p's connection.
+func (p *peer) bytesRead() uint64 {
+	n := p.conn.BytesRead()
+	if len(p.streams) > 1 {
+		for _, s := range p.streams[1:] {
+			n += s.BytesRead()
+		}
+	}
+	return n
 }

@@ -49,6 +49,9 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	if pr.conn == nil {
 		return t.sendSelf(pr, tag, aux, p)
 	}
+	if len(pr.streams) > 1 && len(p) >= t.opts.StripeMin {
+		return t.sendStriped(cancel, pr, tag, aux, p)
+	}
 	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: tag, Aux: aux}
 	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
 		return t.connErr(pr, "send", err)

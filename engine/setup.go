@@ -64,6 +64,9 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	if opts.Spin == 0 && local > runtime.NumCPU() {
 		o.Spin = -1 // oversubscribed: a spinning rank takes the core another needs
 	}
+	if star {
+		o.Streams = 1 // a star's links carry every pair's traffic: no striping
+	}
 	t := newNetTransport(rank, world, o)
 	if star {
 		t.makeStar()
@@ -141,15 +144,26 @@ func (t *NetTransport) connect(ln net.Listener, peers []string) error {
 	return first
 }
 
-// dialPeer connects to rank r, retrying refused or failed attempts with
-// backoff until ctx ends; a handshake refusal by the peer is final.
+// dialPeer connects to rank r, every stream of the pair, retrying refused
+// or failed attempts with backoff until ctx ends; a handshake refusal by
+// the peer is final.
 func (t *NetTransport) dialPeer(ctx context.Context, r int, addr string) error {
+	for s := range t.streams() {
+		if err := t.dialStream(ctx, r, s, addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dialStream connects stream s to rank r.
+func (t *NetTransport) dialStream(ctx context.Context, r, s int, addr string) error {
 	backoff := 5 * time.Millisecond
 	var last error
 	for {
 		nc, err := (&net.Dialer{KeepAlive: -1}).DialContext(ctx, "tcp", addr)
 		if err == nil {
-			err = t.handshakeDial(nc, r)
+			err = t.handshakeDial(nc, r, s)
 			var he *HandshakeError
 			if err == nil || errors.As(err, &he) {
 				return err
@@ -165,13 +179,16 @@ func (t *NetTransport) dialPeer(ctx context.Context, r int, addr string) error {
 	}
 }
 
-func (t *NetTransport) handshakeDial(nc net.Conn, r int) error {
-	hc, err := newHsConn(nc, t)
+// streams is the number of connections to each peer.
+func (t *NetTransport) streams() int { return t.opts.Streams }
+
+func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
+	hc, err := newHsConn(nc, t, s)
 	if err == nil {
 		err = hc.dial(r)
 	}
 	if err == nil {
-		return t.adopt(nc, r)
+		return t.adopt(nc, r, s)
 	}
 	nc.Close()
 	return err
@@ -181,7 +198,7 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r int) error {
 // Each connection shakes hands in its own goroutine, so a silent or hostile
 // one cannot hold up the others.
 func (t *NetTransport) acceptPeers(ctx context.Context, ln net.Listener) error {
-	a := &acceptor{t: t, want: t.world - 1 - t.rank, joined: make(map[int]bool), done: make(chan struct{})}
+	a := &acceptor{t: t, want: (t.world - 1 - t.rank) * t.streams(), joined: make(map[[2]int]bool), done: make(chan struct{})}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	go a.loop(ln)
@@ -203,7 +220,7 @@ type acceptor struct {
 	want   int
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	joined map[int]bool
+	joined map[[2]int]bool // (rank, stream)
 	err    error
 	once   sync.Once
 	done   chan struct{}
@@ -225,40 +242,40 @@ func (a *acceptor) count() int {
 	return len(a.joined)
 }
 
-func (a *acceptor) claim(rank int) string {
+func (a *acceptor) claim(rank, stream int) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.joined[rank] {
-		return fmt.Sprintf("rank %d is already connected", rank)
+	if a.joined[[2]int{rank, stream}] {
+		return fmt.Sprintf("rank %d stream %d is already connected", rank, stream)
 	}
-	a.joined[rank] = true
+	a.joined[[2]int{rank, stream}] = true
 	return ""
 }
 
-func (a *acceptor) unclaim(rank int) {
+func (a *acceptor) unclaim(rank, stream int) {
 	a.mu.Lock()
-	delete(a.joined, rank)
+	delete(a.joined, [2]int{rank, stream})
 	a.mu.Unlock()
 }
 
 func (a *acceptor) serve(nc net.Conn) {
 	t := a.t
-	hc, err := newHsConn(nc, t)
-	rank, claimed := -1, false
+	hc, err := newHsConn(nc, t, 0)
+	rank, stream, claimed := -1, 0, false
 	if err == nil {
-		rank, err = hc.accept(func(r int) string {
-			why := a.claim(r)
+		rank, stream, err = hc.accept(func(r, s int) string {
+			why := a.claim(r, s)
 			claimed = why == ""
 			return why
 		})
 	}
 	if err == nil {
-		err = t.adopt(nc, rank)
+		err = t.adopt(nc, rank, stream)
 		a.finish(err)
 		return
 	}
 	if claimed {
-		a.unclaim(rank)
+		a.unclaim(rank, stream)
 	}
 	nc.Close()
 	t.reportReject(nc.RemoteAddr().String(), rank, err)
@@ -288,8 +305,8 @@ func (t *NetTransport) reportReject(addr string, rank int, err error) {
 }
 
 // adopt tunes the socket, takes its fd away from the net package and
-// registers it with the event loop as rank r's connection.
-func (t *NetTransport) adopt(nc net.Conn, r int) error {
+// registers it with the event loop as stream s of rank r's connection.
+func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 	defer nc.Close()
 	if err := nc.SetDeadline(time.Time{}); err != nil {
 		return err
@@ -305,15 +322,22 @@ func (t *NetTransport) adopt(nc net.Conn, r int) error {
 	if err != nil {
 		return err
 	}
-	var h ioloop.Handler = t.peers[r]
-	if t.link != nil {
+	p := t.peers[r]
+	var h ioloop.Handler = p
+	switch {
+	case t.link != nil:
 		h = t.link // a star worker: frames from every rank come this way
+	case s > 0:
+		h = &stripeStream{p: p, i: s}
 	}
 	c, err := t.loop.Register(fd, r, h)
 	if err != nil {
 		return err
 	}
-	t.peers[r].conn = c
+	p.streams[s] = c
+	if s == 0 {
+		p.conn = c
+	}
 	return nil
 }
 

@@ -28,6 +28,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindHeartbeat: 0,
 	frame.KindGoodbye:   0,
 	frame.KindGone:      frame.FlagError,
+	frame.KindStripe:    0,
 }
 
 // validLength returns a payload length every kind accepts.
@@ -97,6 +98,7 @@ func TestKindValues(t *testing.T) {
 		{frame.KindHeartbeat, 11, "HEARTBEAT"},
 		{frame.KindGoodbye, 12, "GOODBYE"},
 		{frame.KindGone, 13, "GONE"},
+		{frame.KindStripe, 14, "STRIPE"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -119,7 +121,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {15, "KIND(15)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -127,7 +129,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 14; k < 256; k++ {
+	for k := 15; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -352,7 +354,7 @@ func TestDecodeRejects(t *testing.T) {
 
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
-		{name: "kind 14", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
+		{name: "kind 15", in: hdr(frame.Header{Kind: 15}), err: frame.ErrUnknownKind, field: "kind", kind: 15, value: 15},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
@@ -419,15 +421,15 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 14}), 0)
-	want = "frame: unknown kind: KIND(14) kind=14"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 15}), 0)
+	want = "frame: unknown kind: KIND(15) kind=15"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
 }
 
 func sampleHello() frame.Hello {
-	m := frame.Hello{Version: frame.Version, Topology: 0x0b0a, World: 0x0c0d0e0f, Rank: 0x14151617}
+	m := frame.Hello{Version: frame.Version, Topology: 0x0b0a, World: 0x0c0d0e0f, Rank: 0x14151617, Stream: 0x1918, Streams: 0x1b1a}
 	for i := range m.MeshID {
 		m.MeshID[i] = byte(0xa0 + i)
 	}
@@ -450,7 +452,7 @@ func TestHelloGolden(t *testing.T) {
 	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank
-	copy(want[20:], []byte{0x00, 0x00, 0x00, 0x00}) // reserved
+	copy(want[20:], []byte{0x18, 0x19, 0x1a, 0x1b}) // stream, streams
 	copy(want[24:40], m.MeshID[:])
 	copy(want[40:72], m.Nonce[:])
 	if b != want {
@@ -493,8 +495,6 @@ func TestHelloRejects(t *testing.T) {
 		{"71 bytes", good[:71], frame.ErrShort, "payload", 71, frame.HelloSize},
 		{"bad magic", mod(func(b []byte) { copy(b, "BOLTMESX") }), frame.ErrBadMagic, "magic", 0x5853454d544c4f42, 0},
 		{"zero magic", mod(func(b []byte) { copy(b, make([]byte, 8)) }), frame.ErrBadMagic, "magic", 0, 0},
-		{"reserved byte 20", mod(func(b []byte) { b[20] = 1 }), frame.ErrReserved, "reserved", 1, 0},
-		{"reserved byte 23", mod(func(b []byte) { b[23] = 0x80 }), frame.ErrReserved, "reserved", 0x80 << 24, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -514,8 +514,8 @@ func TestHelloRejects(t *testing.T) {
 			}
 		})
 	}
-	// Non-reserved bytes are not judged: version, topology, world, rank, mesh id.
-	for _, off := range []int{8, 9, 10, 11, 12, 15, 16, 19, 24, 39, 40, 71} {
+	// The fields are not judged: version, topology, world, rank, streams, mesh id.
+	for _, off := range []int{8, 9, 10, 11, 12, 20, 21, 22, 23, 15, 16, 19, 24, 39, 40, 71} {
 		b := mod(func(b []byte) { b[off] ^= 0xff })
 		if _, err := frame.DecodeHello(b); err != nil {
 			t.Errorf("flipping byte %d: %v", off, err)

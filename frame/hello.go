@@ -26,24 +26,27 @@ type Hello struct {
 	Topology uint16           // TopologyMesh or TopologyStar
 	World    uint32           // world size the sender was started with
 	Rank     uint32           // the sender's rank
+	Stream   uint16           // which of the pair's connections this is, from 0
+	Streams  uint16           // connections per pair of ranks the sender uses; 0 means 1
 	MeshID   [MeshIDSize]byte // identity of the mesh the sender belongs to
 	Nonce    [NonceSize]byte  // fresh random challenge for the HMAC proof
 }
 
-// Encode writes the payload into dst. Bytes 20-23 are reserved zero.
+// Encode writes the payload into dst.
 func (m *Hello) Encode(dst *[HelloSize]byte) {
 	binary.LittleEndian.PutUint64(dst[0:], Magic)
 	binary.LittleEndian.PutUint16(dst[8:], m.Version)
 	binary.LittleEndian.PutUint16(dst[10:], m.Topology)
 	binary.LittleEndian.PutUint32(dst[12:], m.World)
 	binary.LittleEndian.PutUint32(dst[16:], m.Rank)
-	binary.LittleEndian.PutUint32(dst[20:], 0)
+	binary.LittleEndian.PutUint16(dst[20:], m.Stream)
+	binary.LittleEndian.PutUint16(dst[22:], m.Streams)
 	copy(dst[24:40], m.MeshID[:])
 	copy(dst[40:72], m.Nonce[:])
 }
 
-// DecodeHello parses a HELLO payload. It checks the magic and the reserved
-// bytes; the version, topology, world and rank are the caller's to judge.
+// DecodeHello parses a HELLO payload. It checks the magic; the version,
+// topology, world, rank and streams are the caller's to judge.
 func DecodeHello(src []byte) (Hello, error) {
 	if len(src) < HelloSize {
 		return Hello{}, &DecodeError{Kind: KindHello, Field: "payload", Value: uint64(len(src)), Limit: HelloSize, Err: ErrShort}
@@ -51,14 +54,13 @@ func DecodeHello(src []byte) (Hello, error) {
 	if m := binary.LittleEndian.Uint64(src); m != Magic {
 		return Hello{}, &DecodeError{Kind: KindHello, Field: "magic", Value: m, Err: ErrBadMagic}
 	}
-	if r := binary.LittleEndian.Uint32(src[20:]); r != 0 {
-		return Hello{}, &DecodeError{Kind: KindHello, Field: "reserved", Value: uint64(r), Err: ErrReserved}
-	}
 	var m Hello
 	m.Version = binary.LittleEndian.Uint16(src[8:])
 	m.Topology = binary.LittleEndian.Uint16(src[10:])
 	m.World = binary.LittleEndian.Uint32(src[12:])
 	m.Rank = binary.LittleEndian.Uint32(src[16:])
+	m.Stream = binary.LittleEndian.Uint16(src[20:])
+	m.Streams = binary.LittleEndian.Uint16(src[22:])
 	copy(m.MeshID[:], src[24:40])
 	copy(m.Nonce[:], src[40:72])
 	return m, nil

@@ -21,6 +21,7 @@ const (
 	KindHeartbeat Kind = 11 // liveness probe, no payload
 	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed
 	KindGone      Kind = 13 // star: the coordinator tells a worker that rank Src left
+	KindStripe    Kind = 14 // a piece of a striped SEND on another stream; Offset: its place in the message
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -64,6 +65,7 @@ var kindSpecs = [...]kindSpec{
 	KindHeartbeat: {name: "HEARTBEAT", fixed: 0},
 	KindGoodbye:   {name: "GOODBYE", fixed: 0, routed: true},
 	KindGone:      {name: "GONE", flags: FlagError, fixed: 0},
+	KindStripe:    {name: "STRIPE", fixed: -1},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {
