@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -105,4 +106,80 @@ func MTUWarning(l LinkInfo) string {
 		how = "sudo ifconfig " + l.Name + " mtu 9000 (or System Settings > Network > Thunderbolt Bridge > Details > Hardware > MTU: Jumbo)"
 	}
 	return fmt.Sprintf("boltmesh: Thunderbolt interface %s has MTU %d; %d moves far more per packet. Raise it on both ends: %s", l.Name, l.MTU, MinThunderboltMTU, how)
+}
+
+// ThunderboltTransport is the NetTransport tuned for Thunderbolt bridges
+// (and other fast point-to-point links): several streams per pair with
+// large messages striped across them, large socket buffers, TCP_NODELAY
+// (as every boltmesh connection). Everything it sets is an Options field
+// of the plain transport too; it only picks the defaults
+// (ThunderboltOptions).
+type ThunderboltTransport struct {
+	*NetTransport
+	// Links are the Thunderbolt interfaces the operating system reported
+	// when the transport was built (see ThunderboltInterfaces).
+	Links []LinkInfo
+}
+
+// Thunderbolt defaults, chosen by measurement (see the README's figures).
+const (
+	// ThunderboltStreams is the default number of streams per pair.
+	ThunderboltStreams = 2
+	// ThunderboltStripeMin is the default striping threshold.
+	ThunderboltStripeMin = 1 << 20
+	// ThunderboltSocketBuffer is the default SO_SNDBUF and SO_RCVBUF.
+	ThunderboltSocketBuffer = 4 << 20
+)
+
+// ThunderboltOptions returns opts with the Thunderbolt defaults in the
+// fields left zero: Streams, StripeMin and SocketBuffer.
+func ThunderboltOptions(opts Options) Options {
+	if opts.Streams == 0 {
+		opts.Streams = ThunderboltStreams
+	}
+	if opts.StripeMin == 0 {
+		opts.StripeMin = ThunderboltStripeMin
+	}
+	if opts.SocketBuffer == 0 {
+		opts.SocketBuffer = ThunderboltSocketBuffer
+	}
+	return opts
+}
+
+// BindThunderbolt is Bind with ThunderboltOptions, which also warns
+// (through Options.Logger) about every Thunderbolt interface whose MTU is
+// below MinThunderboltMTU, saying how to raise it.
+func BindThunderbolt(rank, world int, peers []string, opts Options) (*ThunderboltTransport, error) {
+	if rank < 0 || rank >= len(peers) {
+		return nil, &UnknownRankError{Rank: rank, NumRanks: len(peers)}
+	}
+	ln, err := net.Listen("tcp", peers[rank])
+	if err != nil {
+		return nil, err
+	}
+	return ThunderboltFromListener(rank, world, ln, peers, opts)
+}
+
+// ThunderboltFromListener is FromListener with ThunderboltOptions and the
+// MTU warnings of BindThunderbolt.
+func ThunderboltFromListener(rank, world int, ln net.Listener, peers []string, opts Options) (*ThunderboltTransport, error) {
+	links, _ := ThunderboltInterfaces()
+	warnMTU(links, opts.Logger)
+	t, err := FromListener(rank, world, ln, peers, ThunderboltOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &ThunderboltTransport{NetTransport: t, Links: links}, nil
+}
+
+// warnMTU logs MTUWarning for every link that needs one.
+func warnMTU(links []LinkInfo, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	for _, l := range links {
+		if w := MTUWarning(l); w != "" {
+			log.Warn(w, "interface", l.Name, "mtu", l.MTU)
+		}
+	}
 }

@@ -4,7 +4,10 @@ import (
 	"net"
 	"testing"
 
+	"sync"
+
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
 func TestLooksLikeThunderbolt(t *testing.T) {
@@ -22,5 +25,44 @@ func TestLooksLikeThunderbolt(t *testing.T) {
 	// The real interfaces of this machine: listing them must not fail.
 	if _, err := engine.ThunderboltInterfaces(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestThunderboltTransport builds a 2-rank ThunderboltTransport on
+// loopback: the defaults are in force (several streams, large buffers),
+// and a striped message and a small one arrive intact.
+func TestThunderboltTransport(t *testing.T) {
+	lns, addrs := meshtest.Listeners(t, 2)
+	ts := make([]*engine.ThunderboltTransport, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() { ts[r], errs[r] = engine.ThunderboltFromListener(r, 2, lns[r], addrs, engine.Options{}) })
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+		defer ts[r].Close()
+	}
+	o := ts[0].Options()
+	if o.Streams != engine.ThunderboltStreams || o.StripeMin != engine.ThunderboltStripeMin || o.SocketBuffer != engine.ThunderboltSocketBuffer {
+		t.Fatalf("options %+v lack the Thunderbolt defaults", o)
+	}
+	if got := engine.ThunderboltOptions(engine.Options{Streams: 5}); got.Streams != 5 {
+		t.Fatalf("ThunderboltOptions overrode Streams: %d", got.Streams)
+	}
+	for i, n := range []int{8, 3<<20 + 1} {
+		if err := ts[0].Send(1, 4, pattern(0, 1, 4, i, n)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ts[1].Recv(0, 4)
+		if err == nil {
+			err = check(got, 0, 1, 4, i, n)
+		}
+		if err != nil {
+			t.Fatalf("message of %d bytes: %v", n, err)
+		}
 	}
 }

@@ -17,6 +17,8 @@ type meshFlags struct {
 	transport   string // tcp or thunderbolt
 	keyFile     string // file holding the mesh key
 	heap        string // symmetric heap size
+	streams     int    // TCP connections per pair of ranks
+	stripeMin   string // size from which sends are striped
 	spin        time.Duration
 	timeout     time.Duration
 }
@@ -28,8 +30,10 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.rendezvous, "rendezvous", "", "rank 0's rendezvous `host:port`: rank 0 listens there, the others send their address and get the peer list\n(default $BOLTMESH_RENDEZVOUS, else MASTER_ADDR:MASTER_PORT, else "+defaultRendezvous+")")
 	fs.StringVar(&f.coordinator, "coordinator", "", "star topology: rank 0 listens at `host:port` as the coordinator, the others dial it (only outbound connections;\nworker-to-worker traffic goes through the coordinator). In a local run, port 0 picks a free one")
 	fs.StringVar(&f.bind, "bind", "", "this rank's listen `address` (default: from --peers, else 127.0.0.1:0 for a loopback rendezvous, else :0)")
-	fs.StringVar(&f.transport, "transport", "tcp", "transport: tcp or thunderbolt")
+	fs.StringVar(&f.transport, "transport", "tcp", "transport: tcp, or thunderbolt (TCP with defaults for fast point-to-point links: 2 streams per pair, 4 MiB socket buffers)")
 	fs.StringVar(&f.keyFile, "key-file", "", "`file` holding the mesh key (every connection proves it; default $BOLTMESH_KEY)")
+	fs.IntVar(&f.streams, "streams", 0, "TCP connections per pair of ranks; sends from --stripe-min are split across them (default 1, thunderbolt 2)")
+	fs.StringVar(&f.stripeMin, "stripe-min", "", "`size` from which a send is striped across --streams (default 1M)")
 	fs.StringVar(&f.heap, "heap", "", "symmetric heap `size` per rank (default 64M, or enough for the putget sizes)")
 	fs.DurationVar(&f.spin, "spin", 0, "how long a blocking receive polls before sleeping (engine.Options.Spin; negative: never; default the engine's)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for every rank to join")

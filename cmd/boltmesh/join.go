@@ -131,7 +131,14 @@ func isLoopback(addr string) bool {
 
 // engineOptions builds the transport options from the flags.
 func engineOptions(f *meshFlags) (engine.Options, error) {
-	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin}
+	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams}
+	if f.stripeMin != "" {
+		n, err := bench.ParseSize(f.stripeMin)
+		if err != nil || n <= 0 {
+			return o, usageErr("--stripe-min %q: want a size such as 1M", f.stripeMin)
+		}
+		o.StripeMin = int(n)
+	}
 	if f.keyFile != "" {
 		k, err := os.ReadFile(f.keyFile)
 		if err != nil {
@@ -149,17 +156,35 @@ func engineOptions(f *meshFlags) (engine.Options, error) {
 		}
 		o.HeapSize = uint64(n)
 	}
+	if f.transport == "thunderbolt" {
+		o = engine.ThunderboltOptions(o)
+		warnThunderbolt()
+	}
 	return o, nil
 }
 
-// checkTransport validates --transport, noting what thunderbolt means
-// today.
+// warnThunderbolt prints the MTU advice for this machine's Thunderbolt
+// interfaces, if any need it.
+func warnThunderbolt() {
+	links, _ := engine.ThunderboltInterfaces()
+	for _, l := range links {
+		if w := engine.MTUWarning(l); w != "" {
+			fmt.Fprintln(os.Stderr, w)
+		}
+	}
+}
+
+// checkTransport validates --transport: tcp, or thunderbolt (the TCP
+// transport with engine.ThunderboltOptions' defaults: several streams per
+// pair, large socket buffers).
 func checkTransport(f *meshFlags, note func(string)) error {
 	switch f.transport {
 	case "tcp":
 	case "thunderbolt", "tb":
 		f.transport = "thunderbolt"
-		note("note: --transport thunderbolt runs the TCP transport for now; Thunderbolt tuning arrives with the ThunderboltTransport")
+		if f.coordinator != "" {
+			note("note: a star uses one stream per link; --transport thunderbolt only enlarges its socket buffers")
+		}
 	default:
 		return usageErr("--transport %q: want tcp or thunderbolt", f.transport)
 	}

@@ -50,7 +50,10 @@ func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer) (*children
 func childArgs(r, world int, mf *meshFlags, pf *profFlags) []string {
 	args := []string{"rank", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world),
 		"--rendezvous", mf.rendezvous, "--transport", mf.transport, "--timeout", mf.timeout.String(), "--spin", mf.spin.String()}
-	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
+	if mf.streams != 0 {
+		args = append(args, "--streams", strconv.Itoa(mf.streams))
+	}
+	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"stripe-min", mf.stripeMin}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
 		{"cpuprofile", pf.cpu}, {"memprofile", pf.mem}, {"mutexprofile", pf.mutex}, {"blockprofile", pf.block}} {
 		if f[1] != "" {
 			args = append(args, "--"+f[0], f[1])
