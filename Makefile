@@ -65,10 +65,11 @@ rpc-bench:
 	$(GO) test -run='^$$' -bench='^BenchmarkCall$$' -benchtime=$(BENCHTIME) ./rpc
 	cd rpc/internal/grpcbench && GOWORK=off $(GO) test -run='^$$' -bench='^BenchmarkCall$$' -benchtime=$(BENCHTIME) .
 
-# netns-bench: as root, two network namespaces joined by a veth pair (add
-# NETNSFLAGS='--rate 20gbit' for a tc tbf limit), one boltmesh rank in each
-# and iperf3 with 1 and N streams over the same link; removes everything it
-# made. Without root it says so and exits 0.
+# netns-bench: as root, 2 (or --hosts 4) network namespaces joined by veth
+# (add NETNSFLAGS='--rate 20gbit' for a tc tbf limit), one boltmesh rank in
+# each with 1 and --streams N streams, iperf3 with 1 and N streams and
+# OpenMPI's allreduce over the same links; removes everything it made.
+# Without root it says so and exits 0.
 netns-bench:
 	bash bench/netns/netns-bench.sh $(NETNSFLAGS)
 
