@@ -46,6 +46,15 @@ func runChild(role string) error {
 	if strings.HasPrefix(role, "bench-") {
 		return runBenchChild(role, rank, addrs, ln)
 	}
+	if role == "star-worker" { // dials the coordinator at addrs[0], then idles until killed
+		t, err := engine.WorkerDial(rank, len(addrs), addrs[0], engine.Options{})
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		_, err = t.Recv(0, heapIdleTag)
+		return err
+	}
 	t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{})
 	if err != nil {
 		return err

@@ -227,3 +227,53 @@ func TestStarArgs(t *testing.T) {
 		t.Errorf("world too large: %v", err)
 	}
 }
+
+// TestStarWorkerKilled kills a worker process (no GOODBYE, the kernel
+// closes its socket): the coordinator tells the other worker, whose
+// receive from the dead one fails with ErrPeerLost within seconds, while
+// the rest of the star keeps working.
+func TestStarWorkerKilled(t *testing.T) {
+	lns, addrs := meshtest.Listeners(t, 1)
+	addrs = append(addrs, "", "")
+	var coord, w1 *engine.NetTransport
+	var cerr, werr error
+	var wg sync.WaitGroup
+	wg.Go(func() { coord, cerr = engine.CoordinatorListen(3, lns[0], engine.Options{}) })
+	wg.Go(func() { w1, werr = engine.WorkerDial(1, 3, addrs[0], engine.Options{}) })
+	child := startChildEnv(t, "star-worker", 2, nil, addrs, nil)
+	wg.Wait()
+	if cerr != nil || werr != nil {
+		t.Fatalf("coordinator: %v; worker 1: %v", cerr, werr)
+	}
+	defer coord.Close()
+	defer w1.Close()
+	errc := make(chan error, 2)
+	for _, tr := range []*engine.NetTransport{coord, w1} {
+		go func() {
+			_, err := tr.Recv(2, 3)
+			errc <- err
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	killed := time.Now()
+	child.Process.Kill()
+	for range 2 {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, engine.ErrPeerLost) {
+				t.Fatalf("receive from the killed worker: %v, want ErrPeerLost", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("receive from the killed worker still blocked after 5 s")
+		}
+	}
+	t.Logf("both survivors saw the loss %v after the kill", time.Since(killed).Round(time.Millisecond))
+	msg := pattern(1, 0, 4, 0, 100<<10)
+	if err := w1.Send(0, 4, msg); err != nil {
+		t.Fatal(err)
+	}
+	got, err := coord.Recv(1, 4)
+	if err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("worker to coordinator after the loss: %v", err)
+	}
+}
