@@ -57,13 +57,17 @@ gobench:
 	$(GO) test -run='^$$' -bench='PingPong|Stream|Put|Get' -benchtime=$(BENCHTIME) ./engine
 	$(GO) test -run='^$$' -bench='AllReduce' -benchtime=$(BENCHTIME) ./engine/collective
 
-# rpc-bench: the RPC agent against Go's net/rpc (./rpc) and, in one run,
-# against net/rpc and gRPC-go (rpc/internal/grpcbench, a separate module so
-# that importers of boltmesh never download gRPC): echo calls of 8 B and
-# 64 KiB from 1, 16 and 64 callers; p50-us, calls/s and allocs/op.
+# rpc-bench: the RPC agent against Go's net/rpc (./rpc, client and server
+# in one process) and, in one run, against net/rpc and gRPC-go
+# (rpc/internal/grpcbench, a separate module so that importers of boltmesh
+# never download gRPC): echo calls of 8 B and 64 KiB from 1, 16 and 64
+# callers; p50-us, calls/s and allocs/op. There BenchmarkCall runs each
+# server in a child process, each process with half the cores (GOMAXPROCS
+# = NumCPU/2 unless set), as RPC between ranks; allocs/op are the client's.
+# BenchmarkCallInProcess is the same in one process, for comparison.
 rpc-bench:
 	$(GO) test -run='^$$' -bench='^BenchmarkCall$$' -benchtime=$(BENCHTIME) ./rpc
-	cd rpc/internal/grpcbench && GOWORK=off $(GO) test -run='^$$' -bench='^BenchmarkCall$$' -benchtime=$(BENCHTIME) .
+	cd rpc/internal/grpcbench && GOWORK=off $(GO) test -run='^$$' -bench='^BenchmarkCall(InProcess)?$$' -benchtime=$(BENCHTIME) .
 
 # netns-bench: as root, 2 (or --hosts 4) network namespaces joined by veth
 # (add NETNSFLAGS='--rate 20gbit' for a tc tbf limit), one boltmesh rank in

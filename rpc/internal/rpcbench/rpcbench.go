@@ -1,7 +1,10 @@
 // Package rpcbench is the harness of the RPC benchmarks: boltmesh's agent,
 // Go's net/rpc and (in the separate grpcbench module) gRPC-go answer the
-// same echo calls over loopback, measured the same way. It is internal and
-// imports nothing beyond the standard library and boltmesh.
+// same echo calls over loopback, measured the same way. Each runs either in
+// one process (Boltmesh, NetRPC: client and server share the process's
+// cores) or across two (RemoteBoltmesh, RemoteNetRPC: the server runs in a
+// child process, see StartServer), as RPC between ranks does. It is
+// internal and imports nothing beyond the standard library and boltmesh.
 package rpcbench
 
 import (
@@ -42,7 +45,8 @@ func Name(impl string, size, callers int) string {
 
 // Run makes b.N echo calls of size bytes from callers goroutines, checks
 // every reply, and reports the median round trip (p50-us) and the
-// throughput (calls/s) besides ns/op, B/op and allocs/op (per call).
+// throughput (calls/s) besides ns/op, B/op and allocs/op (per call, of this
+// process only: a server in a child process is not counted).
 func Run(b *testing.B, impl Impl, size, callers int) {
 	call, cleanup := impl(b)
 	defer cleanup()
@@ -191,12 +195,7 @@ func NetRPC(b *testing.B) (CallFunc, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	call := func(args []byte) ([]byte, error) {
-		var reply []byte
-		err := cl.Call("Echo.Echo", args, &reply)
-		return reply, err
-	}
-	return call, func() {
+	return netRPCCall(cl), func() {
 		cl.Close()
 		ln.Close()
 		mu.Lock()
