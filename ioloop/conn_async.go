@@ -133,3 +133,22 @@ func (c *Conn) adopt(r *sendReq, bb *bytebufferpool.ByteBuffer, done func(n int)
 		}
 	}
 }
+
+// Queue queues one frame, its payload copied, without writing it: the next
+// Send, Post, Flush or Poll on the connection writes it together with
+// everything else queued, in one writev. A server answering a burst of
+// requests queues every answer but the last. Someone must flush: a frame
+// left queued waits.
+func (c *Conn) Queue(h *frame.Header, payload []byte) error {
+	h.Length = uint64(len(payload))
+	_, err := c.enqueue(h, payload, 0, true, true)
+	return err
+}
+
+// Flush writes what is queued, if anything.
+func (c *Conn) Flush() {
+	if c.wr.nqueued.Load() > 0 {
+		c.wr.pending.Store(true)
+		c.flush()
+	}
+}

@@ -41,3 +41,31 @@ func TestPostBuffer(t *testing.T) {
 		t.Fatalf("done reported %d bytes, want %d", total.Load(), frames*size)
 	}
 }
+
+// TestQueueFlush: queued frames stay unwritten until Flush (or another
+// send), then go out in order, payloads copied at Queue time.
+func TestQueueFlush(t *testing.T) {
+	leakCheck(t)
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	a, _ := connPair(t, l, unix.AF_UNIX, nopHandler{}, rx)
+	buf := []byte("first")
+	h := frame.Header{Kind: frame.KindSend, Tag: 1}
+	if err := a.Queue(&h, buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXX") // Queue copied the payload
+	h2 := frame.Header{Kind: frame.KindSend, Tag: 2}
+	if err := a.Queue(&h2, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	if a.Queued() != 2 || rx.count() != 0 {
+		t.Fatalf("before Flush: %d queued, %d delivered", a.Queued(), rx.count())
+	}
+	a.Flush()
+	got := rx.waitFrames(t, 2)
+	if string(got[0].Payload) != "first" || string(got[1].Payload) != "second" || got[1].Hdr.Tag != 2 {
+		t.Fatalf("got %q %q", got[0].Payload, got[1].Payload)
+	}
+	rx.check(t)
+}

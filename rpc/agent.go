@@ -28,6 +28,19 @@ type Transport interface {
 
 var _ Transport = (*engine.NetTransport)(nil)
 
+// Batcher is a Transport that can leave frames unwritten until a flush
+// (see engine.NetTransport.QueueRPC): the agent queues every answer to a
+// burst of requests from one rank but the last, which writes them all at
+// once. The agent uses it when the transport has it.
+type Batcher interface {
+	// QueueRPC queues one RPC frame, copying p, without writing it.
+	QueueRPC(to int, f engine.RPCFrame, p []byte) error
+	// FlushRPC writes the frames queued for rank to.
+	FlushRPC(to int)
+}
+
+var _ Batcher = (*engine.NetTransport)(nil)
+
 // Spinner is a Transport that lets a caller read a connection itself while
 // it waits for a reply, taking the event loop's wake-up out of the round
 // trip (see engine.NetTransport.SpinRPC). The agent uses it when the
@@ -79,15 +92,17 @@ type Agent struct {
 	hctx    context.Context // base, marked as belonging to this agent's handlers
 
 	state    atomic.Int32
-	shutting atomic.Bool   // Shutdown began: calls from outside handlers refused
-	gone     []atomic.Bool // by rank: that rank's agent said goodbye
-	spinning []atomic.Bool // by rank: a caller spins on that connection
-	spinner  Spinner       // t, if it can spin, else nil
-	hasWork  func() bool   // a lingering worker stops spinning
-	active   activity      // calls, requests and sends not yet finished
-	sent     atomic.Uint64 // requests sent (Shutdown's termination count)
-	served   atomic.Uint64 // requests answered (Shutdown's termination count)
-	agree    agreement     // Shutdown's protocol state
+	shutting atomic.Bool    // Shutdown began: calls from outside handlers refused
+	gone     []atomic.Bool  // by rank: that rank's agent said goodbye
+	spinning []atomic.Bool  // by rank: a caller spins on that connection
+	batcher  Batcher        // the transport, if it can queue frames unwritten
+	waiting  []atomic.Int32 // by rank: its requests queued for a worker
+	spinner  Spinner        // t, if it can spin, else nil
+	hasWork  func() bool    // a lingering worker stops spinning
+	active   activity       // calls, requests and sends not yet finished
+	sent     atomic.Uint64  // requests sent (Shutdown's termination count)
+	served   atomic.Uint64  // requests answered (Shutdown's termination count)
+	agree    agreement      // Shutdown's protocol state
 	stats    counters
 	closing  sync.Once
 	closed   chan struct{} // closed when Close has finished
@@ -138,6 +153,8 @@ func (a *Agent) init() {
 	a.hctx = context.WithValue(a.base, handlerKey{}, a)
 	a.gone = make([]atomic.Bool, a.world)
 	a.spinning = make([]atomic.Bool, a.world)
+	a.waiting = make([]atomic.Int32, a.world)
+	a.batcher, _ = a.t.(Batcher)
 	a.spinner, _ = a.t.(Spinner)
 	a.hasWork = func() bool { return len(a.jobs) > 0 || a.state.Load() == stateStopped }
 	a.agree.init(a.world)

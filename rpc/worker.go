@@ -22,10 +22,16 @@ type job struct {
 
 // enqueue queues j for a worker and reports false if the queue is full.
 func (a *Agent) enqueue(j job) bool {
+	if j.self == nil {
+		a.waiting[j.from].Add(1)
+	}
 	select {
 	case a.jobs <- j:
 		return true
 	default:
+		if j.self == nil {
+			a.waiting[j.from].Add(-1)
+		}
 		return false
 	}
 }
@@ -39,14 +45,40 @@ func (a *Agent) serve(stop <-chan struct{}) {
 	for {
 		select {
 		case j := <-a.jobs:
+			if j.self == nil {
+				a.waiting[j.from].Add(-1)
+			}
 			a.run(j, s)
 			if j.self == nil {
+				a.flushIfLast(j.from)
 				a.linger(j.from)
 			}
 		case <-stop:
 			return
 		case <-a.quit:
+			a.flushAll()
 			return
+		}
+	}
+}
+
+// flushIfLast writes the answers queued for rank from once no request of
+// its waits for a worker any more: the worker that takes the last one of
+// a burst sends them all. (An answer is queued only while another request
+// from the same rank waits, and that request's worker checks after it.)
+func (a *Agent) flushIfLast(from int) {
+	if a.batcher != nil && a.waiting[from].Load() == 0 {
+		a.batcher.FlushRPC(from)
+	}
+}
+
+// flushAll writes every queued answer, as the agent stops.
+func (a *Agent) flushAll() {
+	if a.batcher != nil {
+		for r := range a.world {
+			if r != a.rank {
+				a.batcher.FlushRPC(r)
+			}
 		}
 	}
 }
@@ -152,6 +184,10 @@ func (a *Agent) respond(j job, reply []byte, err error, panicked bool) {
 		st, reply = statusReplyTooLarge, putPair(nil, uint64(len(reply)), uint64(a.opts.MaxReplySize))
 	}
 	if a.state.Load() == stateStopped || time.Now().After(j.deadline) {
+		return
+	}
+	if a.batcher != nil && a.waiting[j.from].Load() > 0 { // more from that rank to come: answer together
+		a.batcher.QueueRPC(j.from, replyFrame(j.id, st), reply)
 		return
 	}
 	a.t.SendRPC(a.base, j.from, replyFrame(j.id, st), reply) // a lost peer needs no answer
