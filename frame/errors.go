@@ -13,7 +13,8 @@ var (
 	ErrUnknownKind = errors.New("frame: unknown kind")
 	// ErrBadFlags means a flag bit is set that the frame's kind does not allow.
 	ErrBadFlags = errors.New("frame: flags not allowed for kind")
-	// ErrReserved means a reserved field is not zero.
+	// ErrReserved means a field that must be zero is not: Dst on a kind a
+	// star's coordinator does not forward.
 	ErrReserved = errors.New("frame: reserved field not zero")
 	// ErrTooLarge means a payload length is above the configured maximum.
 	ErrTooLarge = errors.New("frame: payload too large")
