@@ -22,28 +22,31 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 // AllReduceBytes reduces raw data holding elements of dt, in place. Small
 // messages use recursive doubling (log2 n steps); from Options.RingMin
 // bytes on, a ring reduce-scatter followed by an all-gather moves only
-// 2(n-1)/n of the data per rank. Every element is reduced in one fixed
-// order, and each pairwise step is commutative (IEEE addition,
-// multiplication, max and min are), so every rank ends with identical bits.
+// 2(n-1)/n of the data per rank; on a star of more than two ranks the
+// coordinator reduces and broadcasts (Options.Algorithm can fix any, or
+// select the one-sided algorithm over the symmetric heap). Every element
+// is reduced in one fixed order, and each pairwise step is commutative
+// (IEEE addition, multiplication, max and min are), so every rank ends
+// with identical bits.
 func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op) error {
 	if err := collCheckReduce("AllReduce", dt, data, op); err != nil {
 		return err
 	}
+	n := c.t.WorldSize()
+	algo, err := c.allReduceAlgo(n, len(data))
+	if err != nil {
+		return err
+	}
 	tag := c.begin(kindAllReduce, dt, op)
 	defer c.mu.Unlock()
-	n := c.t.WorldSize()
-	ring := c.useRing(n, len(data))
-	if c.useStar(n) {
-		pprof.SetGoroutineLabels(c.starLabels(len(data)))
-	} else {
-		pprof.SetGoroutineLabels(c.labels(ring, len(data)))
-	}
+	pprof.SetGoroutineLabels(c.labels(algo, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
-	var err error
-	switch {
-	case c.useStar(n):
+	switch algo {
+	case AlgorithmOneSided:
+		return c.oneSided(ctx, tag, dt, data, op)
+	case AlgorithmStar:
 		err = c.star(ctx, tag, dt, data, op)
-	case ring:
+	case AlgorithmRing:
 		err = c.ring(ctx, tag, dt, data, op)
 	default:
 		err = c.doubling(ctx, tag, dt, data, op)
@@ -52,6 +55,39 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 		err = FinishBytes(dt, data, op, n)
 	}
 	return err
+}
+
+// allReduceAlgo returns the algorithm an allreduce of size bytes over n
+// ranks takes: AlgorithmDoubling, AlgorithmRing or AlgorithmOneSided.
+func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
+	switch c.opts.Algorithm {
+	case AlgorithmAuto:
+		if c.useStar(n) {
+			return AlgorithmStar, nil
+		}
+		if c.useRing(n, size) {
+			return AlgorithmRing, nil
+		}
+		return AlgorithmDoubling, nil
+	case AlgorithmDoubling:
+		return AlgorithmDoubling, nil
+	case AlgorithmRing:
+		if n < 2 || 2*(n-1) >= tagsPerCall {
+			return AlgorithmDoubling, nil
+		}
+		return AlgorithmRing, nil
+	case AlgorithmOneSided:
+		if c.sym == nil {
+			return 0, ErrNoSymmetricHeap
+		}
+		return AlgorithmOneSided, nil
+	case AlgorithmStar:
+		if c.center < 0 {
+			return 0, fmt.Errorf("%w: AlgorithmStar needs a star transport", ErrAlgorithm)
+		}
+		return AlgorithmStar, nil
+	}
+	return 0, fmt.Errorf("%w (Options.Algorithm %v)", ErrAlgorithm, c.opts.Algorithm)
 }
 
 // useRing reports whether an allreduce of size bytes over n ranks takes
@@ -75,20 +111,15 @@ var sizeClasses = [...]struct {
 // labels returns the profile labels of an allreduce (op, algorithm, size
 // class), made once per Comm so that labelling a call allocates nothing.
 // They replace the goroutine's own labels for the duration of the call.
-func (c *Comm) labels(ring bool, size int) context.Context {
-	a := 0
-	if ring {
-		a = 1
-	}
+func (c *Comm) labels(algo Algorithm, size int) context.Context {
 	s := 0
 	for size >= sizeClasses[s].below {
 		s++
 	}
-	if c.labelCtx[a][s] == nil {
-		algo := [2]string{"recursive-doubling", "ring"}[a]
-		c.labelCtx[a][s] = pprof.WithLabels(context.Background(), pprof.Labels("op", "allreduce", "algorithm", algo, "size", sizeClasses[s].name))
+	if c.labelCtx[algo][s] == nil {
+		c.labelCtx[algo][s] = pprof.WithLabels(context.Background(), pprof.Labels("op", "allreduce", "algorithm", algo.String(), "size", sizeClasses[s].name))
 	}
-	return c.labelCtx[a][s]
+	return c.labelCtx[algo][s]
 }
 
 // recv checks that a peer's contribution had the expected length.

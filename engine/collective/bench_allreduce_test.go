@@ -26,7 +26,19 @@ var (
 const (
 	benchARSizeEnv  = "BOLTMESH_COLL_BENCH_SIZE"
 	benchARItersEnv = "BOLTMESH_COLL_BENCH_ITERS"
+	benchARAlgoEnv  = "BOLTMESH_COLL_BENCH_ALGO" // Options.Algorithm, as a number
 )
+
+// benchAROpts returns the transport and Comm options of a benchmark rank:
+// with the one-sided algorithm, a symmetric heap that holds its landing
+// area (about the message size), else procOpts' small one.
+func benchAROpts(algo collective.Algorithm, size int) (engine.Options, collective.Options) {
+	topts := procOpts
+	if algo == collective.AlgorithmOneSided {
+		topts.HeapSize = uint64(size) + 1<<20
+	}
+	return topts, collective.Options{Algorithm: algo}
+}
 
 // benchARRefill is how often, in iterations, the ranks restore their
 // contributions. In between, every rank starts a call holding the same
@@ -123,17 +135,23 @@ func benchARChild(rank int, addrs []string, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
+	algo, err := strconv.Atoi(os.Getenv(benchARAlgoEnv))
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	a, err := newBenchAR(rank, len(addrs), size)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	tr, err := engine.FromListener(rank, len(addrs), ln, addrs, procOpts)
+	topts, copts := benchAROpts(collective.Algorithm(algo), size)
+	tr, err := engine.FromListener(rank, len(addrs), ln, addrs, topts)
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
-	c := collective.New(tr, collective.Options{})
+	c := collective.New(tr, copts)
 	defer c.Close()
 	for it := -1; it < iters; it++ {
 		if err := a.step(c, it); err != nil {
@@ -154,19 +172,33 @@ func benchARChild(rank int, addrs []string, ln net.Listener) error {
 func BenchmarkAllReduce(b *testing.B) {
 	for _, n := range benchARRanks {
 		for _, size := range benchARSizes {
-			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduce(b, n, size) })
+			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduce(b, n, size, collective.AlgorithmAuto) })
 		}
 	}
 }
 
-func benchAllReduce(b *testing.B, n, size int) {
+// BenchmarkAllReduceOneSided is BenchmarkAllReduce with the one-sided
+// algorithm (Options.Algorithm = AlgorithmOneSided), up to 16 MiB; run
+// both to compare, e.g. -bench 'AllReduce(OneSided)?/ranks=2/'.
+func BenchmarkAllReduceOneSided(b *testing.B) {
+	for _, n := range benchARRanks {
+		for _, size := range benchARSizes {
+			if size > 16<<20 {
+				continue
+			}
+			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduce(b, n, size, collective.AlgorithmOneSided) })
+		}
+	}
+}
+
+func benchAllReduce(b *testing.B, n, size int, algo collective.Algorithm) {
 	iters := b.N
 	a, err := newBenchAR(0, n, size)
 	if err != nil {
 		b.Fatal(err)
 	}
 	lns, addrs := procListeners(b, n)
-	env := []string{fmt.Sprintf("%s=%d", benchARSizeEnv, size), fmt.Sprintf("%s=%d", benchARItersEnv, iters)}
+	env := []string{fmt.Sprintf("%s=%d", benchARSizeEnv, size), fmt.Sprintf("%s=%d", benchARItersEnv, iters), fmt.Sprintf("%s=%d", benchARAlgoEnv, algo)}
 	// Co-located ranks each get their share of the cores, as MPI binds a
 	// process per core (see cmd/boltmesh's coreShare), unless GOMAXPROCS
 	// is set for all of them.
@@ -179,8 +211,17 @@ func benchAllReduce(b *testing.B, n, size int) {
 	for r := 1; r < n; r++ {
 		children = append(children, procStart(b, "bench-allreduce", r, lns[r], addrs, env...))
 	}
-	tr, c := procRank0(b, n, lns[0], addrs)
-	if err := a.step(c, -1); err != nil { // warm-up: scratch, connections
+	topts, copts := benchAROpts(algo, size)
+	tr, err := engine.FromListener(0, n, lns[0], addrs, topts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := collective.New(tr, copts)
+	b.Cleanup(func() {
+		tr.Close()
+		c.Close()
+	})
+	if err := a.step(c, -1); err != nil { // warm-up: scratch, connections, heap area
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, iters)

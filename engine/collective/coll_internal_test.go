@@ -2,6 +2,7 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"runtime/pprof"
 	"testing"
 	"unsafe"
@@ -40,3 +41,27 @@ func TestCollScratchAligned(t *testing.T) {
 }
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// starFake is a Transport that says it is a star; only the algorithm
+// choice is exercised.
+type starFake struct{ Transport }
+
+func (starFake) StarCenter() (int, bool) { return 0, true }
+
+// TestStarAlgorithmChoice: Auto picks the star algorithm on a star of
+// more than two ranks, and only there; AlgorithmStar elsewhere is an error.
+func TestStarAlgorithmChoice(t *testing.T) {
+	c := New(starFake{}, Options{})
+	for _, tc := range []struct {
+		n, size int
+		want    Algorithm
+	}{{4, 8, AlgorithmStar}, {3, 16 << 20, AlgorithmStar}, {2, 8, AlgorithmDoubling}} {
+		if got, err := c.allReduceAlgo(tc.n, tc.size); err != nil || got != tc.want {
+			t.Errorf("n=%d size=%d: %v %v, want %v", tc.n, tc.size, got, err, tc.want)
+		}
+	}
+	mesh := New(nil, Options{Algorithm: AlgorithmStar})
+	if _, err := mesh.allReduceAlgo(4, 8); !errors.Is(err, ErrAlgorithm) {
+		t.Errorf("AlgorithmStar on a mesh: %v, want ErrAlgorithm", err)
+	}
+}

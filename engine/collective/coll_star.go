@@ -1,9 +1,6 @@
 package collective
 
-import (
-	"context"
-	"runtime/pprof"
-)
+import "context"
 
 // starTopology is implemented by transports whose ranks reach each other
 // through one coordinator (engine.NetTransport built by
@@ -70,17 +67,4 @@ func (c *Comm) star(ctx context.Context, tag uint32, dt DType, data []byte, op O
 		}
 	}
 	return nil
-}
-
-// starLabels returns the profile labels of a star allreduce of size
-// bytes, made once per size class.
-func (c *Comm) starLabels(size int) context.Context {
-	s := 0
-	for size >= sizeClasses[s].below {
-		s++
-	}
-	if c.starLabelCtx[s] == nil {
-		c.starLabelCtx[s] = pprof.WithLabels(context.Background(), pprof.Labels("op", "allreduce", "algorithm", "star", "size", sizeClasses[s].name))
-	}
-	return c.starLabelCtx[s]
 }

@@ -60,6 +60,14 @@ type Options struct {
 	// engine.CollWindow), so that socket buffers never fill. Default
 	// 256 KiB.
 	Chunk int
+	// Algorithm selects AllReduce's algorithm; every rank must select the
+	// same. Default AlgorithmAuto: recursive doubling below RingMin, the
+	// ring from it on, AlgorithmStar on a star of more than two ranks;
+	// Auto never picks AlgorithmOneSided, which measured
+	// slower at every size (see there). AlgorithmOneSided needs a
+	// transport that implements SymmetricTransport, or the call fails with
+	// ErrNoSymmetricHeap.
+	Algorithm Algorithm
 }
 
 // Comm runs collectives over a transport. Every rank must call the same
@@ -67,6 +75,7 @@ type Options struct {
 // goroutine at a time; calls are serialized.
 type Comm struct {
 	t    Transport
+	sym  SymmetricTransport // t, if it has a symmetric heap; else nil
 	opts Options
 	mu   sync.Mutex // serializes calls
 	seq  uint32     // calls so far
@@ -76,10 +85,10 @@ type Comm struct {
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
 
-	labelCtx     [2][len(sizeClasses)]context.Context // profile labels, made once
-	starLabelCtx [len(sizeClasses)]context.Context    // the star's, made once
-	center       int                                  // a star transport's coordinator, or -1
-	stale        []staleContribution                  // late deadline contributions still to drop (root)
+	labelCtx [algorithms][len(sizeClasses)]context.Context // profile labels, made once
+	stale    []staleContribution                           // late deadline contributions still to drop (root)
+	os       oneSidedState                                 // the one-sided allreduce's heap area
+	center   int                                           // a star transport's coordinator, or -1
 }
 
 // New returns a Comm over t. Use one Comm per transport: Comms number
@@ -93,12 +102,15 @@ func New(t Transport, opts Options) *Comm {
 		opts.Chunk = 256 << 10
 	}
 	c := &Comm{t: t, opts: opts, center: starCenter(t)}
+	c.sym, _ = t.(SymmetricTransport)
 	c.reduceChunk = c.pipeChunk
 	return c
 }
 
 // Close releases the Comm; it holds no goroutine or connection of its own,
-// so this only waits for a call in progress. The transport stays open.
+// so this only waits for a call in progress. The transport stays open, and
+// so does the one-sided allreduce's area in its symmetric heap (see
+// FreeHeap).
 func (c *Comm) Close() {
 	c.mu.Lock()
 	c.buf = nil
