@@ -139,6 +139,13 @@ func engineOptions(f *meshFlags) (engine.Options, error) {
 		}
 		o.StripeMin = int(n)
 	}
+	if f.sockBuf != "" {
+		n, err := bench.ParseSize(f.sockBuf)
+		if err != nil || n <= 0 {
+			return o, usageErr("--socket-buffer %q: want a size such as 4M", f.sockBuf)
+		}
+		o.SocketBuffer = int(n)
+	}
 	if f.keyFile != "" {
 		k, err := os.ReadFile(f.keyFile)
 		if err != nil {
