@@ -48,6 +48,8 @@ type NetTransport struct {
 	link      *starLink   // star worker: the handler of the coordinator connection
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
 
+	loopback bool // every rank is reached over loopback (this machine)
+
 	beatStop chan struct{} // closed to stop the heartbeat goroutine
 	beatDone chan struct{} // closed when it has stopped
 }
@@ -70,6 +72,11 @@ func (t *NetTransport) Rank() int { return t.rank }
 
 // WorldSize returns the number of ranks.
 func (t *NetTransport) WorldSize() int { return t.world }
+
+// Loopback reports whether every rank is reached over this machine's
+// loopback interface (all ranks local), as opposed to a real link.
+// Collectives size their pieces by it.
+func (t *NetTransport) Loopback() bool { return t.loopback }
 
 // Options returns the options in force, defaults filled in.
 func (t *NetTransport) Options() Options { return t.opts }

@@ -68,6 +68,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 		o.Streams = 1 // a star's links carry every pair's traffic: no striping
 	}
 	t := newNetTransport(rank, world, o)
+	t.loopback = local >= world
 	if star {
 		t.makeStar()
 	}

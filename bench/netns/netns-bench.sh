@@ -101,15 +101,21 @@ pin() {
 peers=$(for i in $(seq 0 $((hosts - 1))); do printf '%s:7710,' "${ips[$i]}"; done)
 peers=${peers%,}
 
-# boltmesh: p2p (rank 0 <-> 1) and allreduce over every rank, with $1 streams.
+# boltmesh: p2p (rank 0 <-> 1), then allreduce over every rank, each in
+# fresh processes (an allreduce loop is what an ML job runs), with $1
+# streams; the results go to one CSV.
 boltmesh() {
-  local s=$1 csv=$work/bm-$1.csv
-  for i in $(seq 1 $((hosts - 1))); do
-    ip netns exec "${ns[$i]}" $(pin "$i") "$bin" rank --rank "$i" --world "$hosts" --peers "$peers" --streams "$s" &
+  local s=$1 csv=$work/bm-$1.csv suite
+  for suite in p2p allreduce; do
+    for i in $(seq 1 $((hosts - 1))); do
+      ip netns exec "${ns[$i]}" $(pin "$i") "$bin" rank --rank "$i" --world "$hosts" --peers "$peers" --streams "$s" &
+    done
+    ip netns exec "${ns[0]}" $(pin 0) "$bin" bench --rank 0 --world "$hosts" --peers "$peers" --streams "$s" \
+      --suite "$suite" --sizes "$size" --iters "$iters" --baseline none --progress=false --csv "$csv.$suite" >/dev/null
+    wait
   done
-  ip netns exec "${ns[0]}" $(pin 0) "$bin" bench --rank 0 --world "$hosts" --peers "$peers" --streams "$s" \
-    --suite p2p,allreduce --sizes "$size" --iters "$iters" --baseline none --progress=false --csv "$csv" >/dev/null
-  wait
+  cat "$csv.p2p" >"$csv"
+  tail -n +2 "$csv.allreduce" >>"$csv"
 }
 # field prints column $2 (GB/s) of the boltmesh result for op $1.
 field() { awk -F, -v op="$1" -v col="$2" '$2 == op && $3 == "boltmesh" { print $col }' "$3"; }

@@ -58,7 +58,8 @@ type Options struct {
 	// in: each piece is reduced as soon as it arrives, while the next one
 	// is on the wire, and at most one more is in flight (see
 	// engine.CollWindow), so that socket buffers never fill. Default
-	// 256 KiB.
+	// LoopbackChunk (256 KiB) when every rank is on this machine, else
+	// LinkChunk (64 KiB), as measured (see defaultChunk).
 	Chunk int
 	// Algorithm selects AllReduce's algorithm; every rank must select the
 	// same. Default AlgorithmAuto: recursive doubling below RingMin, the
@@ -91,6 +92,28 @@ type Comm struct {
 	center   int                                           // a star transport's coordinator, or -1
 }
 
+// Default piece sizes (Options.Chunk), by link.
+const (
+	// LoopbackChunk is the default over loopback (every rank local).
+	LoopbackChunk = 256 << 10
+	// LinkChunk is the default over real links.
+	LinkChunk = 64 << 10
+)
+
+// defaultChunk picks Options.Chunk's default: LoopbackChunk when t says
+// every rank is local (engine.NetTransport.Loopback), else LinkChunk.
+// Measured with 2 ranks, float32 Sum of 16 MiB: over loopback (MTU 64 KiB)
+// 256 KiB pieces took 5.6-10.9 ms against 9.1 ms for 64 KiB; between two
+// network namespaces over veth at MTU 9000, each rank on its own core,
+// 64 KiB pieces took 10.0-10.4 ms against 16.3-17.4 ms for 256 KiB (32 KiB
+// 15-16 ms, 128 KiB 17 ms, 1 MiB 13.5-15 ms).
+func defaultChunk(t Transport) int {
+	if l, ok := t.(interface{ Loopback() bool }); ok && !l.Loopback() {
+		return LinkChunk
+	}
+	return LoopbackChunk
+}
+
 // New returns a Comm over t. Use one Comm per transport: Comms number
 // their calls independently, so two on one transport would take the same
 // tags and could receive each other's messages.
@@ -99,7 +122,7 @@ func New(t Transport, opts Options) *Comm {
 		opts.RingMin = 64 << 10
 	}
 	if opts.Chunk <= 0 {
-		opts.Chunk = 256 << 10
+		opts.Chunk = defaultChunk(t)
 	}
 	c := &Comm{t: t, opts: opts, center: starCenter(t)}
 	c.sym, _ = t.(SymmetricTransport)
