@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
@@ -54,13 +55,36 @@ func (a *Agent) dispatch(ctx context.Context, c *Call, args []byte, deadline tim
 	}
 }
 
+// batchMax is the largest request sendBatched takes (it copies it).
+const batchMax = 4 << 10
+
+// sendBatched queues a small request, lets the other runnable goroutines
+// run once (callers that are about to send queue theirs meanwhile), then
+// writes whatever is queued for rank to: concurrent callers' requests
+// share a writev, and a lone caller pays one yield. Every caller flushes
+// after queueing, so no request is ever left waiting.
+func (a *Agent) sendBatched(to int, f engine.RPCFrame, p []byte) error {
+	if err := a.batcher.QueueRPC(to, f, p); err != nil {
+		return err
+	}
+	runtime.Gosched()
+	a.batcher.FlushRPC(to)
+	return nil
+}
+
 // send writes the request: one frame whose payload is the name followed by
 // the arguments.
 func (a *Agent) send(ctx context.Context, c *Call, args []byte, deadline time.Time) {
 	bb := ioloop.GetBuffer(len(c.name) + len(args))
 	copy(bb.B[copy(bb.B, c.name):], args)
 	a.active.inc() // until sent is counted: the reply may come first
-	err := a.t.SendRPC(ctx, c.dst, requestFrame(c.id, c.name, time.Until(deadline)), bb.B)
+	f := requestFrame(c.id, c.name, time.Until(deadline))
+	var err error
+	if a.batcher != nil && len(bb.B) <= batchMax {
+		err = a.sendBatched(c.dst, f, bb.B)
+	} else {
+		err = a.t.SendRPC(ctx, c.dst, f, bb.B)
+	}
 	ioloop.PutBuffer(bb)
 	if err == nil {
 		a.sent.Add(1)
