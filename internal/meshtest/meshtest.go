@@ -32,26 +32,9 @@ func Listeners(t testing.TB, n int) ([]net.Listener, []string) {
 func Mesh(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 	t.Helper()
 	lns, addrs := Listeners(t, n)
-	ts := make([]*engine.NetTransport, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() { ts[r], errs[r] = engine.FromListener(r, n, lns[r], addrs, opts) })
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, tr := range ts {
-			if tr != nil {
-				tr.Close()
-			}
-		}
+	return build(t, n, func(r int) (*engine.NetTransport, error) {
+		return engine.FromListener(r, n, lns[r], addrs, opts)
 	})
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	return ts
 }
 
 // Star builds an n-rank star in this process (rank 0 the coordinator on
@@ -60,12 +43,23 @@ func Mesh(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 func Star(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 	t.Helper()
 	lns, addrs := Listeners(t, 1)
+	return build(t, n, func(r int) (*engine.NetTransport, error) {
+		if r == 0 {
+			return engine.CoordinatorListen(n, lns[0], opts)
+		}
+		return engine.WorkerDial(r, n, addrs[0], opts)
+	})
+}
+
+// build runs rank(r) for every rank at once, closes every transport built
+// at cleanup, and fails the test on any rank's error.
+func build(t testing.TB, n int, rank func(r int) (*engine.NetTransport, error)) []*engine.NetTransport {
+	t.Helper()
 	ts := make([]*engine.NetTransport, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	wg.Go(func() { ts[0], errs[0] = engine.CoordinatorListen(n, lns[0], opts) })
-	for r := 1; r < n; r++ {
-		wg.Go(func() { ts[r], errs[r] = engine.WorkerDial(r, n, addrs[0], opts) })
+	for r := range n {
+		wg.Go(func() { ts[r], errs[r] = rank(r) })
 	}
 	wg.Wait()
 	t.Cleanup(func() {
