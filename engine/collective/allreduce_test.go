@@ -120,26 +120,34 @@ func TestAllReduceWorldsOpsTypes(t *testing.T) {
 // same bits on every rank, by both algorithms.
 func TestAllReduceBitIdentical(t *testing.T) {
 	for _, n := range []int{3, 4, 5} {
-		cs := newComms(t, n, collective.Options{RingMin: 4 << 10})
-		for _, length := range []int{100, 100000} {
-			results := make([][]float32, n)
-			err := onAll(n, func(r int) error {
-				rng := rand.New(rand.NewPCG(uint64(r), uint64(length)))
-				data := make([]float32, length)
-				for i := range data {
-					data[i] = float32(rng.NormFloat64() * 1e3)
-				}
-				results[r] = data
-				return collective.AllReduce(cs[r], data, collective.Sum)
-			})
-			if err != nil {
-				t.Fatal(err)
+		checkBitIdentical(t, newComms(t, n, collective.Options{RingMin: 4 << 10}), []int{100, 100000})
+	}
+}
+
+// checkBitIdentical runs a float32 Sum allreduce of random data of each
+// length on every Comm of cs and fails unless every rank ends with the
+// same bits.
+func checkBitIdentical(t *testing.T, cs []*collective.Comm, lengths []int) {
+	t.Helper()
+	n := len(cs)
+	for _, length := range lengths {
+		results := make([][]float32, n)
+		err := onAll(n, func(r int) error {
+			rng := rand.New(rand.NewPCG(uint64(r), uint64(length)))
+			data := make([]float32, length)
+			for i := range data {
+				data[i] = float32(rng.NormFloat64() * 1e3)
 			}
-			for r := 1; r < n; r++ {
-				for i := range results[0] {
-					if math.Float32bits(results[r][i]) != math.Float32bits(results[0][i]) {
-						t.Fatalf("n=%d len=%d: rank %d element %d differs from rank 0", n, length, r, i)
-					}
+			results[r] = data
+			return collective.AllReduce(cs[r], data, collective.Sum)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := 1; r < n; r++ {
+			for i := range results[0] {
+				if math.Float32bits(results[r][i]) != math.Float32bits(results[0][i]) {
+					t.Fatalf("n=%d len=%d: rank %d element %d differs from rank 0", n, length, r, i)
 				}
 			}
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,28 +118,7 @@ func TestOneSided16(t *testing.T) {
 func TestOneSidedBitIdentical(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 5} {
 		_, cs := newOneSidedComms(t, n, 1<<20)
-		for _, length := range []int{100, 100001} {
-			results := make([][]float32, n)
-			err := onAll(n, func(r int) error {
-				rng := rand.New(rand.NewPCG(uint64(r), uint64(length)))
-				data := make([]float32, length)
-				for i := range data {
-					data[i] = float32(rng.NormFloat64() * 1e3)
-				}
-				results[r] = data
-				return collective.AllReduce(cs[r], data, collective.Sum)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for r := 1; r < n; r++ {
-				for i := range results[0] {
-					if math.Float32bits(results[r][i]) != math.Float32bits(results[0][i]) {
-						t.Fatalf("n=%d len=%d: rank %d element %d differs from rank 0", n, length, r, i)
-					}
-				}
-			}
-		}
+		checkBitIdentical(t, cs, []int{100, 100001})
 	}
 }
 
