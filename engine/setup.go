@@ -17,14 +17,19 @@ import (
 
 // Bind listens on peers[rank] and builds the mesh; see FromListener.
 func Bind(rank, world int, peers []string, opts Options) (*NetTransport, error) {
-	if rank < 0 || rank >= len(peers) {
-		return nil, &UnknownRankError{Rank: rank, NumRanks: len(peers)}
-	}
-	ln, err := net.Listen("tcp", peers[rank])
+	ln, err := listenAt(rank, peers)
 	if err != nil {
 		return nil, err
 	}
 	return FromListener(rank, world, ln, peers, opts)
+}
+
+// listenAt listens on rank's address in peers.
+func listenAt(rank int, peers []string) (net.Listener, error) {
+	if rank < 0 || rank >= len(peers) {
+		return nil, &UnknownRankError{Rank: rank, NumRanks: len(peers)}
+	}
+	return net.Listen("tcp", peers[rank])
 }
 
 // FromListener builds a full mesh: peers[r] is rank r's address; this rank

@@ -150,10 +150,7 @@ func ThunderboltOptions(opts Options) Options {
 // (through Options.Logger) about every Thunderbolt interface whose MTU is
 // below MinThunderboltMTU, saying how to raise it.
 func BindThunderbolt(rank, world int, peers []string, opts Options) (*ThunderboltTransport, error) {
-	if rank < 0 || rank >= len(peers) {
-		return nil, &UnknownRankError{Rank: rank, NumRanks: len(peers)}
-	}
-	ln, err := net.Listen("tcp", peers[rank])
+	ln, err := listenAt(rank, peers)
 	if err != nil {
 		return nil, err
 	}

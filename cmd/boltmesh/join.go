@@ -132,20 +132,18 @@ func isLoopback(addr string) bool {
 // engineOptions builds the transport options from the flags.
 func engineOptions(f *meshFlags) (engine.Options, error) {
 	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams}
-	if f.stripeMin != "" {
-		n, err := bench.ParseSize(f.stripeMin)
-		if err != nil || n <= 0 {
-			return o, usageErr("--stripe-min %q: want a size such as 1M", f.stripeMin)
-		}
-		o.StripeMin = int(n)
+	var heap int
+	var err error
+	if o.StripeMin, err = parseSizeFlag("stripe-min", f.stripeMin, "1M"); err != nil {
+		return o, err
 	}
-	if f.sockBuf != "" {
-		n, err := bench.ParseSize(f.sockBuf)
-		if err != nil || n <= 0 {
-			return o, usageErr("--socket-buffer %q: want a size such as 4M", f.sockBuf)
-		}
-		o.SocketBuffer = int(n)
+	if o.SocketBuffer, err = parseSizeFlag("socket-buffer", f.sockBuf, "4M"); err != nil {
+		return o, err
 	}
+	if heap, err = parseSizeFlag("heap", f.heap, "64M"); err != nil {
+		return o, err
+	}
+	o.HeapSize = uint64(heap)
 	if f.keyFile != "" {
 		k, err := os.ReadFile(f.keyFile)
 		if err != nil {
@@ -156,18 +154,24 @@ func engineOptions(f *meshFlags) (engine.Options, error) {
 		}
 		o.MeshKey = k
 	}
-	if f.heap != "" {
-		n, err := bench.ParseSize(f.heap)
-		if err != nil || n <= 0 {
-			return o, usageErr("--heap %q: want a size such as 64M", f.heap)
-		}
-		o.HeapSize = uint64(n)
-	}
 	if f.transport == "thunderbolt" {
 		o = engine.ThunderboltOptions(o)
 		warnThunderbolt()
 	}
 	return o, nil
+}
+
+// parseSizeFlag parses --flag's size val, 0 when val is empty; a bad or
+// non-positive size is a usage error naming an example.
+func parseSizeFlag(flag, val, example string) (int, error) {
+	if val == "" {
+		return 0, nil
+	}
+	n, err := bench.ParseSize(val)
+	if err != nil || n <= 0 {
+		return 0, usageErr("--%s %q: want a size such as %s", flag, val, example)
+	}
+	return n, nil
 }
 
 // warnThunderbolt prints the MTU advice for this machine's Thunderbolt
