@@ -56,6 +56,14 @@ type Options struct {
 	// SocketBuffer sets SO_SNDBUF and SO_RCVBUF on every connection; 0 keeps
 	// the kernel's auto-tuning. Default 0.
 	SocketBuffer int
+	// Congestion names the TCP congestion control of every connection
+	// (TCP_CONGESTION on Linux and FreeBSD), e.g. "cubic", "reno", "bbr".
+	// CongestionSystem keeps the system's default. Default
+	// DefaultCongestion ("cubic"), as measured (see there), or the
+	// system's default where the kernel refuses it or cannot choose per
+	// socket (macOS). A name set here must take effect: if the kernel
+	// refuses it, setting up the connection fails with ErrCongestion.
+	Congestion string
 	// KeepAlive bounds how long a silent dead link goes unnoticed: the
 	// peer's host vanished or the network between failed, so no FIN, RST or
 	// ICMP error ever arrives. (A peer process that dies or closes is

@@ -66,6 +66,9 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCongestion(o.Congestion); err != nil {
+		return nil, err
+	}
 	if opts.Spin == 0 && local > runtime.NumCPU() {
 		o.Spin = -1 // oversubscribed: a spinning rank takes the core another needs
 	}
@@ -318,7 +321,9 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 		return err
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
-		t.tune(tc)
+		if err := t.tune(tc); err != nil {
+			return err
+		}
 	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
@@ -347,13 +352,16 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 	return nil
 }
 
-func (t *NetTransport) tune(tc *net.TCPConn) {
+// tune sets a connection's socket options: TCP_NODELAY, keepalive,
+// Options.SocketBuffer and Options.Congestion.
+func (t *NetTransport) tune(tc *net.TCPConn) error {
 	tc.SetNoDelay(true)
 	tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: t.opts.KeepAlive, Interval: t.opts.KeepAlive, Count: 3})
 	if n := t.opts.SocketBuffer; n > 0 {
 		tc.SetReadBuffer(n)
 		tc.SetWriteBuffer(n)
 	}
+	return t.setCongestion(tc)
 }
 
 // dupFD returns a close-on-exec duplicate of the connection's descriptor.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
 )
 
 // meshFlags say how this process joins a mesh; bench and rank share them.
@@ -20,6 +22,7 @@ type meshFlags struct {
 	streams     int    // TCP connections per pair of ranks
 	stripeMin   string // size from which sends are striped
 	sockBuf     string // SO_SNDBUF/SO_RCVBUF
+	congestion  string // TCP congestion control
 	spin        time.Duration
 	timeout     time.Duration
 }
@@ -36,6 +39,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.streams, "streams", 0, "TCP connections per pair of ranks; sends from --stripe-min are split across them (default 1, thunderbolt 2)")
 	fs.StringVar(&f.stripeMin, "stripe-min", "", "`size` from which a send is striped across --streams (default 1M)")
 	fs.StringVar(&f.sockBuf, "socket-buffer", "", "SO_SNDBUF and SO_RCVBUF `size` of every connection (default: the kernel's auto-tuning; thunderbolt 4M)")
+	fs.StringVar(&f.congestion, "congestion", "", "TCP congestion control of every connection, e.g. cubic, reno, bbr, or system for the kernel's default (default "+engine.DefaultCongestion+")")
 	fs.StringVar(&f.heap, "heap", "", "symmetric heap `size` per rank (default 64M, or enough for the putget sizes)")
 	fs.DurationVar(&f.spin, "spin", 0, "how long a blocking receive polls before sleeping (engine.Options.Spin; negative: never; default the engine's)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for every rank to join")

@@ -131,7 +131,7 @@ func isLoopback(addr string) bool {
 
 // engineOptions builds the transport options from the flags.
 func engineOptions(f *meshFlags) (engine.Options, error) {
-	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams}
+	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams, Congestion: f.congestion}
 	var heap int
 	var err error
 	if o.StripeMin, err = parseSizeFlag("stripe-min", f.stripeMin, "1M"); err != nil {

@@ -53,7 +53,7 @@ func childArgs(r, world int, mf *meshFlags, pf *profFlags) []string {
 	if mf.streams != 0 {
 		args = append(args, "--streams", strconv.Itoa(mf.streams))
 	}
-	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"stripe-min", mf.stripeMin}, {"socket-buffer", mf.sockBuf}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
+	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"stripe-min", mf.stripeMin}, {"socket-buffer", mf.sockBuf}, {"congestion", mf.congestion}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
 		{"cpuprofile", pf.cpu}, {"memprofile", pf.mem}, {"mutexprofile", pf.mutex}, {"blockprofile", pf.block}} {
 		if f[1] != "" {
 			args = append(args, "--"+f[0], f[1])

@@ -29,15 +29,42 @@ const (
 	benchARAlgoEnv  = "BOLTMESH_COLL_BENCH_ALGO" // Options.Algorithm, as a number
 )
 
+// Options.Chunk and Options.RingMin of every benchmark rank, in bytes, when
+// set (children inherit them): to tune the thresholds on a machine, e.g.
+// BOLTMESH_COLL_CHUNK=131072 go test -bench AllReduce.
+const (
+	benchARChunkEnv   = "BOLTMESH_COLL_CHUNK"
+	benchARRingMinEnv = "BOLTMESH_COLL_RINGMIN"
+)
+
 // benchAROpts returns the transport and Comm options of a benchmark rank:
 // with the one-sided algorithm, a symmetric heap that holds its landing
 // area (about the message size), else procOpts' small one.
-func benchAROpts(algo collective.Algorithm, size int) (engine.Options, collective.Options) {
+func benchAROpts(algo collective.Algorithm, size int) (engine.Options, collective.Options, error) {
 	topts := procOpts
 	if algo == collective.AlgorithmOneSided {
 		topts.HeapSize = uint64(size) + 1<<20
 	}
-	return topts, collective.Options{Algorithm: algo}
+	copts := collective.Options{Algorithm: algo}
+	var err error
+	if copts.Chunk, err = envBytes(benchARChunkEnv); err == nil {
+		copts.RingMin, err = envBytes(benchARRingMinEnv)
+	}
+	return topts, copts, err
+}
+
+// envBytes reads a byte count from the environment variable name: 0 when
+// it is unset.
+func envBytes(name string) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q is not a byte count", name, v)
+	}
+	return n, nil
 }
 
 // benchARRefill is how often, in iterations, the ranks restore their
@@ -145,7 +172,11 @@ func benchARChild(rank int, addrs []string, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	topts, copts := benchAROpts(collective.Algorithm(algo), size)
+	topts, copts, err := benchAROpts(collective.Algorithm(algo), size)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	tr, err := engine.FromListener(rank, len(addrs), ln, addrs, topts)
 	if err != nil {
 		return err
@@ -168,7 +199,10 @@ func benchARChild(rank int, addrs []string, ln net.Listener) error {
 // own process on loopback: rank 0 is timed here, ranks 1..n-1 are child
 // processes. One op is one AllReduce of size bytes (every 32nd op also
 // restores the input, see benchARRefill). busbw-GB/s is the NCCL-style bus
-// bandwidth size/time * 2(n-1)/n; p50-us is rank 0's median call.
+// bandwidth size/time * 2(n-1)/n from the mean call; p10-us, p50-us and
+// p90-us are percentiles of rank 0's calls, and busbw-p50-GB/s is busbw
+// from the median call (the statistic of OpenMPI's figure in
+// ../shared/peers/anchors.sh).
 func BenchmarkAllReduce(b *testing.B) {
 	for _, n := range benchARRanks {
 		for _, size := range benchARSizes {
@@ -211,7 +245,10 @@ func benchAllReduce(b *testing.B, n, size int, algo collective.Algorithm) {
 	for r := 1; r < n; r++ {
 		children = append(children, procStart(b, "bench-allreduce", r, lns[r], addrs, env...))
 	}
-	topts, copts := benchAROpts(algo, size)
+	topts, copts, err := benchAROpts(algo, size)
+	if err != nil {
+		b.Fatal(err)
+	}
 	tr, err := engine.FromListener(0, n, lns[0], addrs, topts)
 	if err != nil {
 		b.Fatal(err)
@@ -254,5 +291,8 @@ func benchAllReduce(b *testing.B, n, size int, algo collective.Algorithm) {
 
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[(iters-1)/2])/float64(time.Microsecond), "p50-us")
+	b.ReportMetric(float64(lat[(iters-1)/10])/float64(time.Microsecond), "p10-us")
+	b.ReportMetric(float64(lat[(iters-1)*9/10])/float64(time.Microsecond), "p90-us")
 	b.ReportMetric(float64(size)/perOp*2*float64(n-1)/float64(n)/1e9, "busbw-GB/s")
+	b.ReportMetric(float64(size)/lat[(iters-1)/2].Seconds()*2*float64(n-1)/float64(n)/1e9, "busbw-p50-GB/s")
 }
