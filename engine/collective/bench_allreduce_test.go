@@ -29,12 +29,14 @@ const (
 	benchARAlgoEnv  = "BOLTMESH_COLL_BENCH_ALGO" // Options.Algorithm, as a number
 )
 
-// Options.Chunk and Options.RingMin of every benchmark rank, in bytes, when
-// set (children inherit them): to tune the thresholds on a machine, e.g.
-// BOLTMESH_COLL_CHUNK=131072 go test -bench AllReduce.
+// Options.Chunk and Options.RingMin of every benchmark rank, in bytes, and
+// the transport's Options.Congestion, when set (children inherit them): to
+// tune on a machine, e.g. BOLTMESH_COLL_CHUNK=131072 go test -bench
+// AllReduce, or to compare with BOLTMESH_COLL_CONGESTION=system.
 const (
-	benchARChunkEnv   = "BOLTMESH_COLL_CHUNK"
-	benchARRingMinEnv = "BOLTMESH_COLL_RINGMIN"
+	benchARChunkEnv      = "BOLTMESH_COLL_CHUNK"
+	benchARRingMinEnv    = "BOLTMESH_COLL_RINGMIN"
+	benchARCongestionEnv = "BOLTMESH_COLL_CONGESTION"
 )
 
 // benchAROpts returns the transport and Comm options of a benchmark rank:
@@ -45,6 +47,7 @@ func benchAROpts(algo collective.Algorithm, size int) (engine.Options, collectiv
 	if algo == collective.AlgorithmOneSided {
 		topts.HeapSize = uint64(size) + 1<<20
 	}
+	topts.Congestion = os.Getenv(benchARCongestionEnv)
 	copts := collective.Options{Algorithm: algo}
 	var err error
 	if copts.Chunk, err = envBytes(benchARChunkEnv); err == nil {
