@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -27,12 +28,26 @@ type Host struct {
 	Go       string    `json:"go"`
 	Time     time.Time `json:"time"`
 	Hostname string    `json:"hostname,omitempty"`
+	// Congestion is the kernel's default TCP congestion control (Linux),
+	// which the stdnet baseline's connections use; boltmesh's choose
+	// their own (engine.Options.Congestion).
+	Congestion string `json:"congestion,omitempty"`
 }
 
 // ThisHost describes this machine now.
 func ThisHost() Host {
 	name, _ := os.Hostname()
-	return Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), Time: time.Now().UTC(), Hostname: name}
+	return Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), Time: time.Now().UTC(), Hostname: name, Congestion: systemCongestion()}
+}
+
+// systemCongestion returns the kernel's default TCP congestion control, or
+// "" where it cannot be read.
+func systemCongestion() string {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // Result is one benchmark case: one op of one suite, on one implementation,

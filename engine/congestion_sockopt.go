@@ -2,11 +2,24 @@
 
 package engine
 
-import "golang.org/x/sys/unix"
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
 
 // setFDCongestion sets TCP_CONGESTION on a socket.
 func setFDCongestion(fd int, name string) error {
-	return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
+	err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
+	switch err {
+	case nil:
+		return nil
+	case unix.ENOENT:
+		return fmt.Errorf("the kernel has no such algorithm (sysctl net.ipv4.tcp_available_congestion_control lists them): %w", err)
+	case unix.EPERM:
+		return fmt.Errorf("not allowed without CAP_NET_ADMIN (sysctl net.ipv4.tcp_allowed_congestion_control lists the allowed ones): %w", err)
+	}
+	return err
 }
 
 // fdCongestion returns a socket's TCP_CONGESTION.

@@ -105,6 +105,7 @@ func (b *benchRun) output(rep *bench.Report) error {
 		return nil
 	}
 	writeTables(b.stdout, rep)
+	writeCongestionNote(b.stdout, rep, b.mf.congestion)
 	var errs []error
 	if b.bf.json != "" {
 		errs = append(errs, writeFile(b.bf.json, rep.WriteJSON))

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/boltmesh/boltmesh/bench"
+	"github.com/boltmesh/boltmesh/engine"
 )
 
 // row is one line of a suite's table: a case on boltmesh and, if measured,
@@ -25,6 +26,24 @@ func writeTables(w io.Writer, rep *bench.Report) {
 	for _, r := range rep.Failed() {
 		fmt.Fprintf(w, "FAILED %s %s %s %s: %s\n", r.Suite, r.Op, r.Impl, bench.FormatSize(int(r.Bytes)), r.Error)
 	}
+}
+
+// writeCongestionNote says which TCP congestion control each side of the
+// comparison used, when it is known: boltmesh's is chosen (flag, the
+// --congestion value), stdnet's is the system's.
+func writeCongestionNote(w io.Writer, rep *bench.Report, flag string) {
+	sys := rep.Host.Congestion
+	if sys == "" || len(rep.Results) == 0 {
+		return
+	}
+	bolt := flag
+	switch flag {
+	case "":
+		bolt = engine.DefaultCongestion
+	case engine.CongestionSystem:
+		bolt = sys
+	}
+	fmt.Fprintf(w, "TCP congestion control: boltmesh %s, stdnet %s (the system's; --congestion system gives boltmesh the same)\n", bolt, sys)
 }
 
 // suitesOf lists the suites in rep in order of appearance.
