@@ -8,18 +8,22 @@ import (
 
 // Congestion control choices for Options.Congestion.
 const (
-	// DefaultCongestion is the TCP congestion control boltmesh asks for
-	// when Options.Congestion is empty. Measured on loopback with the
-	// kernel's default set to BBR (2 ranks, float32 Sum allreduce,
-	// 2026-11-29): BBR's pacing spreads every burst over timer ticks, and a
-	// 16 MiB allreduce took 9.4-11.6 ms with BBR against 4.5-5.0 ms with
-	// cubic (OpenMPI over the same loopback: 10.1-11.5 ms against 4.8-6.5
-	// ms); at 1 MiB, one call in two took twice the usual time under BBR.
-	// The links boltmesh is built for (loopback, Thunderbolt, a switch)
-	// have no bottleneck queue for pacing to protect.
-	DefaultCongestion = "cubic"
+	// LoopbackCongestion is the TCP congestion control boltmesh asks for
+	// on loopback connections when Options.Congestion is empty; other
+	// connections keep the system's. Measured on this project's 2-core VM,
+	// whose kernel default is BBR (2 ranks, float32 Sum allreduce,
+	// 2026-11-29): on loopback BBR's pacing spreads every burst over timer
+	// ticks, and a 16 MiB allreduce took 9.4-11.6 ms with BBR against
+	// 4.5-5.0 ms with cubic (OpenMPI on the same loopback: 10.1-11.5 ms
+	// against 4.8-6.5 ms), while one 1 MiB call in two took twice the usual
+	// time. Between network namespaces joined by veth (MTU 9000), the
+	// opposite: the 16 MiB allreduce's busbw was 1.34-1.37 GB/s with BBR
+	// and 0.88-0.99 with cubic, and sends swung from 0.76 to 5.2 GB/s, so
+	// real links keep the system's choice.
+	LoopbackCongestion = "cubic"
 	// CongestionSystem keeps the kernel's default congestion control
-	// (sysctl net.ipv4.tcp_congestion_control on Linux).
+	// (sysctl net.ipv4.tcp_congestion_control on Linux) on every
+	// connection, loopback included.
 	CongestionSystem = "system"
 )
 
@@ -43,15 +47,18 @@ func checkCongestion(name string) error {
 }
 
 // setCongestion applies Options.Congestion to a connection. The default is
-// a preference: if the kernel refuses it, the connection keeps the
-// system's. A name the caller chose must take effect.
+// a preference, for loopback connections only: if the kernel refuses it,
+// the connection keeps the system's. A name the caller chose must take
+// effect.
 func (t *NetTransport) setCongestion(tc *net.TCPConn) error {
 	name := t.opts.Congestion
 	switch name {
 	case CongestionSystem:
 		return nil
 	case "":
-		onFD(tc, func(fd int) error { return setFDCongestion(fd, DefaultCongestion) })
+		if isLoopback(tc.RemoteAddr().String()) {
+			onFD(tc, func(fd int) error { return setFDCongestion(fd, LoopbackCongestion) })
+		}
 		return nil
 	}
 	if err := onFD(tc, func(fd int) error { return setFDCongestion(fd, name) }); err != nil {

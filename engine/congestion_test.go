@@ -49,8 +49,8 @@ func TestCongestionChoice(t *testing.T) {
 	sys := procFirstLine(t, "/proc/sys/net/ipv4/tcp_congestion_control")
 	want := map[string]string{"": sys, CongestionSystem: sys, "reno": "reno"}
 	for _, a := range avail {
-		if a == DefaultCongestion {
-			want[""] = DefaultCongestion
+		if a == LoopbackCongestion {
+			want[""] = LoopbackCongestion
 		}
 	}
 	for opt, w := range want {

@@ -58,11 +58,12 @@ type Options struct {
 	SocketBuffer int
 	// Congestion names the TCP congestion control of every connection
 	// (TCP_CONGESTION on Linux and FreeBSD), e.g. "cubic", "reno", "bbr".
-	// CongestionSystem keeps the system's default. Default
-	// DefaultCongestion ("cubic"), as measured (see there), or the
-	// system's default where the kernel refuses it or cannot choose per
-	// socket (macOS). A name set here must take effect: if the kernel
-	// refuses it, setting up the connection fails with ErrCongestion.
+	// CongestionSystem keeps the system's default everywhere. Default:
+	// LoopbackCongestion ("cubic") on loopback connections, as measured
+	// (see there), and the system's default on every other connection and
+	// wherever the kernel refuses it or cannot choose per socket (macOS).
+	// A name set here must take effect: if the kernel refuses it, the
+	// transport fails to form with ErrCongestion.
 	Congestion string
 	// KeepAlive bounds how long a silent dead link goes unnoticed: the
 	// peer's host vanished or the network between failed, so no FIN, RST or

@@ -10,11 +10,12 @@
 # addresses inside these namespaces receive traffic.
 #
 #   bench/netns/netns-bench.sh [--hosts 2|4] [--rate 20gbit] [--streams 2] [--size 16M] [--iters 20]
+#                              [--congestion system|cubic|bbr] (boltmesh's; the others keep the system's)
 #
 # Without root it says so and exits 0.
 set -euo pipefail
 
-hosts=2 rate="" streams=2 size=16M iters=20
+hosts=2 rate="" streams=2 size=16M iters=20 congestion=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -22,6 +23,7 @@ while [[ $# -gt 0 ]]; do
     --streams) streams=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
+    --congestion) congestion=$2; shift 2 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "netns-bench: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -108,9 +110,9 @@ boltmesh() {
   local s=$1 csv=$work/bm-$1.csv suite
   for suite in p2p allreduce; do
     for i in $(seq 1 $((hosts - 1))); do
-      ip netns exec "${ns[$i]}" $(pin "$i") "$bin" rank --rank "$i" --world "$hosts" --peers "$peers" --streams "$s" &
+      ip netns exec "${ns[$i]}" $(pin "$i") "$bin" rank --rank "$i" --world "$hosts" --peers "$peers" --streams "$s" ${congestion:+--congestion "$congestion"} &
     done
-    ip netns exec "${ns[0]}" $(pin 0) "$bin" bench --rank 0 --world "$hosts" --peers "$peers" --streams "$s" \
+    ip netns exec "${ns[0]}" $(pin 0) "$bin" bench --rank 0 --world "$hosts" --peers "$peers" --streams "$s" ${congestion:+--congestion "$congestion"} \
       --suite "$suite" --sizes "$size" --iters "$iters" --baseline none --progress=false --csv "$csv.$suite" >/dev/null
     wait
   done

@@ -39,11 +39,11 @@ func writeCongestionNote(w io.Writer, rep *bench.Report, flag string) {
 	bolt := flag
 	switch flag {
 	case "":
-		bolt = engine.DefaultCongestion
+		bolt = engine.LoopbackCongestion + " on loopback, " + sys + " on other links"
 	case engine.CongestionSystem:
 		bolt = sys
 	}
-	fmt.Fprintf(w, "TCP congestion control: boltmesh %s, stdnet %s (the system's; --congestion system gives boltmesh the same)\n", bolt, sys)
+	fmt.Fprintf(w, "TCP congestion control: boltmesh %s; stdnet %s (the system's; --congestion system gives boltmesh the same)\n", bolt, sys)
 }
 
 // suitesOf lists the suites in rep in order of appearance.

@@ -10,9 +10,9 @@ import (
 func TestCongestionNote(t *testing.T) {
 	rep := &bench.Report{Host: bench.Host{Congestion: "bbr"}, Results: []bench.Result{{Suite: "p2p"}}}
 	for _, c := range []struct{ flag, want string }{
-		{"", "TCP congestion control: boltmesh cubic, stdnet bbr"},
-		{"system", "TCP congestion control: boltmesh bbr, stdnet bbr"},
-		{"reno", "TCP congestion control: boltmesh reno, stdnet bbr"},
+		{"", "TCP congestion control: boltmesh cubic on loopback, bbr on other links; stdnet bbr"},
+		{"system", "TCP congestion control: boltmesh bbr; stdnet bbr"},
+		{"reno", "TCP congestion control: boltmesh reno; stdnet bbr"},
 	} {
 		var b bytes.Buffer
 		writeCongestionNote(&b, rep, c.flag)
