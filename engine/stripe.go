@@ -33,7 +33,9 @@ type striped struct {
 // sendStriped sends p to pr in one piece per stream. Every piece is queued
 // before any of the next striped message (stripeMu), so that each stream
 // carries its pieces in the order of the heads. Once queued, the message
-// is sent whole: cancel only applies before.
+// is sent whole: if cancel closes before it is written, the call returns
+// nil at once and what is left, copied, goes out in the background; a
+// cancel that closed before the call drops it (ErrCanceled).
 func (t *NetTransport) sendStriped(cancel <-chan struct{}, pr *peer, tag, aux uint32, p []byte) error {
 	select {
 	case <-cancel:
@@ -61,7 +63,11 @@ func (t *NetTransport) sendStriped(cancel <-chan struct{}, pr *peer, tag, aux ui
 		pr.conn.Abort(err) // a message missing pieces would never complete
 	}
 	for i := range started {
-		if werr := ws[i].Wait(); werr != nil && err == nil {
+		// Once queued, every piece must arrive (a piece without its head,
+		// or a head without its pieces, would stall a stream for good): if
+		// cancel closes first, what is left is copied and sent in the
+		// background, and the message is delivered.
+		if werr := ws[i].WaitDetach(cancel); werr != nil && err == nil {
 			err = werr
 		}
 	}

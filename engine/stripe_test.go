@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -133,4 +134,46 @@ func TestStreamsMismatch(t *testing.T) {
 		t.Fatal("rank with 3 streams joined a rank with 2")
 	}
 	<-done
+}
+
+// TestStripedSendContextCommits: a striped send blocked by a receiver that
+// posts nothing returns when its ctx ends instead of waiting, and the
+// message, committed, arrives whole once a receive is posted.
+func TestStripedSendContextCommits(t *testing.T) {
+	const size = 48 << 20
+	ts := meshtest.Mesh(t, 2, engine.Options{Streams: 3, StripeMin: 1 << 16, SocketBuffer: 256 << 10})
+	msg := make([]byte, size)
+	for i := range msg {
+		msg[i] = byte(i*7 + i>>13)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := ts[0].SendContext(ctx, 1, 5, msg); err != nil {
+		t.Fatalf("SendContext of a queued striped message = %v, want nil (committed)", err)
+	}
+	if ctx.Err() == nil {
+		t.Fatalf("SendContext returned after %v, before its ctx ended: the receiver was expected to hold it back", time.Since(start))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("SendContext returned %v after its ctx ended", d)
+	}
+	clear(msg) // the caller's buffer is free again
+	got := make([]byte, size)
+	n, err := ts[1].RecvInto(0, 5, got)
+	if err != nil || n != size {
+		t.Fatalf("RecvInto = %d, %v; want %d bytes", n, err, size)
+	}
+	for i := range got {
+		if got[i] != byte(i*7+i>>13) {
+			t.Fatalf("byte %d is %d, want %d", i, got[i], byte(i*7+i>>13))
+		}
+	}
+	// The streams still work.
+	if err := ts[0].Send(1, 6, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ts[1].Recv(0, 6); err != nil || string(b) != "after" {
+		t.Fatalf("Recv after = %q, %v", b, err)
+	}
 }

@@ -24,7 +24,9 @@ type Transport interface {
 	// SendContext is Send that stops waiting when ctx ends. If no byte of
 	// the message reached the kernel it is dropped and ctx.Err() returned;
 	// if part of it did, the message is committed (the rest is copied and
-	// sent in the background) and SendContext returns nil.
+	// sent in the background) and SendContext returns nil. (A message
+	// striped across several streams is committed as soon as it is queued:
+	// its pieces must all arrive or none.)
 	SendContext(ctx context.Context, to, tag int, p []byte) error
 	// Recv returns the next message from rank from under tag. The slice is
 	// the caller's.

@@ -60,6 +60,31 @@ func (w Write) WaitCancel(cancel <-chan struct{}) error {
 	return err
 }
 
+// WaitDetach is Wait that stops waiting when cancel is closed without
+// dropping anything: a frame not yet fully written, started or not, gets
+// its own copy of the rest and is sent in the background, and WaitDetach
+// returns nil. Frames that must all arrive or none (the pieces of one
+// striped message) use it. Call it, or Wait, exactly once per Write.
+func (w Write) WaitDetach(cancel <-chan struct{}) error {
+	if w.r == nil || cancel == nil {
+		return w.Wait()
+	}
+	select {
+	case err := <-w.r.done:
+		w.c.recycle(w.r)
+		return err
+	case <-cancel:
+	}
+	if w.c.detach(w.r) {
+		w.c.wr.pending.Store(true) // readiness seen while detach held wr.mu
+		w.c.flush()
+		return nil
+	}
+	err := <-w.r.done
+	w.c.recycle(w.r)
+	return err
+}
+
 // Post queues one frame and returns at once; nobody waits for it. payload
 // must stay valid until it is written (memory that outlives the
 // connection, such as a mapped heap), or be copied first with copyPayload.

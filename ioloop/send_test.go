@@ -1,6 +1,7 @@
 package ioloop_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -391,5 +392,58 @@ func TestSendCancel(t *testing.T) {
 	unix.SetNonblock(raw.fd, false)
 	if h, p, err := raw.readFrame(1 << 16); err != nil || h.Aux != 5 || firstDiff(p, patterned(5, 40)) != 40 {
 		t.Fatalf("frame after the cancels: %+v, %v", h, err)
+	}
+}
+
+// TestWaitDetach: a frame queued behind a blocked one and detached while
+// it waits (unlike WaitCancel, which would drop it) is still sent whole,
+// from its own copy, after the caller has reused its buffer.
+func TestWaitDetach(t *testing.T) {
+	leakCheck(t)
+	wl := installWritevLog(t)
+	l := newLoop(t, ioloop.Options{})
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 3, newTestHandler())
+	const bigSize = 2 << 20
+	bigDone := blockSender(t, c, wl, frame.Header{Kind: frame.KindSend, Aux: 1}, bigSize)
+
+	payload := bytes.Clone(patterned(2, 70000)) // patterned shares its bytes
+	h := frame.Header{Kind: frame.KindSend, Aux: 2}
+	w, err := c.Start(&h, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
+	cancel := make(chan struct{})
+	close(cancel)
+	if err := w.WaitDetach(cancel); err != nil {
+		t.Fatalf("WaitDetach of a queued frame = %v, want nil", err)
+	}
+	clear(payload)
+	for _, want := range []struct {
+		aux        uint32
+		seed, size int
+	}{{1, 99, bigSize}, {2, 2, 70000}} {
+		h, p, err := raw.readFrame(1 << 16)
+		if err != nil {
+			t.Fatalf("reading frame %d: %v", want.aux, err)
+		}
+		if h.Aux != want.aux || len(p) != want.size || firstDiff(p, patterned(uint64(want.seed), want.size)) != want.size {
+			t.Fatalf("got frame %+v with %d bytes, want aux %d with %d intact bytes", h, len(p), want.aux, want.size)
+		}
+	}
+	if err := <-bigDone; err != nil {
+		t.Fatal(err)
+	}
+	// A frame that completes before the cancel reports its own result.
+	h = frame.Header{Kind: frame.KindSend, Aux: 3}
+	w, err = c.Start(&h, patterned(3, 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WaitDetach(make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	if h, p, err := raw.readFrame(1 << 16); err != nil || h.Aux != 3 || firstDiff(p, patterned(3, 40)) != 40 {
+		t.Fatalf("frame after the detach: %+v, %v", h, err)
 	}
 }
