@@ -39,6 +39,7 @@ const (
 	// Kinds with labels of their own; they only name calls in metas.
 	kindAllReduce         = collKinds + 1
 	kindAllReduceDeadline = collKinds + 2
+	kindOneSidedAgree     = collKinds + 3
 )
 
 // callMeta is the word every message of a call carries (the frame's Aux)
@@ -61,6 +62,8 @@ func metaString(m uint32) string {
 		name = "allreduce"
 	case k == kindAllReduceDeadline:
 		name = "allreduce with a deadline"
+	case k == kindOneSidedAgree:
+		name = "one-sided allreduce's agreement"
 	}
 	if dt := DType(m >> 8 & 0xff); dt != 0 {
 		name += " of " + dt.String()

@@ -204,6 +204,11 @@ func TestOneSidedMismatch(t *testing.T) {
 		{"header", func(c *collective.Comm, r int) error {
 			return collective.AllReduce(c, make([]float32, 999+r%2), collective.Sum)
 		}, true},
+		{"growth", func(c *collective.Comm, r int) error {
+			// Only rank 1 needs a bigger area than the last call's: every
+			// rank must still fail, none wait for the others.
+			return collective.AllReduce(c, make([]float32, 1000+8000*(r%2)), collective.Sum)
+		}, true},
 		{"dtype", func(c *collective.Comm, r int) error {
 			if r == 1 {
 				return collective.AllReduce(c, make([]int32, 1000), collective.Sum)
