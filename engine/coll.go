@@ -39,9 +39,10 @@ func (t *NetTransport) SendColl(ctx context.Context, to int, tag, meta uint32, p
 
 // collWait is how a collective receive waits: until ctx ends, or any peer
 // is lost (a collective needs every rank), for a message carrying meta.
-func collWait(ctx context.Context, meta uint32) waitOpts {
+func collWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
 	w := ctxWait(ctx, "collective")
 	w.anyLost, w.meta, w.checkMeta = true, meta, true
+	w.collCall = t.collCall.Load()
 	return w
 }
 
@@ -52,7 +53,7 @@ func (t *NetTransport) RecvCollInto(ctx context.Context, from int, tag, meta uin
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
-	n, _, err := t.recv(from, collTagBase+tag, dst, true, collWait(ctx, meta))
+	n, _, err := t.recv(from, collTagBase+tag, dst, true, collWait(t, ctx, meta))
 	return n, collErr(err)
 }
 
@@ -262,7 +263,7 @@ func pieces(n, chunk int) int {
 // length and meta, and runs onChunk for each.
 func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int, tag, meta uint32, chunk int, onChunk func(off, n int) error) error {
 	p := t.peers[from]
-	w := collWait(ctx, meta)
+	w := collWait(t, ctx, meta)
 	for i, r := range st.recvs {
 		err := t.wait(p, r, w)
 		st.recvs[i] = nil

@@ -29,10 +29,13 @@ type NetTransport struct {
 	lostRank atomic.Int64  // that peer
 
 	barriersDone atomic.Uint64 // barriers this rank completed, told in GOODBYE
+	collCall     atomic.Uint32 // the collective call in progress (see BeginCollCall)
+	collDone     atomic.Uint32 // the last collective call completed, told in GOODBYE
 	closedMu     sync.Mutex
-	closedCh     chan struct{} // closed when the first peer closes in order
+	closedCh     chan struct{} // closed, and replaced, whenever a peer closes in order
 	closedEpoch  uint64        // fewest barriers completed by a closed peer
 	closedRank   int           // that peer
+	closedColl   []closedCall  // the collective calls closed peers completed
 
 	heap   *heap.Heap
 	gets   sync.Pool // *getReq
@@ -119,7 +122,7 @@ func (t *NetTransport) sayGoodbye() {
 	defer cancel()
 	for _, p := range t.peers {
 		if p.conn != nil {
-			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Offset: t.barriersDone.Load()}
+			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
 			p.conn.SendCancel(&h, nil, ctx.Done())
 		}
 	}
@@ -135,18 +138,34 @@ func (t *NetTransport) noteLost(rank int) {
 }
 
 // noteClosed records that rank closed in order after completing done
-// barriers: barriers after those can no longer complete.
-func (t *NetTransport) noteClosed(rank int, done uint64) {
+// barriers and collective call number coll: barriers after those, and
+// collective calls after that one, can no longer complete. Every waiter
+// on closedChan is woken, and takes the next channel.
+func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32) {
 	t.closedMu.Lock()
 	defer t.closedMu.Unlock()
 	if done < t.closedEpoch {
 		t.closedEpoch, t.closedRank = done, rank
 	}
-	select {
-	case <-t.closedCh:
-	default:
-		close(t.closedCh)
-	}
+	t.closedColl = append(t.closedColl, closedCall{rank, coll})
+	close(t.closedCh)
+	t.closedCh = make(chan struct{})
+}
+
+// closedCall is a peer that closed in order, and the last collective call
+// it had completed.
+type closedCall struct {
+	rank int
+	done uint32
+}
+
+// closedChan returns the channel that the next in-order close of a peer
+// closes. Take it before checking what is recorded (closedBefore,
+// closedInCall), so that no close falls between the two.
+func (t *NetTransport) closedChan() <-chan struct{} {
+	t.closedMu.Lock()
+	defer t.closedMu.Unlock()
+	return t.closedCh
 }
 
 // closedBefore returns an error if a peer closed before completing barrier
@@ -159,6 +178,32 @@ func (t *NetTransport) closedBefore(epoch uint64, op string) error {
 	}
 	return &PeerError{Op: op, Rank: t.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 }
+
+// closedInCall returns an error if a peer closed in order without
+// completing collective call number call (it will send nothing more for
+// it), or nil. Call numbers wrap; they compare as serial numbers.
+func (t *NetTransport) closedInCall(call uint32, op string) error {
+	t.closedMu.Lock()
+	defer t.closedMu.Unlock()
+	for _, c := range t.closedColl {
+		if int32(c.done-call) < 0 {
+			return &PeerError{Op: op, Rank: c.rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
+		}
+	}
+	return nil
+}
+
+// BeginCollCall records that this rank's collective layer began call
+// number call (1, 2, ... and on, wrapping): until EndCollCall, collective
+// receives also fail when a peer closes in order without having completed
+// it, since that peer will never send its part. Package collective calls
+// it; calls must not overlap.
+func (t *NetTransport) BeginCollCall(call uint32) { t.collCall.Store(call) }
+
+// EndCollCall records that this rank completed collective call number
+// call: a GOODBYE it sends later tells its peers so, and they go on
+// waiting for the others' parts of that call.
+func (t *NetTransport) EndCollCall(call uint32) { t.collDone.Store(call) }
 
 // anyLost returns the error of the first lost peer, or nil.
 func (t *NetTransport) anyLost(op string) error {

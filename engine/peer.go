@@ -50,6 +50,7 @@ type peer struct {
 
 	goodbye     atomic.Bool   // the peer announced an orderly close
 	goodbyeDone atomic.Uint64 // barriers it had completed then
+	goodbyeColl atomic.Uint32 // and the last collective call it completed
 
 	via    uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
 	shared *starLink  // star worker: the coordinator connection all peers share; else nil
@@ -190,6 +191,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 		}
 	case frame.KindGoodbye:
 		p.goodbyeDone.Store(h.Offset)
+		p.goodbyeColl.Store(h.Aux)
 		p.goodbye.Store(true)
 		if bb != nil {
 			ioloop.PutBuffer(bb)
@@ -263,7 +265,7 @@ func (p *peer) lose(err error) {
 		p.fail(ErrClosed, nil)
 	case p.goodbye.Load():
 		p.fail(ErrPeerLost, ErrPeerClosed)
-		p.t.noteClosed(p.rank, p.goodbyeDone.Load())
+		p.t.noteClosed(p.rank, p.goodbyeDone.Load(), p.goodbyeColl.Load())
 	default:
 		p.fail(ErrPeerLost, err)
 		p.t.noteLost(p.rank)

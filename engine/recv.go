@@ -17,6 +17,7 @@ type waitOpts struct {
 	timeout   time.Duration   // > 0: give up after it with ErrTimeout
 	anyLost   bool            // give up when any peer is lost (collectives)
 	epoch     uint64          // barrier: give up when a peer closes before completing it
+	collCall  uint32          // collective: give up when a peer closes before completing this call (0: none)
 	try       bool            // take a queued message or fail with errNotQueued; never wait
 	meta      uint32          // with checkMeta: the Aux the message must carry
 	checkMeta bool
@@ -178,10 +179,11 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	if w.anyLost {
 		lost = t.lostCh
 	}
-	if w.epoch > 0 {
-		closed = t.closedCh
-	}
 	var cause error
+	if w.epoch > 0 || w.collCall != 0 {
+		closed = t.closedChan()
+		cause = t.closedCause(w)
+	}
 	for cause == nil {
 		select {
 		case <-r.done:
@@ -193,11 +195,25 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		case <-lost:
 			cause = t.anyLost(w.op)
 		case <-closed:
-			closed = nil // checked once: closes are recorded before the channel closes
-			cause = t.closedBefore(w.epoch, w.op)
+			closed = t.closedChan() // before the check, so that no close falls between
+			cause = t.closedCause(w)
 		}
 	}
 	return t.withdraw(p, r, cause)
+}
+
+// closedCause returns why a wait must end because of peers that closed in
+// order (see waitOpts.epoch and collCall), or nil.
+func (t *NetTransport) closedCause(w waitOpts) error {
+	if w.epoch > 0 {
+		if err := t.closedBefore(w.epoch, w.op); err != nil {
+			return err
+		}
+	}
+	if w.collCall != 0 {
+		return t.closedInCall(w.collCall, w.op)
+	}
+	return nil
 }
 
 // spin drives p's connection itself until the request whose state it

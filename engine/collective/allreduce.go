@@ -28,7 +28,7 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 // is reduced in one fixed order, and each pairwise step is commutative
 // (IEEE addition, multiplication, max and min are), so every rank ends
 // with identical bits.
-func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op) error {
+func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op) (err error) {
 	if err := collCheckReduce("AllReduce", dt, data, op); err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 		return err
 	}
 	tag := c.begin(kindAllReduce, dt, op)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(c.labels(algo, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
 	switch algo {

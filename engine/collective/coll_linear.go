@@ -18,14 +18,14 @@ func Gather[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 // must be counts[rank]*dt.Size(), and at root len(out) sum(counts)*dt.Size().
 // The root receives every other rank's segment straight into out, in rank
 // order; the data crosses the network once.
-func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) error {
+func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) (err error) {
 	esz, total, err := c.checkRooted("Gather", root, dt, in, out, counts)
 	if err != nil {
 		return err
 	}
 	r := c.t.Rank()
 	tag := c.begin(kindGather, dt, 0)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindGather, total))
 	defer pprof.SetGoroutineLabels(ctx)
 	if r != root {
@@ -89,14 +89,14 @@ func Scatter[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 // sum(counts)*dt.Size(); everywhere len(out) must be counts[rank]*dt.Size().
 // The root sends every other rank its segment straight from in, in rank
 // order.
-func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) error {
+func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) (err error) {
 	esz, total, err := c.checkRooted("Scatter", root, dt, out, in, counts)
 	if err != nil {
 		return err
 	}
 	r := c.t.Rank()
 	tag := c.begin(kindScatter, dt, 0)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindScatter, total))
 	defer pprof.SetGoroutineLabels(ctx)
 	if r != root {
@@ -138,7 +138,7 @@ func AllToAll[T Elem](c *Comm, in []T, inCounts []int, out []T, outCounts []int)
 // (r+s) mod n while receiving from (r-s) mod n, the send concurrent with
 // the receive, so that no step can deadlock whatever the message sizes.
 // Segments go straight from in and into out, without copies.
-func (c *Comm) AllToAllBytes(ctx context.Context, dt DType, in []byte, inCounts []int, out []byte, outCounts []int) error {
+func (c *Comm) AllToAllBytes(ctx context.Context, dt DType, in []byte, inCounts []int, out []byte, outCounts []int) (err error) {
 	const fn = "AllToAll"
 	esz, err := collElemSize(fn, dt)
 	if err != nil {
@@ -164,7 +164,7 @@ func (c *Comm) AllToAllBytes(ctx context.Context, dt DType, in []byte, inCounts 
 			ErrCounts, fn, r, r, inCounts[r], r, outCounts[r])
 	}
 	tag := c.begin(kindAllToAll, dt, 0)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindAllToAll, inTotal))
 	defer pprof.SetGoroutineLabels(ctx)
 	inOff, outOff := collOffset(inCounts, r, esz), collOffset(outCounts, r, esz)

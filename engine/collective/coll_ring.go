@@ -22,7 +22,7 @@ func AllGather[T Elem](c *Comm, in, out []T, counts []int) error {
 // it got last to its right neighbour and receives the next one from its
 // left neighbour straight into out, so each rank sends and receives
 // sum(counts) - its own count elements, the least possible.
-func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, counts []int) error {
+func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, counts []int) (err error) {
 	const fn = "AllGather"
 	esz, err := collElemSize(fn, dt)
 	if err != nil {
@@ -40,7 +40,7 @@ func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, cou
 		return err
 	}
 	tag := c.begin(kindAllGather, dt, 0)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindAllGather, total))
 	defer pprof.SetGoroutineLabels(ctx)
 	off := collOffset(counts, r, esz)
@@ -99,7 +99,7 @@ func ReduceScatter16(c *Comm, dt DType, data []uint16, counts []int, op Op) erro
 // reduced in the fixed order x[j+1], x[j+2], ..., x[j+n] (ranks mod n):
 // the result is deterministic, and each rank sends and receives
 // sum(counts) - its own count elements. A Mean is divided by n at the end.
-func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, counts []int, op Op) error {
+func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, counts []int, op Op) (err error) {
 	const fn = "ReduceScatter"
 	if err := collCheckReduce(fn, dt, data, op); err != nil {
 		return err
@@ -114,7 +114,7 @@ func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, co
 		return err
 	}
 	tag := c.begin(kindReduceScatter, dt, op)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindReduceScatter, total))
 	defer pprof.SetGoroutineLabels(ctx)
 	off := collOffset(counts, r, esz)

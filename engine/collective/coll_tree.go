@@ -20,13 +20,13 @@ func Broadcast[T Elem](c *Comm, root int, data []T) error {
 // ErrLengthMismatch, and one that would receive more with the transport's
 // truncation error; a rank that received too few still forwards what it
 // got, so its subtree fails too rather than waiting.
-func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) error {
+func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) (err error) {
 	const fn = "Broadcast"
 	if err := collCheckRoot(fn, root, c.t.WorldSize()); err != nil {
 		return err
 	}
 	tag := c.begin(kindBroadcast, 0, 0)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindBroadcast, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
 	return c.binomialBcast(ctx, tag, root, data)
@@ -86,7 +86,7 @@ func ReduceTo16(c *Comm, root int, dt DType, data []uint16, op Op) error {
 // sends acc to its parent. The order of every reduction is therefore fixed
 // by n and root alone, and the result is deterministic. A Mean is divided
 // by n at the root.
-func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byte, op Op) error {
+func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byte, op Op) (err error) {
 	const fn = "ReduceTo"
 	if err := collCheckReduce(fn, dt, data, op); err != nil {
 		return err
@@ -96,7 +96,7 @@ func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byt
 		return err
 	}
 	tag := c.begin(kindReduce, dt, op)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindReduce, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
 	if err := c.binomialReduce(ctx, tag, root, dt, data, op); err != nil {

@@ -75,13 +75,14 @@ type Options struct {
 // collectives in the same order. A Comm's methods may be called from one
 // goroutine at a time; calls are serialized.
 type Comm struct {
-	t    Transport
-	sym  SymmetricTransport // t, if it has a symmetric heap; else nil
-	opts Options
-	mu   sync.Mutex // serializes calls
-	seq  uint32     // calls so far
-	buf  []byte     // receive scratch, grown once to the largest need
-	meta uint32     // the call in progress's meta (see callMeta)
+	t     Transport
+	sym   SymmetricTransport // t, if it has a symmetric heap; else nil
+	calls callTracker        // t, if it tracks collective calls; else nil
+	opts  Options
+	mu    sync.Mutex // serializes calls
+	seq   uint32     // calls so far
+	buf   []byte     // receive scratch, grown once to the largest need
+	meta  uint32     // the call in progress's meta (see callMeta)
 
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
@@ -126,6 +127,7 @@ func New(t Transport, opts Options) *Comm {
 	}
 	c := &Comm{t: t, opts: opts, center: starCenter(t)}
 	c.sym, _ = t.(SymmetricTransport)
+	c.calls, _ = t.(callTracker)
 	c.reduceChunk = c.pipeChunk
 	return c
 }
@@ -171,7 +173,30 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 	c.meta = callMeta(k, dt, op)
 	base := (c.seq % (collTags / tagsPerCall)) * tagsPerCall
 	c.seq++
+	if c.calls != nil {
+		c.calls.BeginCollCall(c.seq)
+	}
 	return base
+}
+
+// end finishes the call begin started, whose outcome is *err: a call that
+// succeeded is reported complete to the transport (see callTracker).
+func (c *Comm) end(err *error) {
+	if *err == nil && c.calls != nil {
+		c.calls.EndCollCall(c.seq)
+	}
+	c.mu.Unlock()
+}
+
+// callTracker is implemented by transports whose collective receives give
+// up when a peer closed in order without completing the call in progress
+// (engine.NetTransport; a closed peer tells which calls it completed): a
+// Comm numbers its calls 1, 2, ... for them, and reports each one that
+// succeeds. Without it a rank that closes leaves the ranks that wait for
+// another rank's part of the call waiting until their ctx ends.
+type callTracker interface {
+	BeginCollCall(call uint32)
+	EndCollCall(call uint32)
 }
 
 // scratch returns a receive buffer of n bytes.

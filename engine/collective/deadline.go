@@ -46,7 +46,7 @@ func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Co
 }
 
 // AllReduceDeadlineBytes is AllReduceDeadline over raw data of dt.
-func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
+func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte, op Op, deadline time.Time) (got Contributors, err error) {
 	if err := collCheckReduce("AllReduceDeadline", dt, data, op); err != nil {
 		return Contributors{}, err
 	}
@@ -58,11 +58,11 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 		return Contributors{}, fmt.Errorf("collective: Options.Root %d outside world of %d", root, n)
 	}
 	tag := c.begin(kindAllReduceDeadline, dt, op)
-	defer c.mu.Unlock()
+	defer c.end(&err)
 	if r != root {
 		return c.deadlineLeaf(ctx, tag, data, root)
 	}
-	got, err := c.deadlineGather(ctx, tag, dt, data, op, deadline)
+	got, err = c.deadlineGather(ctx, tag, dt, data, op, deadline)
 	if err == nil {
 		err = FinishBytes(dt, data, op, got.Count)
 	}
