@@ -19,7 +19,7 @@ const (
 	KindRPCReq    Kind = 9  // RPC request; Offset is the request id
 	KindRPCReply  Kind = 10 // RPC reply; Offset is the request id
 	KindHeartbeat Kind = 11 // liveness probe, no payload
-	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed
+	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed; Aux: its last collective call
 	KindGone      Kind = 13 // star: the coordinator tells a worker that rank Src left
 	KindStripe    Kind = 14 // a piece of a striped SEND on another stream; Offset: its place in the message
 )
