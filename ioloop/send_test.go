@@ -360,18 +360,7 @@ func TestSendCancel(t *testing.T) {
 		after <- c.Send(&h, patterned(4, 300))
 	}()
 	waitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
-	for _, want := range []struct {
-		aux        uint32
-		seed, size int
-	}{{1, 99, bigSize}, {4, 4, 300}} {
-		h, p, err := raw.readFrame(1 << 16)
-		if err != nil {
-			t.Fatalf("reading frame %d: %v", want.aux, err)
-		}
-		if h.Aux != want.aux || len(p) != want.size || firstDiff(p, patterned(uint64(want.seed), want.size)) != want.size {
-			t.Fatalf("got frame %+v with %d bytes, want aux %d with %d intact bytes", h, len(p), want.aux, want.size)
-		}
-	}
+	expectFrames(t, raw, []wantFrame{{1, 99, bigSize}, {4, 4, 300}})
 	if err := <-bigDone; err != nil {
 		t.Fatal(err)
 	}
@@ -419,18 +408,7 @@ func TestWaitDetach(t *testing.T) {
 		t.Fatalf("WaitDetach of a queued frame = %v, want nil", err)
 	}
 	clear(payload)
-	for _, want := range []struct {
-		aux        uint32
-		seed, size int
-	}{{1, 99, bigSize}, {2, 2, 70000}} {
-		h, p, err := raw.readFrame(1 << 16)
-		if err != nil {
-			t.Fatalf("reading frame %d: %v", want.aux, err)
-		}
-		if h.Aux != want.aux || len(p) != want.size || firstDiff(p, patterned(uint64(want.seed), want.size)) != want.size {
-			t.Fatalf("got frame %+v with %d bytes, want aux %d with %d intact bytes", h, len(p), want.aux, want.size)
-		}
-	}
+	expectFrames(t, raw, []wantFrame{{1, 99, bigSize}, {2, 2, 70000}})
 	if err := <-bigDone; err != nil {
 		t.Fatal(err)
 	}
@@ -445,5 +423,26 @@ func TestWaitDetach(t *testing.T) {
 	}
 	if h, p, err := raw.readFrame(1 << 16); err != nil || h.Aux != 3 || firstDiff(p, patterned(3, 40)) != 40 {
 		t.Fatalf("frame after the detach: %+v, %v", h, err)
+	}
+}
+
+// wantFrame is a frame expected on the wire: its Aux, and its payload,
+// patterned(seed, size).
+type wantFrame struct {
+	aux        uint32
+	seed, size int
+}
+
+// expectFrames reads frames from raw and checks them against want, in order.
+func expectFrames(t *testing.T, raw *rawFd, want []wantFrame) {
+	t.Helper()
+	for _, w := range want {
+		h, p, err := raw.readFrame(1 << 16)
+		if err != nil {
+			t.Fatalf("reading frame %d: %v", w.aux, err)
+		}
+		if h.Aux != w.aux || len(p) != w.size || firstDiff(p, patterned(uint64(w.seed), w.size)) != w.size {
+			t.Fatalf("got frame %+v with %d bytes, want aux %d with %d intact bytes", h, len(p), w.aux, w.size)
+		}
 	}
 }
