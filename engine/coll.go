@@ -355,8 +355,12 @@ func sameCall(t, u uint32) bool {
 // collQueuedStep is collStep seen from the receive: before a collective
 // receive for tag is posted, a message already queued from the same peer
 // for another tag of the same call means the ranks are at different steps,
-// and it returns the error the receive fails with. p.mu is held.
+// and it returns the error the receive fails with; so does an abandon of
+// the call by that peer. p.mu is held.
 func (p *peer) collQueuedStep(tag, meta uint32) error {
+	if err := p.abandonedErr(tag); err != nil {
+		return err
+	}
 	for t, q := range p.tags {
 		if t == tag || !sameCall(t, tag) {
 			continue

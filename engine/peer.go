@@ -41,6 +41,10 @@ type peer struct {
 	waiting  int         // receives posted in recvs queues
 	deferred bool        // a large payload waits in the socket for a receive
 
+	abandoned     bool   // the peer gave up a collective call (see abandon)
+	abandonedCall uint32 // that call's index in the tag space
+	abandonedAt   uint32 // this rank's collective call when it heard
+
 	gets       map[uint64]*getReq // gets waiting for their reply, by id
 	claimedGet *getReq            // get whose reply is being read into its buffer
 	putErr     error              // first put refusal since the last Quiet
@@ -219,6 +223,11 @@ func (p *peer) completeClaimed(n int) {
 func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if aux == collAbandonAux && isCollTag(tag) {
+		p.abandon(tag)
+		ioloop.PutBuffer(bb)
+		return
+	}
 	q := p.queue(tag)
 	for {
 		r, ok := q.recvs.pop()

@@ -2,6 +2,7 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"unsafe"
 )
@@ -83,6 +84,8 @@ type Comm struct {
 	seq   uint32     // calls so far
 	buf   []byte     // receive scratch, grown once to the largest need
 	meta  uint32     // the call in progress's meta (see callMeta)
+	kind  collKind   // the call in progress
+	base  uint32     // its first tag
 
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
@@ -172,6 +175,7 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 	c.mu.Lock()
 	c.meta = callMeta(k, dt, op)
 	base := (c.seq % (collTags / tagsPerCall)) * tagsPerCall
+	c.kind, c.base = k, base
 	c.seq++
 	if c.calls != nil {
 		c.calls.BeginCollCall(c.seq)
@@ -180,23 +184,39 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 }
 
 // end finishes the call begin started, whose outcome is *err: a call that
-// succeeded is reported complete to the transport (see callTracker).
+// succeeded is reported complete to the transport, and one that failed
+// because the ranks' calls differ is abandoned, so that the ranks waiting
+// for this rank's part of it fail too (see callTracker). A deadline
+// allreduce abandons nothing: late ranks are its normal case.
 func (c *Comm) end(err *error) {
-	if *err == nil && c.calls != nil {
+	switch {
+	case c.calls == nil:
+	case *err == nil:
 		c.calls.EndCollCall(c.seq)
+	case c.kind != kindAllReduceDeadline && (errors.Is(*err, ErrMismatch) || errors.Is(*err, ErrAbandoned)):
+		c.calls.AbandonCollCall(c.base + abandonStep)
 	}
 	c.mu.Unlock()
 }
 
+// abandonStep is the tag, from a call's first, of its abandon: one that no
+// algorithm uses.
+const abandonStep = tagsPerCall - 1
+
 // callTracker is implemented by transports whose collective receives give
 // up when a peer closed in order without completing the call in progress
-// (engine.NetTransport; a closed peer tells which calls it completed): a
-// Comm numbers its calls 1, 2, ... for them, and reports each one that
-// succeeds. Without it a rank that closes leaves the ranks that wait for
-// another rank's part of the call waiting until their ctx ends.
+// (engine.NetTransport; a closed peer tells which calls it completed), or
+// gave it up: a Comm numbers its calls 1, 2, ... for them, reports each
+// one that succeeds, and abandons each one that fails with a mismatch.
+// Without it, the ranks that wait for another rank's part of a call that
+// rank left wait until their ctx ends.
 type callTracker interface {
 	BeginCollCall(call uint32)
 	EndCollCall(call uint32)
+	// AbandonCollCall tells every peer, without waiting, that this rank
+	// gave up the call that owns tag: their receives from it for that
+	// call fail with an error wrapping ErrAbandoned.
+	AbandonCollCall(tag uint32)
 }
 
 // scratch returns a receive buffer of n bytes.

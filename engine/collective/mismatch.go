@@ -13,6 +13,13 @@ import (
 // engine.ErrCollMismatch, which transports report; nothing was combined.
 var ErrMismatch = engine.ErrCollMismatch
 
+// ErrAbandoned means another rank gave up the call in progress, having
+// found that the ranks' calls differ (or having been told so by a third):
+// this rank's part of it could never complete. It is
+// engine.ErrCollAbandoned; errors wrapping it are *engine.CollAbandonError,
+// which names the rank.
+var ErrAbandoned = engine.ErrCollAbandoned
+
 // MismatchError reports a message from a rank whose call differs from this
 // rank's. It wraps the transport's error (and so ErrMismatch).
 type MismatchError struct {

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/boltmesh/boltmesh/frame"
+)
+
+// A rank that gives up a collective call that the others may still be in
+// (its receive found that the ranks' calls differ) tells every peer with
+// an abandon: a zero-length SEND on a tag of the call, with collAbandonAux
+// as its meta. A peer fails its collective receives from that rank for the
+// call, those posted and those posted later, instead of waiting for a part
+// that will never come; the collective layer then abandons in turn, so the
+// news reaches ranks that wait on a third rank.
+
+// collAbandonAux is the meta (frame Aux) of an abandon. The collective
+// layer's metas are 0xB0 | kind | dtype | op; kind 0xFF is none of its.
+const collAbandonAux = 0xB0FF_0000
+
+// ErrCollAbandoned means another rank gave up the collective call in
+// progress: it found that the ranks' calls differ, or was itself told.
+var ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective call")
+
+// CollAbandonError is the error of a collective receive whose sender gave
+// up the call. It wraps ErrCollAbandoned.
+type CollAbandonError struct {
+	Rank int    // the rank that gave up
+	Tag  uint32 // the receive's collective tag
+}
+
+func (e *CollAbandonError) Error() string {
+	return fmt.Sprintf("boltmesh: rank %d gave up collective call %d: %v", e.Rank, e.Tag/collCallTags, ErrCollAbandoned)
+}
+
+// Unwrap returns ErrCollAbandoned.
+func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
+
+// AbandonCollCall tells every peer that this rank gave up the collective
+// call that owns tag, without waiting: a peer that waits for this rank's
+// part of it fails instead (CollAbandonError). Package collective calls it
+// when a call fails with a mismatch. Nothing is sent to lost peers.
+func (t *NetTransport) AbandonCollCall(tag uint32) {
+	if tag >= CollTags {
+		return
+	}
+	for _, p := range t.peers {
+		if p.conn == nil {
+			continue
+		}
+		h := frame.Header{Kind: frame.KindSend, Dst: p.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: collAbandonAux}
+		p.conn.Post(&h, nil, false) // a lost peer needs no news
+	}
+}
+
+// abandon handles p's abandon of the collective call that owns tag: every
+// collective receive from p posted for that call fails, and the call is
+// noted so that those posted later fail too (abandonedErr). p.mu is held.
+func (p *peer) abandon(tag uint32) {
+	p.abandoned, p.abandonedCall, p.abandonedAt = true, (tag-collTagBase)/collCallTags, p.t.collCall.Load()
+	for u, q := range p.tags {
+		if !sameCall(u, tag) {
+			continue
+		}
+		for {
+			r, ok := q.recvs.peek()
+			if !ok || !r.coll {
+				break
+			}
+			q.recvs.pop()
+			p.waiting--
+			r.complete(&CollAbandonError{Rank: p.rank, Tag: u - collTagBase})
+		}
+		p.tidy(u, q)
+	}
+}
+
+// abandonedErr returns the error of a collective receive from p for tag
+// if p gave up the call that owns it, else nil. The note is forgotten
+// after half the calls that the tag space holds, since tags repeat after
+// all of them. p.mu is held.
+func (p *peer) abandonedErr(tag uint32) error {
+	if !p.abandoned || (tag-collTagBase)/collCallTags != p.abandonedCall {
+		return nil
+	}
+	if p.t.collCall.Load()-p.abandonedAt >= CollTags/collCallTags/2 {
+		return nil
+	}
+	return &CollAbandonError{Rank: p.rank, Tag: tag - collTagBase}
+}
