@@ -1,0 +1,32 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestAbandonedNoteExpires: a peer's abandon fails receives for the call
+// it named only, and is forgotten once half the tag space's calls have
+// begun since, so that the call's tags, reused later, work again.
+func TestAbandonedNoteExpires(t *testing.T) {
+	tr := &NetTransport{}
+	p := &peer{t: tr, rank: 3}
+	tag := func(call, step uint32) uint32 { return collTagBase + call*collCallTags + step }
+	tr.collCall.Store(100)
+	p.abandon(tag(7, collCallTags-1))
+	var ae *CollAbandonError
+	if err := p.abandonedErr(tag(7, 2)); !errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, ErrCollAbandoned) {
+		t.Fatalf("receive for the abandoned call: %v, want a *CollAbandonError from rank 3", err)
+	}
+	if err := p.abandonedErr(tag(8, 2)); err != nil {
+		t.Fatalf("receive for another call: %v, want nil", err)
+	}
+	tr.collCall.Store(100 + CollTags/collCallTags/2 - 1)
+	if err := p.abandonedErr(tag(7, 0)); err == nil {
+		t.Fatal("the note was forgotten too early")
+	}
+	tr.collCall.Store(100 + CollTags/collCallTags) // the tag space wrapped: call 7's tags are reused
+	if err := p.abandonedErr(tag(7, 0)); err != nil {
+		t.Fatalf("after the tags wrapped: %v, want nil", err)
+	}
+}
