@@ -103,12 +103,12 @@ func (t *NetTransport) Close() error {
 		if t.loop != nil {
 			err = t.loop.Close()
 		}
-		for _, p := range t.peers {
-			if p.conn != nil {
-				<-p.released // nobody reads into or writes from the heap now
-			}
-		}
-		if t.heap != nil {
+		if !t.awaitReleased() {
+			// Some connection's handler was never told it closed (seen,
+			// rarely, in star meshes; not yet explained): keep the heap
+			// mapped rather than unmap memory a read may still target.
+			t.opts.Logger.Warn("boltmesh: a connection was not released at close; the symmetric heap stays mapped", "rank", t.rank)
+		} else if t.heap != nil {
 			t.heap.Close()
 		}
 	})
@@ -126,6 +126,29 @@ func (t *NetTransport) sayGoodbye() {
 			p.conn.SendCancel(&h, nil, ctx.Done())
 		}
 	}
+}
+
+// closeReleaseWait bounds how long Close waits for the event loop to
+// release every connection once it has stopped.
+const closeReleaseWait = 2 * time.Second
+
+// awaitReleased waits until every peer's connection is released (nobody
+// reads into or writes from the heap any more), for at most
+// closeReleaseWait, and reports whether they all were.
+func (t *NetTransport) awaitReleased() bool {
+	timer := time.NewTimer(closeReleaseWait)
+	defer timer.Stop()
+	for _, p := range t.peers {
+		if p.conn == nil {
+			continue
+		}
+		select {
+		case <-p.released:
+		case <-timer.C:
+			return false
+		}
+	}
+	return true
 }
 
 // noteLost records that rank's connection broke, for operations (barriers)
