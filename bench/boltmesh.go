@@ -155,6 +155,13 @@ func (e *boltEndpoint) endRPC(ctl control) error {
 		err = ctl.allToAll()
 	}
 	if err == nil {
+		// Rank 0 leaves (and closes) only once every other rank has all its
+		// control messages: a star's coordinator forwards the workers' to
+		// each other, and closing would drop those still in flight. The
+		// others tell it straight, with nothing to forward.
+		_, err = ctl.gather(nil)
+	}
+	if err == nil {
 		if err = e.t.SetRPCHandler(discardRPC{}); err == nil {
 			err = e.t.SetRPCHandler(nil)
 		}
