@@ -59,21 +59,9 @@ func (t *NetTransport) AbandonCollCall(tag uint32) {
 // noted so that those posted later fail too (abandonedErr). p.mu is held.
 func (p *peer) abandon(tag uint32) {
 	p.abandoned, p.abandonedCall, p.abandonedAt = true, (tag-collTagBase)/collCallTags, p.t.collCall.Load()
-	for u, q := range p.tags {
-		if !sameCall(u, tag) {
-			continue
-		}
-		for {
-			r, ok := q.recvs.peek()
-			if !ok || !r.coll {
-				break
-			}
-			q.recvs.pop()
-			p.waiting--
-			r.complete(&CollAbandonError{Rank: p.rank, Tag: u - collTagBase})
-		}
-		p.tidy(u, q)
-	}
+	p.failCallRecvs(tag, false, func(u uint32, _ *recvReq) error {
+		return &CollAbandonError{Rank: p.rank, Tag: u - collTagBase}
+	})
 }
 
 // abandonedErr returns the error of a collective receive from p for tag

@@ -329,8 +329,17 @@ func isCollTag(tag uint32) bool { return tag-collTagBase < CollTags }
 // different collectives, and the receive would wait forever. It fails
 // with a *CollMismatchError instead. p.mu is held.
 func (p *peer) collStep(tag, aux uint32) {
-	for t, q := range p.tags {
-		if t == tag || !sameCall(t, tag) {
+	p.failCallRecvs(tag, true, func(u uint32, r *recvReq) error {
+		return &CollMismatchError{Rank: p.rank, Tag: tag - collTagBase, Want: r.meta, Got: aux, OtherStep: true, WantTag: u - collTagBase}
+	})
+}
+
+// failCallRecvs fails the collective receives from p posted for the tags
+// of the call that owns tag (but tag itself when others is set), each with
+// the error that errFor returns for its tag and receive. p.mu is held.
+func (p *peer) failCallRecvs(tag uint32, others bool, errFor func(u uint32, r *recvReq) error) {
+	for u, q := range p.tags {
+		if !sameCall(u, tag) || (others && u == tag) {
 			continue
 		}
 		for {
@@ -340,9 +349,9 @@ func (p *peer) collStep(tag, aux uint32) {
 			}
 			q.recvs.pop()
 			p.waiting--
-			r.complete(&CollMismatchError{Rank: p.rank, Tag: tag - collTagBase, Want: r.meta, Got: aux, OtherStep: true, WantTag: t - collTagBase})
+			r.complete(errFor(u, r))
 		}
-		p.tidy(t, q)
+		p.tidy(u, q)
 	}
 }
 
