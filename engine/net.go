@@ -220,8 +220,15 @@ func (t *NetTransport) closedInCall(call uint32, op string) error {
 // number call (1, 2, ... and on, wrapping): until EndCollCall, collective
 // receives also fail when a peer closes in order without having completed
 // it, since that peer will never send its part. Package collective calls
-// it; calls must not overlap.
-func (t *NetTransport) BeginCollCall(call uint32) { t.collCall.Store(call) }
+// it; calls must not overlap. Call k owns the collective tags from
+// ((k-1) mod 65536) * 256 on (256 a call); from then on, messages for the
+// calls before it are dropped, those that arrive and those queued.
+func (t *NetTransport) BeginCollCall(call uint32) {
+	t.collCall.Store(call)
+	for _, p := range t.peers {
+		t.dropPastColl(p, call)
+	}
+}
 
 // EndCollCall records that this rank completed collective call number
 // call: a GOODBYE it sends later tells its peers so, and they go on

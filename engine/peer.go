@@ -228,6 +228,10 @@ func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteB
 		ioloop.PutBuffer(bb)
 		return
 	}
+	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
+		ioloop.PutBuffer(bb) // its call is over here: see stale.go
+		return
+	}
 	q := p.queue(tag)
 	for {
 		r, ok := q.recvs.pop()

@@ -208,7 +208,10 @@ const abandonStep = tagsPerCall - 1
 // (engine.NetTransport; a closed peer tells which calls it completed), or
 // gave it up: a Comm numbers its calls 1, 2, ... for them, reports each
 // one that succeeds, and abandons each one that fails with a mismatch.
-// Without it, the ranks that wait for another rank's part of a call that
+// Call k owns the tagsPerCall tags from ((k-1) mod (collTags/tagsPerCall))
+// * tagsPerCall, and such a transport drops the messages of the calls
+// before the one in progress, so that the leftovers of a failed call
+// never wait for its tags to come round again. Without it, the ranks that wait for another rank's part of a call that
 // rank left wait until their ctx ends.
 type callTracker interface {
 	BeginCollCall(call uint32)

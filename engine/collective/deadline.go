@@ -25,7 +25,9 @@ func (c Contributors) Has(r int) bool { return r >= 0 && r < 64 && c.Mask&(1<<r)
 
 // staleContribution is a contribution that missed its round's deadline;
 // the root drops it when it arrives, so that it neither leaks nor leaks
-// into a later round (it carries its own round's tag anyway).
+// into a later round (it carries its own round's tag anyway). Over a
+// callTracker, which drops the messages of ended calls itself, none is
+// kept.
 type staleContribution struct {
 	rank int
 	tag  uint32
@@ -126,7 +128,9 @@ func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []
 				return got, terr
 			}
 			if !ok {
-				c.stale = append(c.stale, staleContribution{rank: p, tag: tag, meta: c.meta})
+				if c.calls == nil { // a callTracker drops it itself
+					c.stale = append(c.stale, staleContribution{rank: p, tag: tag, meta: c.meta})
+				}
 				continue
 			}
 			err = c.recvCheck(m, len(data), p)
