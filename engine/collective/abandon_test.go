@@ -52,20 +52,83 @@ func TestMismatchReachesEveryRank(t *testing.T) {
 				if found == 0 {
 					t.Error("no rank found the mismatch")
 				}
-				// The Comms are usable again: a matching call succeeds.
-				if err := onAll(n, func(r int) error {
-					v := []float32{float32(r), 1}
-					if err := collective.AllReduce(cs[r], v, collective.Sum); err != nil {
-						return err
-					}
-					if want := float32(n * (n - 1) / 2); v[0] != want || v[1] != float32(n) {
-						return fmt.Errorf("rank %d: %v, want [%v %v]", r, v, want, n)
-					}
-					return nil
-				}); err != nil {
-					t.Fatal(err)
-				}
+				checkNextCall(t, cs)
 			})
 		}
+	}
+}
+
+// TestRefusedArgsReachEveryRank: a rank whose arguments are refused before
+// the call begins (here a length that is no whole number of elements, or
+// a root outside the world) fails with that error, the others fail with
+// ErrAbandoned instead of waiting for it, and every rank's next call
+// works: the refused call still took its number.
+func TestRefusedArgsReachEveryRank(t *testing.T) {
+	const n = 3
+	calls := map[string]func(c *collective.Comm, ctx context.Context, bad bool) error{
+		"allreduce": func(c *collective.Comm, ctx context.Context, bad bool) error {
+			data := make([]byte, 64)
+			if bad {
+				data = data[:63]
+			}
+			return c.AllReduceBytes(ctx, collective.Float32, data, collective.Sum)
+		},
+		"broadcast": func(c *collective.Comm, ctx context.Context, bad bool) error {
+			root := 0
+			if bad {
+				root = n
+			}
+			return c.BroadcastBytes(ctx, root, make([]byte, 64))
+		},
+	}
+	for name, call := range calls {
+		for _, odd := range []int{0, n - 1} {
+			t.Run(fmt.Sprintf("%s/odd=%d", name, odd), func(t *testing.T) {
+				cs := newComms(t, n, collective.Options{})
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				start := time.Now()
+				errs := make([]error, n)
+				_ = onAll(n, func(r int) error {
+					errs[r] = call(cs[r], ctx, r == odd)
+					return nil
+				})
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("the ranks took %v to fail", d)
+				}
+				for r, err := range errs {
+					switch {
+					case r == odd && err != nil && !errors.Is(err, collective.ErrAbandoned):
+					case r != odd && errors.Is(err, collective.ErrAbandoned):
+					case r != odd && err == nil && name == "broadcast":
+						// a rank that needs nothing from the odd one may finish
+					default:
+						t.Errorf("rank %d (odd %d): got %v", r, odd, err)
+					}
+				}
+				checkNextCall(t, cs)
+			})
+		}
+	}
+}
+
+// checkNextCall checks that the Comms are usable again after a failed
+// call: a matching allreduce succeeds on every rank within 20 s.
+func checkNextCall(t *testing.T, cs []*collective.Comm) {
+	t.Helper()
+	n := len(cs)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := onAll(n, func(r int) error {
+		v := []float32{float32(r), 1}
+		if err := cs[r].AllReduceBytes(ctx, collective.Float32, collective.AsBytes(v), collective.Sum); err != nil {
+			return fmt.Errorf("rank %d: the next call: %w", r, err)
+		}
+		if want := float32(n * (n - 1) / 2); v[0] != want || v[1] != float32(n) {
+			return fmt.Errorf("rank %d: %v, want [%v %v]", r, v, want, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

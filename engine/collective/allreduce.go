@@ -30,12 +30,12 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 // with identical bits.
 func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op) (err error) {
 	if err := collCheckReduce("AllReduce", dt, data, op); err != nil {
-		return err
+		return c.refuse(kindAllReduce, err)
 	}
 	n := c.t.WorldSize()
 	algo, err := c.allReduceAlgo(n, len(data))
 	if err != nil {
-		return err
+		return c.refuse(kindAllReduce, err)
 	}
 	tag := c.begin(kindAllReduce, dt, op)
 	defer c.end(&err)

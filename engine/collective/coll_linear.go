@@ -21,7 +21,7 @@ func Gather[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) (err error) {
 	esz, total, err := c.checkRooted("Gather", root, dt, in, out, counts)
 	if err != nil {
-		return err
+		return c.refuse(kindGather, err)
 	}
 	r := c.t.Rank()
 	tag := c.begin(kindGather, dt, 0)
@@ -92,7 +92,7 @@ func Scatter[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) (err error) {
 	esz, total, err := c.checkRooted("Scatter", root, dt, out, in, counts)
 	if err != nil {
-		return err
+		return c.refuse(kindScatter, err)
 	}
 	r := c.t.Rank()
 	tag := c.begin(kindScatter, dt, 0)
@@ -142,26 +142,26 @@ func (c *Comm) AllToAllBytes(ctx context.Context, dt DType, in []byte, inCounts 
 	const fn = "AllToAll"
 	esz, err := collElemSize(fn, dt)
 	if err != nil {
-		return err
+		return c.refuse(kindAllToAll, err)
 	}
 	r, n := c.t.Rank(), c.t.WorldSize()
 	inTotal, err := collCheckCounts(fn, "inCounts", inCounts, n, esz)
 	if err != nil {
-		return err
+		return c.refuse(kindAllToAll, err)
 	}
 	outTotal, err := collCheckCounts(fn, "outCounts", outCounts, n, esz)
 	if err != nil {
-		return err
+		return c.refuse(kindAllToAll, err)
 	}
 	if err := collCheckLen(fn, "in", dt, len(in), inTotal); err != nil {
-		return err
+		return c.refuse(kindAllToAll, err)
 	}
 	if err := collCheckLen(fn, "out", dt, len(out), outTotal); err != nil {
-		return err
+		return c.refuse(kindAllToAll, err)
 	}
 	if inCounts[r] != outCounts[r] {
-		return fmt.Errorf("%w (%s: rank %d sends itself inCounts[%d] = %d elements, expects outCounts[%d] = %d)",
-			ErrCounts, fn, r, r, inCounts[r], r, outCounts[r])
+		return c.refuse(kindAllToAll, fmt.Errorf("%w (%s: rank %d sends itself inCounts[%d] = %d elements, expects outCounts[%d] = %d)",
+			ErrCounts, fn, r, r, inCounts[r], r, outCounts[r]))
 	}
 	tag := c.begin(kindAllToAll, dt, 0)
 	defer c.end(&err)

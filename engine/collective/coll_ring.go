@@ -26,18 +26,18 @@ func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, cou
 	const fn = "AllGather"
 	esz, err := collElemSize(fn, dt)
 	if err != nil {
-		return err
+		return c.refuse(kindAllGather, err)
 	}
 	r, n := c.t.Rank(), c.t.WorldSize()
 	total, err := collCheckCounts(fn, "counts", counts, n, esz)
 	if err != nil {
-		return err
+		return c.refuse(kindAllGather, err)
 	}
 	if err := collCheckLen(fn, "in", dt, len(in), counts[r]*esz); err != nil {
-		return err
+		return c.refuse(kindAllGather, err)
 	}
 	if err := collCheckLen(fn, "out", dt, len(out), total); err != nil {
-		return err
+		return c.refuse(kindAllGather, err)
 	}
 	tag := c.begin(kindAllGather, dt, 0)
 	defer c.end(&err)
@@ -102,16 +102,16 @@ func ReduceScatter16(c *Comm, dt DType, data []uint16, counts []int, op Op) erro
 func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, counts []int, op Op) (err error) {
 	const fn = "ReduceScatter"
 	if err := collCheckReduce(fn, dt, data, op); err != nil {
-		return err
+		return c.refuse(kindReduceScatter, err)
 	}
 	esz := dt.Size()
 	r, n := c.t.Rank(), c.t.WorldSize()
 	total, err := collCheckCounts(fn, "counts", counts, n, esz)
 	if err != nil {
-		return err
+		return c.refuse(kindReduceScatter, err)
 	}
 	if err := collCheckLen(fn, "data", dt, len(data), total); err != nil {
-		return err
+		return c.refuse(kindReduceScatter, err)
 	}
 	tag := c.begin(kindReduceScatter, dt, op)
 	defer c.end(&err)

@@ -23,7 +23,7 @@ func Broadcast[T Elem](c *Comm, root int, data []T) error {
 func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) (err error) {
 	const fn = "Broadcast"
 	if err := collCheckRoot(fn, root, c.t.WorldSize()); err != nil {
-		return err
+		return c.refuse(kindBroadcast, err)
 	}
 	tag := c.begin(kindBroadcast, 0, 0)
 	defer c.end(&err)
@@ -89,11 +89,11 @@ func ReduceTo16(c *Comm, root int, dt DType, data []uint16, op Op) error {
 func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byte, op Op) (err error) {
 	const fn = "ReduceTo"
 	if err := collCheckReduce(fn, dt, data, op); err != nil {
-		return err
+		return c.refuse(kindReduce, err)
 	}
 	n := c.t.WorldSize()
 	if err := collCheckRoot(fn, root, n); err != nil {
-		return err
+		return c.refuse(kindReduce, err)
 	}
 	tag := c.begin(kindReduce, dt, op)
 	defer c.end(&err)

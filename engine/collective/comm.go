@@ -199,6 +199,21 @@ func (c *Comm) end(err *error) {
 	c.mu.Unlock()
 }
 
+// refuse ends a call of kind k whose arguments this rank refused (err)
+// before beginning it. The call still takes its number, so that this
+// rank's later calls keep matching the other ranks', and it is abandoned
+// (a deadline allreduce excepted, which leaves a missing rank out), so
+// that the ranks that began it fail with ErrAbandoned instead of waiting
+// for this one. It returns err.
+func (c *Comm) refuse(k collKind, err error) error {
+	tag := c.begin(k, 0, 0)
+	if c.calls != nil && k != kindAllReduceDeadline {
+		c.calls.AbandonCollCall(tag + abandonStep)
+	}
+	c.mu.Unlock()
+	return err
+}
+
 // abandonStep is the tag, from a call's first, of its abandon: one that no
 // algorithm uses.
 const abandonStep = tagsPerCall - 1

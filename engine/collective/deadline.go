@@ -50,14 +50,14 @@ func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Co
 // AllReduceDeadlineBytes is AllReduceDeadline over raw data of dt.
 func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte, op Op, deadline time.Time) (got Contributors, err error) {
 	if err := collCheckReduce("AllReduceDeadline", dt, data, op); err != nil {
-		return Contributors{}, err
+		return Contributors{}, c.refuse(kindAllReduceDeadline, err)
 	}
 	r, n, root := c.t.Rank(), c.t.WorldSize(), c.opts.Root
 	if n > 64 {
-		return Contributors{}, ErrWorldTooLarge
+		return Contributors{}, c.refuse(kindAllReduceDeadline, ErrWorldTooLarge)
 	}
 	if root < 0 || root >= n {
-		return Contributors{}, fmt.Errorf("collective: Options.Root %d outside world of %d", root, n)
+		return Contributors{}, c.refuse(kindAllReduceDeadline, fmt.Errorf("collective: Options.Root %d outside world of %d", root, n))
 	}
 	tag := c.begin(kindAllReduceDeadline, dt, op)
 	defer c.end(&err)
