@@ -104,9 +104,11 @@ func (t *NetTransport) Close() error {
 			err = t.loop.Close()
 		}
 		if !t.awaitReleased() {
-			// Some connection's handler was never told it closed (seen,
-			// rarely, in star meshes; not yet explained): keep the heap
-			// mapped rather than unmap memory a read may still target.
+			// Some connection's handler was never told it closed. The
+			// ioloop releases every connection it fails, so this is a
+			// safety net against a handler or reader that never returns:
+			// keep the heap mapped rather than unmap memory a read may
+			// still target.
 			t.opts.Logger.Warn("boltmesh: a connection was not released at close; the symmetric heap stays mapped", "rank", t.rank)
 		} else if t.heap != nil {
 			t.heap.Close()

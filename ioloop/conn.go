@@ -70,7 +70,10 @@ func (c *Conn) fail(op string, err error) {
 
 // releaseIfDue closes a failed connection's fd, returns the pooled read
 // buffer and calls Handler.Closed, once. It needs the read side: if another
-// goroutine is reading, that goroutine does it as it leaves Progress.
+// goroutine is reading, that goroutine does it as it leaves Progress,
+// however its drain ended. fail stores releasable before it tries rd.mu,
+// and a reader unlocks rd.mu before it loads releasable, so that one of
+// the two always sees the other.
 func (c *Conn) releaseIfDue() {
 	if !c.releasable.Load() || !c.rd.mu.TryLock() {
 		return

@@ -14,7 +14,7 @@ import (
 // reader is the read side of a Conn: a staging buffer for headers and small
 // payloads, and the frame being received.
 type reader struct {
-	mu       sync.Mutex    // held by whoever reads the socket
+	mu       sync.Mutex    // held by whoever reads the socket; who unlocks it calls releaseIfDue
 	pending  atomic.Bool   // readiness reported while mu was held elsewhere
 	paused   atomic.Bool   // the handler asked to stop reading
 	total    atomic.Uint64 // bytes read from the socket so far
@@ -68,6 +68,10 @@ func (c *Conn) polledRecently() bool {
 	return nanotime()-c.rd.polledAt.Load() < int64(10*time.Microsecond)
 }
 
+// progress drains the socket if no other goroutine is reading it. Like
+// every holder of rd.mu, it calls releaseIfDue after unlocking, also when
+// its drain failed: a fail that ran meanwhile could not take rd.mu and
+// left the release to it, and its own fail is then a no-op.
 func (c *Conn) progress(lazy bool) {
 	for c.rd.mu.TryLock() {
 		c.rd.pending.Store(false)
@@ -77,10 +81,9 @@ func (c *Conn) progress(lazy bool) {
 		c.rd.mu.Unlock()
 		if err != nil {
 			c.fail(op, err)
-			return
 		}
 		c.releaseIfDue()
-		if !c.rd.pending.Load() {
+		if err != nil || !c.rd.pending.Load() {
 			return
 		}
 	}
@@ -233,6 +236,9 @@ func (c *Conn) fill() error {
 // read does one read(2) and notes EAGAIN, which means the socket is
 // drained and the poller will report new data.
 func (c *Conn) read(p []byte) (int, error) {
+	if testHookRead != nil {
+		testHookRead(c.id)
+	}
 	for {
 		n, err := unix.Read(c.fd, p)
 		switch {
@@ -254,6 +260,10 @@ func (c *Conn) read(p []byte) (int, error) {
 		return n, nil
 	}
 }
+
+// testHookRead, when set by a test, runs before every read of the socket,
+// with the read side locked: the connection id.
+var testHookRead func(id int)
 
 // deliver hands the finished frame to the handler and resets the state.
 func (c *Conn) deliver() {

@@ -4,6 +4,11 @@ package ioloop
 // removes it). Set it only while no Loop is running.
 func SetTestHookWritev(f func(id, bufs, n int)) { testHookWritev = f }
 
+// SetTestHookRead installs f as the hook that runs before every read of a
+// socket, with the connection's read side locked (nil removes it). Set it
+// only while no Loop is running.
+func SetTestHookRead(f func(id int)) { testHookRead = f }
+
 // QueuedFrames returns how many frames of c are queued and not yet
 // completely written.
 func QueuedFrames(c *Conn) int {
