@@ -3,6 +3,7 @@ package collective
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime/pprof"
 	"testing"
 	"unsafe"
@@ -63,5 +64,21 @@ func TestStarAlgorithmChoice(t *testing.T) {
 	mesh := New(nil, Options{Algorithm: AlgorithmStar})
 	if _, err := mesh.allReduceAlgo(4, 8); !errors.Is(err, ErrAlgorithm) {
 		t.Errorf("AlgorithmStar on a mesh: %v, want ErrAlgorithm", err)
+	}
+}
+
+// TestCallNumbersSkipZero: call numbers go round from 2^32-1 to 1, since
+// 0 means no call to a callTracker, and each call's first tag is the one
+// its number names, ((k-1) mod 65536) * tagsPerCall.
+func TestCallNumbersSkipZero(t *testing.T) {
+	c := &Comm{seq: math.MaxUint32 - 1}
+	for _, want := range []struct {
+		seq, base uint32
+	}{{math.MaxUint32, 65534 * tagsPerCall}, {1, 0}, {2, tagsPerCall}} {
+		base := c.begin(kindAllReduce, Float32, Sum)
+		c.mu.Unlock()
+		if c.seq != want.seq || base != want.base {
+			t.Fatalf("call %d with first tag %d, want call %d with %d", c.seq, base, want.seq, want.base)
+		}
 	}
 }

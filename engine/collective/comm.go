@@ -174,9 +174,12 @@ func (c *Comm) tryRecv(from int, tag uint32, dst []byte) (int, bool, error) {
 func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 	c.mu.Lock()
 	c.meta = callMeta(k, dt, op)
-	base := (c.seq % (collTags / tagsPerCall)) * tagsPerCall
-	c.kind, c.base = k, base
 	c.seq++
+	if c.seq == 0 { // 0 is no call for a callTracker: 2^32-1 is followed by 1
+		c.seq = 1
+	}
+	base := ((c.seq - 1) % (collTags / tagsPerCall)) * tagsPerCall
+	c.kind, c.base = k, base
 	if c.calls != nil {
 		c.calls.BeginCollCall(c.seq)
 	}
