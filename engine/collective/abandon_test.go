@@ -20,21 +20,13 @@ func TestMismatchReachesEveryRank(t *testing.T) {
 		for _, odd := range []int{0, 1, n - 1} {
 			t.Run(fmt.Sprintf("n=%d/odd=%d", n, odd), func(t *testing.T) {
 				cs := newComms(t, n, collective.Options{})
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				start := time.Now()
-				errs := make([]error, n)
-				_ = onAll(n, func(r int) error {
+				errs := callAll(t, cs, func(ctx context.Context, r int) error {
 					dt := collective.Float32
 					if r == odd {
 						dt = collective.Int32
 					}
-					errs[r] = cs[r].AllReduceBytes(ctx, dt, make([]byte, 64), collective.Sum)
-					return nil
+					return cs[r].AllReduceBytes(ctx, dt, make([]byte, 64), collective.Sum)
 				})
-				if d := time.Since(start); d > 10*time.Second {
-					t.Errorf("the ranks took %v to fail", d)
-				}
 				found := 0
 				for r, err := range errs {
 					var ae *engine.CollAbandonError
@@ -85,17 +77,9 @@ func TestRefusedArgsReachEveryRank(t *testing.T) {
 		for _, odd := range []int{0, n - 1} {
 			t.Run(fmt.Sprintf("%s/odd=%d", name, odd), func(t *testing.T) {
 				cs := newComms(t, n, collective.Options{})
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				start := time.Now()
-				errs := make([]error, n)
-				_ = onAll(n, func(r int) error {
-					errs[r] = call(cs[r], ctx, r == odd)
-					return nil
+				errs := callAll(t, cs, func(ctx context.Context, r int) error {
+					return call(cs[r], ctx, r == odd)
 				})
-				if d := time.Since(start); d > 10*time.Second {
-					t.Errorf("the ranks took %v to fail", d)
-				}
 				for r, err := range errs {
 					switch {
 					case r == odd && err != nil && !errors.Is(err, collective.ErrAbandoned):
@@ -131,4 +115,22 @@ func checkNextCall(t *testing.T, cs []*collective.Comm) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// callAll runs call on every rank of cs at once, each with a ctx of 20 s,
+// and returns their errors; it fails t if they took over 10 s to return.
+func callAll(t *testing.T, cs []*collective.Comm, call func(ctx context.Context, r int) error) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	errs := make([]error, len(cs))
+	_ = onAll(len(cs), func(r int) error {
+		errs[r] = call(ctx, r)
+		return nil
+	})
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the ranks took %v to return", d)
+	}
+	return errs
 }

@@ -27,6 +27,9 @@ const (
 	benchARSizeEnv  = "BOLTMESH_COLL_BENCH_SIZE"
 	benchARItersEnv = "BOLTMESH_COLL_BENCH_ITERS"
 	benchARAlgoEnv  = "BOLTMESH_COLL_BENCH_ALGO" // Options.Algorithm, as a number
+	// benchARAlignedEnv, when "1", times each call as OpenMPI's anchor
+	// does (see BenchmarkAllReduceAligned).
+	benchARAlignedEnv = "BOLTMESH_COLL_BENCH_ALIGNED"
 )
 
 // Options.Chunk and Options.RingMin of every benchmark rank, in bytes, and
@@ -86,6 +89,7 @@ type benchAR struct {
 	n         int
 	src, data []float32
 	sums      [19]float32
+	slowest   [1]float64 // aligned timing: the slowest rank's call, in seconds
 }
 
 func newBenchAR(rank, n, size int) (*benchAR, error) {
@@ -152,6 +156,35 @@ func (a *benchAR) step(c *collective.Comm, it int) error {
 	return a.checkMarks(it)
 }
 
+// timed runs iteration it as the benchmark times it and returns the
+// call's duration. Aligned, as OpenMPI's anchor (../shared/peers/
+// mpi_allreduce.c) does: the ranks meet at a barrier first, and the
+// duration is the longest of any rank's, which every rank learns from one
+// more (untimed) allreduce. Otherwise calls follow each other directly,
+// and the duration is this rank's own.
+func (a *benchAR) timed(c *collective.Comm, tr *engine.NetTransport, it int, aligned bool) (time.Duration, error) {
+	a.prepare(it)
+	if aligned {
+		if err := tr.Barrier(); err != nil {
+			return 0, fmt.Errorf("iteration %d: barrier: %w", it, err)
+		}
+	}
+	t0 := time.Now()
+	err := collective.AllReduce(c, a.data, collective.Sum)
+	d := time.Since(t0)
+	if err != nil {
+		return 0, fmt.Errorf("iteration %d: %w", it, err)
+	}
+	if aligned {
+		a.slowest[0] = d.Seconds()
+		if err := collective.AllReduce(c, a.slowest[:], collective.Max); err != nil {
+			return 0, fmt.Errorf("iteration %d: the slowest rank's time: %w", it, err)
+		}
+		d = time.Duration(a.slowest[0] * float64(time.Second))
+	}
+	return d, a.checkMarks(it)
+}
+
 // benchARChild is ranks 1..n-1 of BenchmarkAllReduce: a warm-up call, the
 // same b.N calls as rank 0, a full check of the last result, a barrier.
 func benchARChild(rank int, addrs []string, ln net.Listener) error {
@@ -187,8 +220,12 @@ func benchARChild(rank int, addrs []string, ln net.Listener) error {
 	defer tr.Close()
 	c := collective.New(tr, copts)
 	defer c.Close()
-	for it := -1; it < iters; it++ {
-		if err := a.step(c, it); err != nil {
+	if err := a.step(c, -1); err != nil {
+		return err
+	}
+	aligned := os.Getenv(benchARAlignedEnv) == "1"
+	for it := range iters {
+		if _, err := a.timed(c, tr, it, aligned); err != nil {
 			return err
 		}
 	}
@@ -214,6 +251,22 @@ func BenchmarkAllReduce(b *testing.B) {
 	}
 }
 
+// BenchmarkAllReduceAligned is BenchmarkAllReduce (up to 16 MiB) timed as
+// OpenMPI's anchor times MPI_Allreduce: before each call the ranks meet at
+// a barrier, and a call's time is the slowest rank's. p50-us and
+// busbw-p50-GB/s are then like for like with the anchor's figures; ns/op
+// and busbw-GB/s include the barrier and the exchange of the times.
+func BenchmarkAllReduceAligned(b *testing.B) {
+	for _, n := range benchARRanks {
+		for _, size := range benchARSizes {
+			if size > 16<<20 {
+				continue
+			}
+			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduceMode(b, n, size, collective.AlgorithmAuto, true) })
+		}
+	}
+}
+
 // BenchmarkAllReduceOneSided is BenchmarkAllReduce with the one-sided
 // algorithm (Options.Algorithm = AlgorithmOneSided), up to 16 MiB; run
 // both to compare, e.g. -bench 'AllReduce(OneSided)?/ranks=2/'.
@@ -229,6 +282,12 @@ func BenchmarkAllReduceOneSided(b *testing.B) {
 }
 
 func benchAllReduce(b *testing.B, n, size int, algo collective.Algorithm) {
+	benchAllReduceMode(b, n, size, algo, false)
+}
+
+// benchAllReduceMode is benchAllReduce, with calls timed aligned or not
+// (see benchAR.timed).
+func benchAllReduceMode(b *testing.B, n, size int, algo collective.Algorithm, aligned bool) {
 	iters := b.N
 	a, err := newBenchAR(0, n, size)
 	if err != nil {
@@ -236,6 +295,9 @@ func benchAllReduce(b *testing.B, n, size int, algo collective.Algorithm) {
 	}
 	lns, addrs := procListeners(b, n)
 	env := []string{fmt.Sprintf("%s=%d", benchARSizeEnv, size), fmt.Sprintf("%s=%d", benchARItersEnv, iters), fmt.Sprintf("%s=%d", benchARAlgoEnv, algo)}
+	if aligned {
+		env = append(env, benchARAlignedEnv+"=1")
+	}
 	// Co-located ranks each get their share of the cores, as MPI binds a
 	// process per core (see cmd/boltmesh's coreShare), unless GOMAXPROCS
 	// is set for all of them.
@@ -270,14 +332,7 @@ func benchAllReduce(b *testing.B, n, size int, algo collective.Algorithm) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for it := range iters {
-		a.prepare(it)
-		t0 := time.Now()
-		err := collective.AllReduce(c, a.data, collective.Sum)
-		lat[it] = time.Since(t0)
-		if err != nil {
-			b.Fatalf("iteration %d: %v", it, err)
-		}
-		if err := a.checkMarks(it); err != nil {
+		if lat[it], err = a.timed(c, tr, it, aligned); err != nil {
 			b.Fatal(err)
 		}
 	}

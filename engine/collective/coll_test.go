@@ -441,102 +441,117 @@ func TestCollBytesFloat16(t *testing.T) {
 func TestCollArgErrors(t *testing.T) {
 	const n = 3
 	cs := newComms(t, n, collective.Options{})
-	c := cs[0] // rank 0 alone: every call must fail before communicating
 	ctx := context.Background()
 	f32 := func(k int) []byte { return make([]byte, 4*k) }
 	misaligned := make([]byte, 20)[1:17]
 	cases := []struct {
 		name string
 		err  error
-		call func() error
+		call func(c *collective.Comm) error
 	}{
-		{"Broadcast root -1", collective.ErrRoot, func() error { return c.BroadcastBytes(ctx, -1, f32(2)) }},
-		{"Broadcast root n", collective.ErrRoot, func() error { return collective.Broadcast(c, n, []int64{1}) }},
-		{"ReduceTo root", collective.ErrRoot, func() error { return collective.ReduceTo(c, 7, []float32{1}, collective.Sum) }},
-		{"ReduceTo dtype", collective.ErrDType, func() error { return c.ReduceToBytes(ctx, 0, 0, f32(1), collective.Sum) }},
-		{"ReduceTo op", collective.ErrOp, func() error { return c.ReduceToBytes(ctx, 0, collective.Float32, f32(1), 0) }},
-		{"ReduceTo length", collective.ErrDTypeLength, func() error {
+		{"Broadcast root -1", collective.ErrRoot, func(c *collective.Comm) error { return c.BroadcastBytes(ctx, -1, f32(2)) }},
+		{"Broadcast root n", collective.ErrRoot, func(c *collective.Comm) error { return collective.Broadcast(c, n, []int64{1}) }},
+		{"ReduceTo root", collective.ErrRoot, func(c *collective.Comm) error { return collective.ReduceTo(c, 7, []float32{1}, collective.Sum) }},
+		{"ReduceTo dtype", collective.ErrDType, func(c *collective.Comm) error { return c.ReduceToBytes(ctx, 0, 0, f32(1), collective.Sum) }},
+		{"ReduceTo op", collective.ErrOp, func(c *collective.Comm) error { return c.ReduceToBytes(ctx, 0, collective.Float32, f32(1), 0) }},
+		{"ReduceTo length", collective.ErrDTypeLength, func(c *collective.Comm) error {
 			return c.ReduceToBytes(ctx, 0, collective.Float32, make([]byte, 6), collective.Sum)
 		}},
-		{"ReduceTo alignment", collective.ErrAlignment, func() error {
+		{"ReduceTo alignment", collective.ErrAlignment, func(c *collective.Comm) error {
 			return c.ReduceToBytes(ctx, 0, collective.Float32, misaligned, collective.Sum)
 		}},
-		{"ReduceTo16 dtype", collective.ErrDType, func() error {
+		{"ReduceTo16 dtype", collective.ErrDType, func(c *collective.Comm) error {
 			return collective.ReduceTo16(c, 0, collective.Float32, []uint16{1, 2}, collective.Sum)
 		}},
-		{"AllGather dtype", collective.ErrDType, func() error {
+		{"AllGather dtype", collective.ErrDType, func(c *collective.Comm) error {
 			return c.AllGatherBytes(ctx, 99, f32(1), f32(3), []int{1, 1, 1})
 		}},
-		{"AllGather counts len", collective.ErrCounts, func() error {
+		{"AllGather counts len", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.AllGather(c, []float32{1}, make([]float32, 2), []int{1, 1})
 		}},
-		{"AllGather counts negative", collective.ErrCounts, func() error {
+		{"AllGather counts negative", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.AllGather(c, []float32{1}, make([]float32, 2), []int{1, 2, -1})
 		}},
-		{"AllGather counts overflow", collective.ErrCounts, func() error {
+		{"AllGather counts overflow", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.AllGather(c, []float32{1}, make([]float32, 2), []int{1, math.MaxInt / 2, math.MaxInt / 2})
 		}},
-		{"AllGather in", collective.ErrBufferSize, func() error {
+		{"AllGather in", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.AllGather(c, []float32{1, 2}, make([]float32, 3), []int{1, 1, 1})
 		}},
-		{"AllGather out", collective.ErrBufferSize, func() error {
+		{"AllGather out", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return c.AllGatherBytes(ctx, collective.Float32, f32(1), f32(3)[:11], []int{1, 1, 1})
 		}},
-		{"ReduceScatter counts", collective.ErrCounts, func() error {
+		{"ReduceScatter counts", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.ReduceScatter(c, make([]float64, 3), []int{1, 2}, collective.Sum)
 		}},
-		{"ReduceScatter data", collective.ErrBufferSize, func() error {
+		{"ReduceScatter data", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.ReduceScatter(c, make([]float64, 4), []int{1, 2, 0}, collective.Sum)
 		}},
-		{"ReduceScatter op", collective.ErrOp, func() error {
+		{"ReduceScatter op", collective.ErrOp, func(c *collective.Comm) error {
 			return collective.ReduceScatter(c, make([]float64, 3), []int{1, 2, 0}, 42)
 		}},
-		{"ReduceScatter16 dtype", collective.ErrDType, func() error {
+		{"ReduceScatter16 dtype", collective.ErrDType, func(c *collective.Comm) error {
 			return collective.ReduceScatter16(c, collective.Int32, make([]uint16, 3), []int{1, 2, 0}, collective.Sum)
 		}},
-		{"Gather root", collective.ErrRoot, func() error {
+		{"Gather root", collective.ErrRoot, func(c *collective.Comm) error {
 			return collective.Gather(c, 3, []int32{1}, make([]int32, 3), []int{1, 1, 1})
 		}},
-		{"Gather out at root", collective.ErrBufferSize, func() error {
+		{"Gather out at root", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.Gather(c, 0, []int32{1}, make([]int32, 2), []int{1, 1, 1})
 		}},
-		{"Gather in", collective.ErrBufferSize, func() error {
+		{"Gather in", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.Gather(c, 1, []int32{1, 2}, nil, []int{1, 1, 1})
 		}},
-		{"Scatter root", collective.ErrRoot, func() error {
+		{"Scatter root", collective.ErrRoot, func(c *collective.Comm) error {
 			return collective.Scatter(c, -2, make([]int32, 3), []int32{1}, []int{1, 1, 1})
 		}},
-		{"Scatter in at root", collective.ErrBufferSize, func() error {
+		{"Scatter in at root", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.Scatter(c, 0, make([]int32, 4), []int32{1}, []int{1, 1, 1})
 		}},
-		{"Scatter out", collective.ErrBufferSize, func() error {
+		{"Scatter out", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.Scatter(c, 2, nil, []int32{}, []int{1, 1, 1})
 		}},
-		{"Scatter counts", collective.ErrCounts, func() error {
+		{"Scatter counts", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.Scatter(c, 2, nil, []int32{1}, []int{1, 1, 1, 1})
 		}},
-		{"AllToAll inCounts", collective.ErrCounts, func() error {
+		{"AllToAll inCounts", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.AllToAll(c, make([]int32, 2), []int{1, 1}, make([]int32, 3), []int{1, 1, 1})
 		}},
-		{"AllToAll outCounts", collective.ErrCounts, func() error {
+		{"AllToAll outCounts", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.AllToAll(c, make([]int32, 3), []int{1, 1, 1}, make([]int32, 3), []int{1, -1, 3})
 		}},
-		{"AllToAll in", collective.ErrBufferSize, func() error {
+		{"AllToAll in", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.AllToAll(c, make([]int32, 2), []int{1, 1, 1}, make([]int32, 3), []int{1, 1, 1})
 		}},
-		{"AllToAll out", collective.ErrBufferSize, func() error {
+		{"AllToAll out", collective.ErrBufferSize, func(c *collective.Comm) error {
 			return collective.AllToAll(c, make([]int32, 3), []int{1, 1, 1}, make([]int32, 4), []int{1, 1, 1})
 		}},
-		{"AllToAll own segment", collective.ErrCounts, func() error {
+		{"AllToAll own segment", collective.ErrCounts, func(c *collective.Comm) error {
 			return collective.AllToAll(c, make([]int32, 3), []int{1, 1, 1}, make([]int32, 4), []int{2, 1, 1})
 		}},
 	}
+	// Every rank makes each call, as in SPMD code. A rank whose arguments
+	// are refused fails with their error before it communicates, and
+	// abandons the call; a rank whose arguments are fine (the checks that
+	// apply only at the root) goes on and fails with ErrAbandoned, or
+	// finishes if it needs nothing from the others.
 	for _, tc := range cases {
-		if err := tc.call(); !errors.Is(err, tc.err) {
-			t.Errorf("%s: got %v, want %v", tc.name, err, tc.err)
+		errs := make([]error, n)
+		collRun(t, n, func(r int) error {
+			errs[r] = tc.call(cs[r])
+			return nil
+		})
+		if !errors.Is(errs[0], tc.err) {
+			t.Errorf("%s: rank 0 got %v, want %v", tc.name, errs[0], tc.err)
+		}
+		for r, err := range errs[1:] {
+			if err != nil && !errors.Is(err, tc.err) && !errors.Is(err, collective.ErrAbandoned) {
+				t.Errorf("%s: rank %d got %v, want %v or ErrAbandoned", tc.name, r+1, err, tc.err)
+			}
 		}
 	}
-	// The failed calls took no turn: the ranks still agree on the next call.
+	// Each refused call took its turn everywhere: the ranks still agree on
+	// the next call.
 	collRun(t, n, func(r int) error {
 		data := []float32{float32(r)}
 		if err := collective.Broadcast(cs[r], 2, data); err != nil {
