@@ -93,13 +93,17 @@ func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 // useRing reports whether an allreduce of size bytes over n ranks takes
 // the ring rather than recursive doubling.
 func (c *Comm) useRing(n, size int) bool {
+	ringMin := c.opts.RingMin
+	if ringMin == 0 {
+		ringMin = defaultRingMin(n)
+	}
 	switch {
 	case n < 2 || 2*(n-1) >= tagsPerCall:
 		return false
 	case n == 2:
-		return size >= max(c.opts.RingMin, 2*c.opts.Chunk)
+		return size >= max(ringMin, 2*c.opts.Chunk)
 	}
-	return size >= c.opts.RingMin
+	return size >= ringMin
 }
 
 // sizeClasses name message sizes in profile labels.

@@ -18,7 +18,7 @@ import (
 // benchARRanks and benchARSizes (bytes of float32) span BenchmarkAllReduce.
 var (
 	benchARRanks = []int{2, 4}
-	benchARSizes = []int{8, 1024, 65536, 1048576, 16777216, 67108864}
+	benchARSizes = []int{8, 1024, 65536, 262144, 1048576, 16777216, 67108864}
 )
 
 // Benchmark ranks 1..n-1 run in child processes, given the size and the

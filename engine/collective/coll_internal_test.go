@@ -82,3 +82,26 @@ func TestCallNumbersSkipZero(t *testing.T) {
 		}
 	}
 }
+
+// TestRingMinDefault: by default the ring starts at 64 KiB, at 512 KiB
+// over a power of two from 4 ranks, and with 2 ranks at 2 pieces; a
+// RingMin that is set applies at every world size.
+func TestRingMinDefault(t *testing.T) {
+	def := New(nil, Options{Chunk: LinkChunk})
+	set := New(nil, Options{Chunk: LinkChunk, RingMin: 1024})
+	for _, tc := range []struct {
+		c       *Comm
+		n, size int
+		want    bool
+	}{
+		{def, 3, 64 << 10, true}, {def, 3, 64<<10 - 4, false},
+		{def, 4, 256 << 10, false}, {def, 4, 512 << 10, true},
+		{def, 8, 512<<10 - 4, false}, {def, 16, 512 << 10, true},
+		{def, 5, 64 << 10, true}, {def, 2, 64 << 10, false}, {def, 2, 2 * LinkChunk, true},
+		{set, 4, 1024, true}, {set, 3, 1020, false}, {set, 2, 2*LinkChunk - 4, false},
+	} {
+		if got := tc.c.useRing(tc.n, tc.size); got != tc.want {
+			t.Errorf("RingMin %d, %d ranks, %d bytes: ring %v, want %v", tc.c.opts.RingMin, tc.n, tc.size, got, tc.want)
+		}
+	}
+}
