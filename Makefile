@@ -8,7 +8,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix cross bench gobench rpc-bench netns-bench fuzz clean
+.PHONY: all build test vet race allocs matrix cross bench gobench rpc-bench netns-bench floor fuzz clean
 
 all: build
 
@@ -76,6 +76,14 @@ rpc-bench:
 # Without root it says so and exits 0.
 netns-bench:
 	bash bench/netns/netns-bench.sh $(NETNSFLAGS)
+
+# floor: the least a 2-rank allreduce over loopback TCP costs on this
+# machine (bench/floor/ring_floor.c: the same ring, no framing, busy
+# polling), to put beside BenchmarkAllReduce and OpenMPI's anchor.
+# FLOORFLAGS="BYTES ITERS CHUNK SOCKBUF", default 1048576 1000 0 2097152.
+FLOORFLAGS ?=
+floor:
+	@d=$$(mktemp -d) && cc -O2 -o $$d/ring_floor bench/floor/ring_floor.c && $$d/ring_floor $(FLOORFLAGS); s=$$?; rm -rf $$d; exit $$s
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./frame
