@@ -208,14 +208,23 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // end finishes the call begin started, whose outcome is *err: a call that
 // succeeded is reported complete to the transport, and one that failed
 // because the ranks' calls differ is abandoned, so that the ranks waiting
-// for this rank's part of it fail too (see callTracker). A deadline
-// allreduce abandons nothing: late ranks are its normal case.
-func (c *Comm) end(err *error) {
+// for this rank's part of it fail too (see callTracker). In a deadline
+// allreduce, where late ranks are the normal case, only the root abandons,
+// whatever it failed of: every other rank waits for its result.
+func (c *Comm) end(err *error) { c.finish(*err, false) }
+
+// finish is end, for a call that ended with err, and whose arguments this
+// rank refused if refused.
+func (c *Comm) finish(err error, refused bool) {
 	switch {
 	case c.calls == nil:
-	case *err == nil:
+	case err == nil:
 		c.calls.EndCollCall(c.seq)
-	case c.kind != kindAllReduceDeadline && (errors.Is(*err, ErrMismatch) || errors.Is(*err, ErrAbandoned)):
+	case c.kind == kindAllReduceDeadline:
+		if c.t.Rank() == c.opts.Root { // the others wait for its result
+			c.calls.AbandonCollCall(c.base + abandonStep)
+		}
+	case refused || errors.Is(err, ErrMismatch) || errors.Is(err, ErrAbandoned):
 		c.calls.AbandonCollCall(c.base + abandonStep)
 	}
 	c.mu.Unlock()
@@ -224,15 +233,12 @@ func (c *Comm) end(err *error) {
 // refuse ends a call of kind k whose arguments this rank refused (err)
 // before beginning it. The call still takes its number, so that this
 // rank's later calls keep matching the other ranks', and it is abandoned
-// (a deadline allreduce excepted, which leaves a missing rank out), so
-// that the ranks that began it fail with ErrAbandoned instead of waiting
-// for this one. It returns err.
+// as end abandons a failed call (a deadline allreduce's root only: its
+// root leaves a missing rank out), so that the ranks that began it fail
+// with ErrAbandoned instead of waiting for this one. It returns err.
 func (c *Comm) refuse(k collKind, err error) error {
-	tag := c.begin(k, 0, 0)
-	if c.calls != nil && k != kindAllReduceDeadline {
-		c.calls.AbandonCollCall(tag + abandonStep)
-	}
-	c.mu.Unlock()
+	c.begin(k, 0, 0)
+	c.finish(err, true)
 	return err
 }
 

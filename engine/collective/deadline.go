@@ -42,7 +42,10 @@ type staleContribution struct {
 // misses the deadline still receives the round's result, sees itself left
 // out in the returned set, and its late contribution is discarded. The
 // root must not be the late one: the others wait for its result (up to
-// ctx). A lost peer fails the call with engine.ErrPeerLost.
+// ctx). A root that fails the call (a contribution of the wrong length,
+// its own refused arguments, its ctx) abandons it, so that the others
+// fail with ErrAbandoned at once. A lost peer fails the call with
+// engine.ErrPeerLost.
 func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Contributors, error) {
 	return c.AllReduceDeadlineBytes(context.Background(), DTypeOf[T](), AsBytes(data), op, deadline)
 }

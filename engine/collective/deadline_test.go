@@ -1,6 +1,7 @@
 package collective_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -95,5 +96,39 @@ func TestAllReduceDeadlineErrors(t *testing.T) {
 	}
 	if _, err := cs[0].AllReduceDeadlineBytes(t.Context(), collective.Float32, make([]byte, 5), collective.Sum, time.Now()); !errors.Is(err, collective.ErrDTypeLength) {
 		t.Fatalf("got %v, want ErrDTypeLength", err)
+	}
+}
+
+// TestDeadlineRootFailureReachesEveryRank: the other ranks of a deadline
+// allreduce wait for the root's result, so a root that fails (here a
+// leaf's contribution of the wrong length, or the root's own refused
+// arguments) abandons the call, and they fail with ErrAbandoned at once
+// instead of waiting until their ctx ends; the next call works.
+func TestDeadlineRootFailureReachesEveryRank(t *testing.T) {
+	const n = 3
+	for _, tc := range []struct {
+		name    string
+		rootErr error
+		size    func(r int) int // bytes of rank r's data
+	}{
+		{"leaf length", collective.ErrLengthMismatch, func(r int) int { return 16 + 16*(r/2) }},
+		{"root arguments", collective.ErrDTypeLength, func(r int) int { return 16 - 3*(1-min(r, 1)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newComms(t, n, collective.Options{})
+			errs := callAll(t, cs, func(ctx context.Context, r int) error {
+				_, err := cs[r].AllReduceDeadlineBytes(ctx, collective.Float32, make([]byte, tc.size(r)), collective.Sum, time.Now().Add(5*time.Second))
+				return err
+			})
+			if !errors.Is(errs[0], tc.rootErr) {
+				t.Errorf("root: got %v, want %v", errs[0], tc.rootErr)
+			}
+			for r, err := range errs[1:] {
+				if !errors.Is(err, collective.ErrAbandoned) {
+					t.Errorf("rank %d: got %v, want ErrAbandoned", r+1, err)
+				}
+			}
+			checkNextCall(t, cs)
+		})
 	}
 }
