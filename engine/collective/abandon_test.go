@@ -134,3 +134,60 @@ func callAll(t *testing.T, cs []*collective.Comm, call func(ctx context.Context,
 	}
 	return errs
 }
+
+// TestLengthMismatchReachesEveryRank: with more than 2 ranks, a rank whose
+// length differs from the others' makes some ranks find the mismatch (a
+// message of the wrong length, longer or shorter than expected); the rest
+// fail too instead of waiting, and every rank's next call works.
+func TestLengthMismatchReachesEveryRank(t *testing.T) {
+	const n = 3
+	for _, size := range []int{64, 1 << 20} {
+		for _, delta := range []int{-4, 4} {
+			for _, odd := range []int{0, n - 1} {
+				t.Run(fmt.Sprintf("size=%d/delta=%d/odd=%d", size, delta, odd), func(t *testing.T) {
+					cs := newComms(t, n, collective.Options{})
+					errs := callAll(t, cs, func(ctx context.Context, r int) error {
+						b := size
+						if r == odd {
+							b += delta
+						}
+						return cs[r].AllReduceBytes(ctx, collective.Float32, make([]byte, b), collective.Sum)
+					})
+					for r, err := range errs {
+						if !errors.Is(err, collective.ErrLengthMismatch) && !errors.Is(err, collective.ErrMismatch) &&
+							!errors.Is(err, collective.ErrAbandoned) && !errors.Is(err, engine.ErrTruncated) {
+							t.Errorf("rank %d: got %v, want a mismatch or ErrAbandoned", r, err)
+						}
+					}
+					checkNextCall(t, cs)
+				})
+			}
+		}
+	}
+}
+
+// TestCanceledRankReachesEveryRank: a rank whose ctx ends leaves the call
+// and abandons it, so the ranks waiting for its part fail with
+// ErrAbandoned rather than wait on (here for their own, longer ctx).
+func TestCanceledRankReachesEveryRank(t *testing.T) {
+	const n = 3
+	for _, size := range []int{64, 1 << 20} {
+		t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) {
+			cs := newComms(t, n, collective.Options{})
+			canceled, cancel := context.WithCancel(context.Background())
+			cancel()
+			errs := callAll(t, cs, func(ctx context.Context, r int) error {
+				if r == 1 {
+					ctx = canceled
+				}
+				return cs[r].AllReduceBytes(ctx, collective.Float32, make([]byte, size), collective.Sum)
+			})
+			for r, err := range errs {
+				if want := collective.ErrAbandoned; r == 1 && !errors.Is(err, context.Canceled) || r != 1 && !errors.Is(err, want) {
+					t.Errorf("rank %d: got %v", r, err)
+				}
+			}
+			checkNextCall(t, cs)
+		})
+	}
+}

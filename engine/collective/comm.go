@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"unsafe"
+
+	"github.com/boltmesh/boltmesh/engine"
 )
 
 // Transport is what the collectives need from a transport: messaging on a
@@ -207,24 +209,19 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 
 // end finishes the call begin started, whose outcome is *err: a call that
 // succeeded is reported complete to the transport, and one that failed
-// because the ranks' calls differ is abandoned, so that the ranks waiting
-// for this rank's part of it fail too (see callTracker). In a deadline
-// allreduce, where late ranks are the normal case, only the root abandons,
-// whatever it failed of: every other rank waits for its result.
-func (c *Comm) end(err *error) { c.finish(*err, false) }
-
-// finish is end, for a call that ended with err, and whose arguments this
-// rank refused if refused.
-func (c *Comm) finish(err error, refused bool) {
+// of anything but a lost peer (the ranks' calls differ, a length, its
+// ctx) is abandoned, so that the ranks waiting for this rank's part of it fail
+// too instead of waiting until their own ctx ends (see callTracker). In a
+// deadline allreduce, where late ranks are the normal case, only the root
+// abandons: every other rank waits for its result.
+func (c *Comm) end(err *error) {
 	switch {
 	case c.calls == nil:
-	case err == nil:
+	case *err == nil:
 		c.calls.EndCollCall(c.seq)
-	case c.kind == kindAllReduceDeadline:
-		if c.t.Rank() == c.opts.Root { // the others wait for its result
-			c.calls.AbandonCollCall(c.base + abandonStep)
-		}
-	case refused || errors.Is(err, ErrMismatch) || errors.Is(err, ErrAbandoned):
+	case errors.Is(*err, engine.ErrPeerLost):
+		// every rank's collective receives fail of the loss themselves
+	case c.kind != kindAllReduceDeadline || c.t.Rank() == c.opts.Root:
 		c.calls.AbandonCollCall(c.base + abandonStep)
 	}
 	c.mu.Unlock()
@@ -233,12 +230,12 @@ func (c *Comm) finish(err error, refused bool) {
 // refuse ends a call of kind k whose arguments this rank refused (err)
 // before beginning it. The call still takes its number, so that this
 // rank's later calls keep matching the other ranks', and it is abandoned
-// as end abandons a failed call (a deadline allreduce's root only: its
-// root leaves a missing rank out), so that the ranks that began it fail
-// with ErrAbandoned instead of waiting for this one. It returns err.
+// as end abandons a failed call (in a deadline allreduce, by the root
+// only, which leaves a missing rank out), so that the ranks that began it
+// fail with ErrAbandoned instead of waiting for this one. It returns err.
 func (c *Comm) refuse(k collKind, err error) error {
 	c.begin(k, 0, 0)
-	c.finish(err, true)
+	c.end(&err)
 	return err
 }
 
