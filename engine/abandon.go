@@ -8,7 +8,9 @@ import (
 )
 
 // A rank that gives up a collective call that the others may still be in
-// (its receive found that the ranks' calls differ) tells every peer with
+// (it found that the ranks' calls differ, its arguments were refused, its
+// ctx ended: anything but a lost peer, which every rank sees itself)
+// tells every peer with
 // an abandon: a zero-length SEND on a tag of the call, with collAbandonAux
 // as its meta. A peer fails its collective receives from that rank for the
 // call, those posted and those posted later, instead of waiting for a part
@@ -20,7 +22,8 @@ import (
 const collAbandonAux = 0xB0FF_0000
 
 // ErrCollAbandoned means another rank gave up the collective call in
-// progress: it found that the ranks' calls differ, or was itself told.
+// progress: it found that the ranks' calls differ, refused its arguments,
+// ran out of time, or was itself told.
 var ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective call")
 
 // CollAbandonError is the error of a collective receive whose sender gave
@@ -40,7 +43,8 @@ func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
 // AbandonCollCall tells every peer that this rank gave up the collective
 // call that owns tag, without waiting: a peer that waits for this rank's
 // part of it fails instead (CollAbandonError). Package collective calls it
-// when a call fails with a mismatch. Nothing is sent to lost peers.
+// when a call fails of anything but a lost peer. Nothing is sent to lost
+// peers.
 func (t *NetTransport) AbandonCollCall(tag uint32) {
 	if tag >= CollTags {
 		return

@@ -208,9 +208,9 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 }
 
 // end finishes the call begin started, whose outcome is *err: a call that
-// succeeded is reported complete to the transport, and one that failed
-// of anything but a lost peer (the ranks' calls differ, a length, its
-// ctx) is abandoned, so that the ranks waiting for this rank's part of it fail
+// succeeded is reported complete to the transport, and one that failed of
+// anything but a lost peer (the ranks' calls differ, a length, its ctx)
+// is abandoned, so that the ranks waiting for this rank's part of it fail
 // too instead of waiting until their own ctx ends (see callTracker). In a
 // deadline allreduce, where late ranks are the normal case, only the root
 // abandons: every other rank waits for its result.
@@ -247,12 +247,13 @@ const abandonStep = tagsPerCall - 1
 // up when a peer closed in order without completing the call in progress
 // (engine.NetTransport; a closed peer tells which calls it completed), or
 // gave it up: a Comm numbers its calls 1, 2, ... for them, reports each
-// one that succeeds, and abandons each one that fails with a mismatch.
-// Call k owns the tagsPerCall tags from ((k-1) mod (collTags/tagsPerCall))
-// * tagsPerCall, and such a transport drops the messages of the calls
-// before the one in progress, so that the leftovers of a failed call
-// never wait for its tags to come round again. Without it, the ranks that wait for another rank's part of a call that
-// rank left wait until their ctx ends.
+// one that succeeds, and abandons each one that fails (see end). Call k
+// owns the tagsPerCall tags from ((k-1) mod (collTags/tagsPerCall)) *
+// tagsPerCall, and such a transport drops the messages of the calls
+// before the one in progress, so that the leftovers of a failed call never
+// wait for its tags to come round again. Without it, the ranks that wait
+// for another rank's part of a call that rank left wait until their ctx
+// ends.
 type callTracker interface {
 	BeginCollCall(call uint32)
 	EndCollCall(call uint32)

@@ -13,9 +13,10 @@ import (
 // engine.ErrCollMismatch, which transports report; nothing was combined.
 var ErrMismatch = engine.ErrCollMismatch
 
-// ErrAbandoned means another rank gave up the call in progress, having
-// found that the ranks' calls differ (or having been told so by a third):
-// this rank's part of it could never complete. It is
+// ErrAbandoned means another rank gave up the call in progress: it found
+// that the ranks' calls differ, refused its arguments, ran out of time (its
+// ctx), or was told so by a third; this rank's part of it could never
+// complete. It is
 // engine.ErrCollAbandoned; errors wrapping it are *engine.CollAbandonError,
 // which names the rank.
 var ErrAbandoned = engine.ErrCollAbandoned
