@@ -35,6 +35,7 @@ func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
 type writer struct {
 	mu      sync.Mutex  // held while writing the socket
 	pending atomic.Bool // work arrived while mu was held elsewhere
+	wanted  atomic.Bool // a flush is under way: the queue is to be written out
 
 	qmu    sync.Mutex // guards the fields below
 	queue  []*sendReq // frames not yet completely written, in order
@@ -296,16 +297,26 @@ func (c *Conn) recycle(r *sendReq) {
 	w.qmu.Unlock()
 }
 
+// onWritable resumes, when the loop sees the socket writable, a flush that
+// a full socket stopped.
 func (c *Conn) onWritable() {
+	if !c.wr.wanted.Load() {
+		return // only queued frames (Queue), which wait for a flush
+	}
 	c.wr.pending.Store(true)
 	c.flush()
 }
 
 // flush writes queued frames until the queue is empty or the socket is
 // full; in the latter case the loop resumes when the socket is writable.
+// Every round marks the flush wanted, since whoever set pending asked for
+// one; only an empty queue ends it (flushLocked), so that a socket full
+// before the queue is written out always resumes it, while the frames
+// that Queue adds afterwards wait for the next flush.
 func (c *Conn) flush() {
 	for c.wr.mu.TryLock() {
 		c.wr.pending.Store(false)
+		c.wr.wanted.Store(true)
 		err := c.flushLocked()
 		c.wr.mu.Unlock()
 		if err != nil {
@@ -325,6 +336,7 @@ func (c *Conn) flushLocked() error {
 	}
 	for {
 		if c.gather() == 0 {
+			c.wr.wanted.Store(false)
 			return nil
 		}
 		n, err := c.writev()

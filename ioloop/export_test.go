@@ -16,3 +16,6 @@ func QueuedFrames(c *Conn) int {
 	defer c.wr.qmu.Unlock()
 	return len(c.wr.queue) - c.wr.head
 }
+
+// Writable runs what the loop runs when it sees c's socket writable.
+func Writable(c *Conn) { c.onWritable() }

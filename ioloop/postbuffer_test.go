@@ -59,6 +59,7 @@ func TestQueueFlush(t *testing.T) {
 	if err := a.Queue(&h2, []byte("second")); err != nil {
 		t.Fatal(err)
 	}
+	ioloop.Writable(a) // as the loop does, at any time (the socket is writable)
 	if a.Queued() != 2 || rx.count() != 0 {
 		t.Fatalf("before Flush: %d queued, %d delivered", a.Queued(), rx.count())
 	}
