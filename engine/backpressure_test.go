@@ -22,10 +22,10 @@ func heapInuse() int64 {
 
 func TestBackpressure(t *testing.T) {
 	const (
-		limit   = 1 << 20   // receiver's MaxQueuedBytes
-		size    = 256 << 10 // message size
+		limit   = 1 << 20  // receiver's MaxQueuedBytes
+		size    = 64 << 10 // message size: eager (at most a quarter of the window)
 		tag     = 3
-		maxSent = 512 // 128 MiB: far beyond socket buffers plus limit
+		maxSent = 2048 // 128 MiB: far beyond socket buffers plus limit
 	)
 	ts := watchedMesh(t, 2, engine.Options{MaxQueuedBytes: limit})
 	buf := make([]byte, size)

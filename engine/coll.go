@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -96,38 +95,35 @@ func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
-	w, err := t.startColl(to, tag, meta, out)
+	o, err := t.startColl(ctx, to, tag, meta, out)
 	if err != nil {
 		return 0, err
 	}
 	n, rerr := t.RecvCollInto(ctx, from, tag, meta, in)
-	if serr := w.Wait(); serr != nil && rerr == nil {
-		rerr = t.connErr(t.peers[to], "collective", serr)
+	var cancel <-chan struct{}
+	if rerr != nil {
+		cancel = closedChan // the call is over: drop what has not gone out
+	}
+	if serr := t.finishSend(o, cancel); serr != nil && rerr == nil {
+		rerr = serr
 	}
 	return n, rerr
 }
 
-// startColl starts sending one collective frame to rank to.
-func (t *NetTransport) startColl(to int, tag, meta uint32, out []byte) (ioloop.Write, error) {
-	if err := t.checkRank(to); err != nil {
-		return ioloop.Write{}, err
+// startColl starts sending one collective message to rank to.
+func (t *NetTransport) startColl(ctx context.Context, to int, tag, meta uint32, out []byte) (sendOp, error) {
+	o, err := t.startSend(ctx.Done(), to, collTagBase+tag, meta, out)
+	if errors.Is(err, ioloop.ErrCanceled) {
+		err = ctx.Err()
 	}
-	p := t.peers[to]
-	if p.conn == nil {
-		return ioloop.Write{}, t.sendSelf(p, collTagBase+tag, meta, out)
-	}
-	h := frame.Header{Kind: frame.KindSend, Dst: p.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
-	w, err := p.conn.Start(&h, out)
-	if err != nil {
-		return ioloop.Write{}, t.connErr(p, "collective", err)
-	}
-	return w, nil
+	return o, err
 }
 
 // chunkState is the reusable state of one ExchangeCollChunks call.
 type chunkState struct {
-	writes []ioloop.Write
+	writes []sendOp
 	recvs  []*recvReq
+	ctx    context.Context // the call's
 
 	// The sending side: out goes to rank to in pieces of chunk bytes, of
 	// which the first sent have been started.
@@ -174,7 +170,7 @@ func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag
 	}
 	st := chunkStates.Get().(*chunkState)
 	defer chunkStates.Put(st)
-	st.to, st.tag, st.meta, st.out, st.chunk, st.sent = to, tag, meta, out, chunk, 0
+	st.to, st.tag, st.meta, st.out, st.chunk, st.sent, st.ctx = to, tag, meta, out, chunk, 0, ctx
 	err := t.postChunks(st, from, collTagBase+tag, meta, in, chunk)
 	if err == nil {
 		err = t.sendUpTo(st, CollWindow)
@@ -196,13 +192,13 @@ func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag
 	if err != nil && !st.local {
 		cancel = closedChan
 	}
-	for i, w := range st.writes {
-		if serr := w.WaitCancel(cancel); serr != nil && err == nil {
-			err = t.connErr(t.peers[to], "collective", serr)
+	for i, o := range st.writes {
+		if serr := t.finishSend(o, cancel); serr != nil && err == nil && !errors.Is(serr, ioloop.ErrCanceled) {
+			err = serr
 		}
-		st.writes[i] = ioloop.Write{}
+		st.writes[i] = sendOp{}
 	}
-	st.writes, st.out, st.local = st.writes[:0], nil, false
+	st.writes, st.out, st.local, st.ctx = st.writes[:0], nil, false, nil
 	return err
 }
 
@@ -211,11 +207,11 @@ func (t *NetTransport) sendUpTo(st *chunkState, k int) error {
 	k = min(k, pieces(len(st.out), st.chunk))
 	for ; st.sent < k; st.sent++ {
 		i := st.sent
-		w, err := t.startColl(st.to, st.tag, st.meta, st.out[i*st.chunk:min((i+1)*st.chunk, len(st.out))])
+		o, err := t.startColl(st.ctx, st.to, st.tag, st.meta, st.out[i*st.chunk:min((i+1)*st.chunk, len(st.out))])
 		if err != nil {
 			return err
 		}
-		st.writes = append(st.writes, w)
+		st.writes = append(st.writes, o)
 	}
 	return nil
 }
@@ -231,10 +227,15 @@ func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in
 		st.recvs = append(st.recvs, r)
 		p.mu.Lock()
 		q := p.queue(tag)
-		if m, ok := q.msgs.peek(); ok {
+		if m, ok := q.msgs.peek(); ok && m.bb != nil {
 			n, _, err := t.takeQueued(p, q, m.bb, r.dst, true, tag) // unlocks
 			r.n, r.aux = n, m.aux
 			r.complete(err)
+		} else if ok && m.size() > len(r.dst) {
+			p.mu.Unlock()
+			r.complete(&TruncatedError{From: from, Tag: int(tag), Len: m.size(), Cap: len(r.dst)})
+		} else if ok {
+			p.takeRTS(q, tag, m, r) // unlocks
 		} else if p.lost != nil {
 			r.complete(p.errFor("collective"))
 			p.mu.Unlock()
@@ -243,11 +244,7 @@ func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in
 			p.mu.Unlock()
 		} else {
 			q.recvs.push(r)
-			resume := p.await()
 			p.mu.Unlock()
-			if resume {
-				p.conn.Resume()
-			}
 		}
 	}
 	return nil
@@ -348,7 +345,6 @@ func (p *peer) failCallRecvs(tag uint32, others bool, errFor func(u uint32, r *r
 				break
 			}
 			q.recvs.pop()
-			p.waiting--
 			r.complete(errFor(u, r))
 		}
 		p.tidy(u, q)

@@ -41,9 +41,19 @@ var (
 	ErrOutOfBounds = errors.New("boltmesh: out of bounds")
 	// ErrOptions means an Options field is invalid.
 	ErrOptions = errors.New("boltmesh: invalid options")
-	// ErrStripe is the cause of a peer's loss when a frame on one of its
-	// stripe streams does not fit the striped message it belongs to.
-	ErrStripe = errors.New("boltmesh: malformed stripe")
+	// ErrProtocol is the cause of a peer's loss when it sent a frame the
+	// protocol does not allow there: an answer to nothing this rank asked
+	// (a CTS, a DATA piece no receive took), a frame on a stripe stream
+	// that carries only DATA, a malformed payload.
+	ErrProtocol = errors.New("boltmesh: protocol violation")
+	// ErrFlowControl is the cause of a peer's loss when it sent more than
+	// the flow-control credit this rank granted it (see
+	// Options.MaxQueuedBytes).
+	ErrFlowControl = errors.New("boltmesh: flow-control credit exceeded")
+	// ErrNoCredit means a frame that must not wait (PostRPC, QueueRPC of a
+	// request) found no flow-control credit for it: the peer holds
+	// Options.MaxQueuedBytes of this rank's frames that it has not taken.
+	ErrNoCredit = errors.New("boltmesh: no flow-control credit to send without waiting")
 )
 
 type timeoutError struct{}

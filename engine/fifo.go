@@ -18,7 +18,7 @@ func (q *fifo[T]) push(v T) {
 }
 
 func (q *fifo[T]) grow() {
-	nb := make([]T, max(4, 2*len(q.buf)))
+	nb := make([]T, max(1, 2*len(q.buf))) // from 1: most queues hold one element (a tag used once)
 	for i := 0; i < q.n; i++ {
 		nb[i] = q.buf[(q.head+i)%len(q.buf)]
 	}
@@ -74,4 +74,25 @@ func (q *fifo[T]) each(f func(T)) {
 func (q *fifo[T]) reset() {
 	clear(q.buf)
 	q.head, q.n = 0, 0
+}
+
+// trim drops the storage of an empty queue that grew past n elements, so
+// that a queue kept for reuse does not keep a flood's worth of it.
+func (q *fifo[T]) trim(n int) {
+	if q.n == 0 && len(q.buf) > n {
+		q.buf, q.head = nil, 0
+	}
+}
+
+// removeFunc deletes the first element for which f reports true, keeping
+// the order of the rest, and returns it.
+func (q *fifo[T]) removeFunc(f func(T) bool) (T, bool) {
+	for i := 0; i < q.n; i++ {
+		if v := q.buf[(q.head+i)%len(q.buf)]; f(v) {
+			q.remove(v)
+			return v, true
+		}
+	}
+	var zero T
+	return zero, false
 }

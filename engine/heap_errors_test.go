@@ -268,6 +268,11 @@ func rawJoin(t *testing.T, addr string, rank, world int, key []byte) net.Conn {
 	if h, _, err = readFrame(c); err != nil || h.Kind != frame.KindAuth || h.Flags != frame.FlagReply {
 		t.Fatalf("want AUTH|Reply, got %v flags %#x: %v", h.Kind, h.Flags, err)
 	}
+	// The first frame on a connection grants the peer its window.
+	if h, _, err = readFrame(c); err != nil || h.Kind != frame.KindCredit || h.Offset == 0 {
+		t.Fatalf("want the first CREDIT, got %+v: %v", h, err)
+	}
+	writeRaw(t, c, frame.Header{Kind: frame.KindCredit, Src: uint32(rank), Offset: 1 << 20}, nil)
 	return c
 }
 

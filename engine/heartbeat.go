@@ -87,9 +87,11 @@ func (p *peer) checkLive(now time.Time) {
 	lv.written = c.BytesWritten()
 }
 
-// stalled reports whether this rank has stopped reading p's connection.
+// stalled reports whether this rank stopped reading p's connection while
+// p may be live: a coordinator holds a worker back while its frames wait
+// to be forwarded, and a connection stopped because p does not read this
+// rank's answers (ioloop.Options.MaxPosted) counts as live while they
+// still move.
 func (p *peer) stalled() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.paused || p.deferred || p.shared != nil && p.shared.paused.Load()
+	return p.fwd.held() || p.conn.Stopped() && p.conn.BytesWritten() != p.live.written
 }

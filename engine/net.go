@@ -39,6 +39,7 @@ type NetTransport struct {
 
 	heap   *heap.Heap
 	gets   sync.Pool // *getReq
+	rdvs   sync.Pool // *rdvSend
 	nextID atomic.Uint64
 
 	barrierMu sync.Mutex
@@ -63,6 +64,7 @@ func newNetTransport(rank, world int, o Options) *NetTransport {
 	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{}), closedCh: make(chan struct{}), closedEpoch: math.MaxUint64}
 	t.reqs.New = newRecvReq
 	t.gets.New = newGetReq
+	t.rdvs.New = newRdvSend
 	t.peers = make([]*peer, world)
 	for r := range t.peers {
 		t.peers[r] = newPeer(t, r)

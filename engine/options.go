@@ -16,12 +16,27 @@ type Options struct {
 	// MaxFrame bounds a frame's payload in bytes; longer sends fail and a
 	// peer that sends one is dropped. Default 1 GiB.
 	MaxFrame uint64
-	// MaxQueuedBytes bounds the bytes of unexpected messages (arrived, not
-	// yet received) held for one peer. Past it the transport stops reading
-	// that peer's socket, so TCP flow control slows the sender, and resumes
-	// below half, or as soon as a receive from that peer is posted (the
-	// message it wants may be behind). Default 64 MiB.
+	// MaxQueuedBytes bounds what one peer can make this rank hold: its
+	// messages that arrived before their receive and its RPC requests not
+	// yet taken by the RPC layer, each counted at frame.Cost (its payload
+	// rounded up to a power of two, plus frame.MsgOverhead for its queue
+	// entry and tag state). It is the flow-control window this rank grants
+	// the peer (see frame/spec.md): a sender waits for credit rather than
+	// exceed it, and a peer that exceeds it is dropped (ErrFlowControl).
+	// Every connection is always read, so one-sided operations and control
+	// frames never wait behind unreceived messages. Answers this rank
+	// queues for a peer that does not read them (replies to its gets and
+	// RPC requests) are bounded apart, by MaxQueuedBytes/8 (at least 1
+	// MiB), past which this rank stops reading that peer. Every rank must
+	// use a value of at least 64 KiB. Default 64 MiB.
 	MaxQueuedBytes int64
+	// EagerMax is the longest SEND sent eagerly: at once, to be held by
+	// the receiver if no receive is posted yet. Longer ones, and striped
+	// ones, go by rendezvous: the sender announces the message, and its
+	// bytes move once the receiver has posted a receive for it, straight
+	// into that receive's buffer. The limit actually used towards a peer is
+	// also at most a quarter of that peer's MaxQueuedBytes. Default 1 MiB.
+	EagerMax int
 	// DialTimeout bounds how long construction waits for the whole mesh:
 	// dials retry with backoff until it passes. Default 30 s.
 	DialTimeout time.Duration
@@ -98,6 +113,13 @@ type Options struct {
 	OnReject func(error)
 }
 
+// minQueuedBytes is the least Options.MaxQueuedBytes.
+const minQueuedBytes = 64 << 10
+
+// maxPosted is the bound on answers queued for a peer that does not read
+// them (ioloop.Options.MaxPosted), for a MaxQueuedBytes of q.
+func maxPosted(q int64) int64 { return max(q/8, 1<<20) }
+
 // MaxStreams bounds Options.Streams.
 const MaxStreams = 16
 
@@ -113,6 +135,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxQueuedBytes < 0 {
 		return o, &OptionError{"MaxQueuedBytes", "is negative"}
+	}
+	if o.MaxQueuedBytes < minQueuedBytes {
+		return o, &OptionError{"MaxQueuedBytes", fmt.Sprintf("%d is below %d", o.MaxQueuedBytes, minQueuedBytes)}
+	}
+	if o.EagerMax == 0 {
+		o.EagerMax = 1 << 20
+	}
+	if o.EagerMax < 0 {
+		return o, &OptionError{"EagerMax", "is negative"}
 	}
 	defDur(&o.DialTimeout, 30*time.Second)
 	defDur(&o.HandshakeTimeout, 5*time.Second)

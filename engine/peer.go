@@ -16,30 +16,53 @@ type tagQueue struct {
 	recvs fifo[*recvReq]
 }
 
-// queuedMsg is a message that arrived before its receive: the payload and
-// its header's Aux (the collectives' call meta).
+// queuedMsg is a message that arrived before its receive: an eager one's
+// payload, or a rendezvous one's announcement (RTS), and its header's Aux
+// (the collectives' call meta).
 type queuedMsg struct {
-	bb  *bytebufferpool.ByteBuffer
+	bb  *bytebufferpool.ByteBuffer // an eager message's payload; nil for an RTS
 	aux uint32
+	id  uint64 // RTS: the send id
+	n   uint64 // RTS: the message's length
+}
+
+// size returns the message's length.
+func (m queuedMsg) size() int {
+	if m.bb != nil {
+		return len(m.bb.B)
+	}
+	return int(m.n)
+}
+
+// cost returns the flow-control credit the message holds.
+func (m queuedMsg) cost() uint64 {
+	if m.bb != nil {
+		return frame.Cost(uint64(len(m.bb.B)))
+	}
+	return frame.Cost(0)
 }
 
 // peer is this rank's view of one other rank (or of itself, with no
-// connection): the matching state for messages from it, and the
+// connection): the matching state for messages from it, the one-sided and
+// rendezvous state, its flow-control credit in both directions, and the
 // connection's ioloop.Handler.
+//
+// Lock rule: mu guards the matching state (tags, freeQ, claimed, lost),
+// the one-sided state (gets, claimedGet, putErr) and the rendezvous state
+// (rdvIn, rdvOut). Whoever completes a request does so after taking it out
+// of these maps under mu. The credit has its own locks (credit.go); the
+// atomics need none. mu is never held while calling into the connection
+// in a way that may block (Send); Post is fine.
 type peer struct {
 	t    *NetTransport
 	rank int
 	conn *ioloop.Conn // nil for this rank itself
 
-	mu       sync.Mutex
-	tags     map[uint32]*tagQueue
-	freeQ    []*tagQueue // emptied queues, for reuse
-	claimed  *recvReq    // receive whose buffer a payload is being read into
-	lost     *PeerError  // why the peer is gone, once it is
-	queued   int64       // bytes in msgs queues
-	paused   bool        // reading stopped for backpressure
-	waiting  int         // receives posted in recvs queues
-	deferred bool        // a large payload waits in the socket for a receive
+	mu      sync.Mutex
+	tags    map[uint32]*tagQueue
+	freeQ   []*tagQueue // emptied queues, for reuse
+	claimed *recvReq    // receive whose buffer an eager payload is being read into
+	lost    *PeerError  // why the peer is gone, once it is
 
 	abandoned     bool   // the peer gave up a collective call (see abandon)
 	abandonedCall uint32 // that call's index in the tag space
@@ -52,26 +75,34 @@ type peer struct {
 	fenced     atomic.Uint64      // puts known complete at the peer
 	released   chan struct{}      // closed when the connection is released
 
+	rdvIn  map[uint64]*recvReq // receives waiting for a rendezvous message's DATA, by send id
+	rdvOut map[uint64]*rdvSend // rendezvous sends waiting for their CTS, by send id
+	rtsBuf [frame.RTSSize]byte // an RTS payload being read (the reader is one at a time)
+
+	rpcCost uint64 // the credit of the RPC request being read
+	rpcDrop bool   // the RPC frame being read is discarded (RPCFrame.Dropped)
+
+	in  inCredit  // the credit granted to the peer
+	out outCredit // the credit the peer granted this rank
+
 	goodbye     atomic.Bool   // the peer announced an orderly close
 	goodbyeDone atomic.Uint64 // barriers it had completed then
 	goodbyeColl atomic.Uint32 // and the last collective call it completed
 
-	via    uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
-	shared *starLink  // star worker: the coordinator connection all peers share; else nil
-	fwd    fwdCounter // star coordinator: bytes from this worker being forwarded
-	live   liveness   // heartbeat bookkeeping of the connection
+	via  uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
+	fwd  fwdCounter // star coordinator: bytes from this worker being forwarded
+	live liveness   // heartbeat bookkeeping of the connection
 
-	streams        []*ioloop.Conn // the pair's connections; streams[0] is conn
-	stripeMu       sync.Mutex     // held while a striped message is queued
-	striped        []*striped     // striped messages being received, in order
-	head           *striped       // the one whose head is being read
-	stripeDeferred uint32         // streams holding a piece whose head has not come
+	streams []*ioloop.Conn // the pair's connections; streams[0] is conn
 }
 
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
 	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
+	p.rdvIn, p.rdvOut = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
+	p.in.window = uint64(t.opts.MaxQueuedBytes)
+	p.out.init()
 	p.streams = make([]*ioloop.Conn, t.opts.Streams)
 	p.fwd.done = p.forwarded
 	return p
@@ -92,65 +123,74 @@ func (p *peer) queue(tag uint32) *tagQueue {
 
 // tidy drops tag's queue once it holds nothing and keeps it for reuse, so
 // that tags used once (collectives take fresh tags per call) neither pile
-// up nor cost an allocation each. p.mu must be held.
+// up nor cost an allocation each; a queue kept for reuse keeps at most a
+// little storage. p.mu must be held.
 func (p *peer) tidy(tag uint32, q *tagQueue) {
 	if q.msgs.len() == 0 && q.recvs.len() == 0 {
 		delete(p.tags, tag)
 		if len(p.freeQ) < 64 {
+			q.msgs.trim(64)
+			q.recvs.trim(64)
 			p.freeQ = append(p.freeQ, q)
 		}
 	}
 }
 
-// deferMin is the payload size from which a SEND that nobody waits for is
-// left in the socket (ioloop.Conn.Defer) until a receive from its sender is
-// posted, instead of being read ahead into a pooled buffer and copied.
-const deferMin = 32 << 10
-
-// Payload implements ioloop.Handler: a SEND whose receive is already posted
-// is read straight into the receiver's buffer. A large SEND that no receive
-// waits for is deferred while nothing at all waits on this peer; once a
-// receive from the peer is posted, for any tag, it is read (into a pooled
-// buffer if the tag differs), so a deferred frame never blocks what is
-// behind it for longer than the application takes to ask.
+// Payload implements ioloop.Handler: it accounts the credit of a
+// credited frame and names where the payload goes. An eager SEND whose
+// receive is posted is read straight into the receiver's buffer; one that
+// nobody waits for, into a pooled buffer (held within the peer's credit).
+// A payload that will be refused (a PUT outside the heap, a reply nobody
+// waits for) is discarded as it is read.
 func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if h.Dst != 0 {
 		return nil // to be forwarded: read into a pooled buffer
 	}
-	if h.Kind == frame.KindSend && h.Flags&frame.FlagMore != 0 {
-		return p.headPayload(c, h)
-	}
 	switch h.Kind {
+	case frame.KindSend:
+		if isAbandon(h) {
+			return nil
+		}
+		if !p.useCredit(c, frame.Cost(h.Length)) {
+			return nil
+		}
+		return p.sendPayload(h)
+	case frame.KindRTS:
+		if h.Flags&frame.FlagError == 0 && !p.useCredit(c, frame.Cost(0)) {
+			return nil
+		}
+		return p.rtsBuf[:]
+	case frame.KindData:
+		return p.dataPayload(c, h)
 	case frame.KindPut:
 		s, _, _ := p.heapRange(h.Offset, h.Length)
-		return s // straight into the heap; nil: refused, Deliver answers
+		if s == nil {
+			c.Discard() // refused: Deliver answers
+		}
+		return s
 	case frame.KindGetReply:
-		return p.claimGet(h)
-	case frame.KindSend:
-	default:
-		return nil
+		return p.claimGet(c, h)
+	case frame.KindRPCReq, frame.KindRPCReply:
+		return p.rpcPayload(c, h)
 	}
+	return nil
+}
+
+// sendPayload names where an eager SEND's payload goes: the first posted
+// receive for its tag if it fits, else a pooled buffer (nil).
+func (p *peer) sendPayload(h *frame.Header) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.tags[h.Tag]
-	if q != nil && q.msgs.len() > 0 {
+	if q == nil || q.msgs.len() > 0 || h.Length == 0 {
 		return nil
 	}
-	var r *recvReq
-	if q != nil {
-		r, _ = q.recvs.peek()
-	}
-	if r == nil && p.waiting == 0 && h.Length >= deferMin && p.shared == nil {
-		p.deferred = true
-		c.Defer()
-		return nil
-	}
-	if r == nil || h.Length == 0 || !r.fits(int(h.Length)) {
-		return nil // no receiver, nothing to read, or Deliver reports the truncation
+	r, _ := q.recvs.peek()
+	if r == nil || !r.fits(int(h.Length)) {
+		return nil // no receiver, or Deliver reports the truncation
 	}
 	q.recvs.pop()
 	p.tidy(h.Tag, q)
-	p.waiting--
 	r.state.Store(reqClaimed)
 	r.aux = h.Aux
 	p.claimed = r
@@ -162,7 +202,7 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	return r.data
 }
 
-// Deliver implements ioloop.Handler.
+// Deliver implements ioloop.Handler: one handler per frame kind.
 func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
 	if h.Dst != 0 {
 		p.forward(c, h, bb)
@@ -170,15 +210,25 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 	}
 	switch h.Kind {
 	case frame.KindSend:
-		if h.Flags&frame.FlagMore != 0 {
-			p.headDone(c, h, bb)
-			return
-		}
-		if bb == nil {
+		switch {
+		case isAbandon(h):
+			p.mu.Lock()
+			p.abandon(h.Tag)
+			p.mu.Unlock()
+			putBuffer(bb)
+		case bb == nil:
 			p.completeClaimed(len(payload))
-			return
+		default:
+			p.deliver(h.Tag, h.Aux, bb)
 		}
-		p.deliver(c, h.Tag, h.Aux, bb)
+	case frame.KindRTS:
+		p.deliverRTS(c, h, bb)
+	case frame.KindCTS:
+		p.deliverCTS(c, h)
+	case frame.KindData:
+		p.dataDone(h)
+	case frame.KindCredit:
+		p.out.grant(h.Offset)
 	case frame.KindPut:
 		p.deliverPut(c, h, bb)
 	case frame.KindPutAck:
@@ -190,22 +240,29 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 	case frame.KindRPCReq, frame.KindRPCReply:
 		p.deliverRPC(h, bb)
 	case frame.KindHeartbeat:
-		if bb != nil {
-			ioloop.PutBuffer(bb)
-		}
+		putBuffer(bb)
 	case frame.KindGoodbye:
 		p.goodbyeDone.Store(h.Offset)
 		p.goodbyeColl.Store(h.Aux)
 		p.goodbye.Store(true)
-		if bb != nil {
-			ioloop.PutBuffer(bb)
-		}
+		putBuffer(bb)
 	default:
-		if bb != nil {
-			ioloop.PutBuffer(bb)
-		}
+		putBuffer(bb)
 		p.t.opts.Logger.Warn("boltmesh: dropped frame of unsupported kind", "rank", p.rank, "kind", h.Kind)
 	}
+}
+
+// putBuffer returns bb to the pool, if there is one.
+func putBuffer(bb *bytebufferpool.ByteBuffer) {
+	if bb != nil {
+		ioloop.PutBuffer(bb)
+	}
+}
+
+// isAbandon reports whether h is a collective abandon (see abandon.go),
+// which uses no credit and is never queued.
+func isAbandon(h *frame.Header) bool {
+	return h.Aux == collAbandonAux && h.Length == 0 && isCollTag(h.Tag)
 }
 
 func (p *peer) completeClaimed(n int) {
@@ -213,23 +270,23 @@ func (p *peer) completeClaimed(n int) {
 	r := p.claimed
 	p.claimed = nil
 	p.mu.Unlock()
+	p.freeCredit(frame.Cost(uint64(n)))
 	r.n = n
 	r.complete(nil)
 }
 
-// deliver matches a message held in bb with the first fitting posted
-// receive, or queues it. Receives it does not fit fail with a
-// *TruncatedError, leaving the message for later ones.
-func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
+// deliver matches an eager message held in bb with the first fitting
+// posted receive, or queues it. Receives it does not fit fail with a
+// *TruncatedError, leaving the message for later ones. The message's
+// credit is released once a receive takes it. From this rank itself
+// (sendSelf) nothing is credited.
+func (p *peer) deliver(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
+	cost := frame.Cost(uint64(len(bb.B)))
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if aux == collAbandonAux && isCollTag(tag) {
-		p.abandon(tag)
-		ioloop.PutBuffer(bb)
-		return
-	}
 	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
+		p.mu.Unlock()
 		ioloop.PutBuffer(bb) // its call is over here: see stale.go
+		p.freeCredit(cost)
 		return
 	}
 	q := p.queue(tag)
@@ -238,10 +295,11 @@ func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteB
 		if !ok {
 			break
 		}
-		p.waiting--
 		if r.fits(len(bb.B)) {
-			r.take(bb, aux)
 			p.tidy(tag, q)
+			p.mu.Unlock()
+			p.freeCredit(cost)
+			r.take(bb, aux)
 			return
 		}
 		r.complete(r.truncated(len(bb.B)))
@@ -249,11 +307,8 @@ func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteB
 	if isCollTag(tag) {
 		p.collStep(tag, aux)
 	}
-	q.msgs.push(queuedMsg{bb, aux})
-	p.queued += int64(len(bb.B))
-	if c != nil && p.waiting == 0 && p.queued > p.t.opts.MaxQueuedBytes && p.pause() {
-		c.Pause()
-	}
+	q.msgs.push(queuedMsg{bb: bb, aux: aux})
+	p.mu.Unlock()
 }
 
 // Closed implements ioloop.Handler: the peer is lost (or the transport
@@ -263,7 +318,7 @@ func (p *peer) deliver(c *ioloop.Conn, tag, aux uint32, bb *bytebufferpool.ByteB
 // part of them before closing.
 func (p *peer) Closed(_ *ioloop.Conn, err error) {
 	defer close(p.released)
-	p.closeStripes()
+	p.closeStreams()
 	p.lose(err)
 }
 
@@ -293,6 +348,7 @@ func (p *peer) fail(sentinel, cause error) {
 	if p.lost == nil {
 		p.lost = &PeerError{Rank: p.rank, Err: sentinel, Cause: cause}
 	}
+	p.out.fail()
 	if r := p.claimed; r != nil {
 		p.claimed = nil
 		r.complete(p.errFor("recv"))
@@ -303,65 +359,19 @@ func (p *peer) fail(sentinel, cause error) {
 			if !ok {
 				break
 			}
-			p.waiting--
 			r.complete(p.errFor("recv"))
 		}
 		p.tidy(tag, q)
 	}
-	p.failStriped()
+	p.failRdv()
 	if g := p.claimedGet; g != nil {
 		p.claimedGet = nil
 		g.complete(p.errFor("get"))
 	}
 	for id, g := range p.gets {
 		delete(p.gets, id)
-		p.waiting--
 		g.complete(p.errFor("get"))
 	}
-}
-
-// await counts a new waiter on p and reports whether reading must resume:
-// a waiter overrides the backpressure pause and a deferred payload, since
-// what it waits for may be behind them. p.mu must be held.
-func (p *peer) await() bool {
-	p.waiting++
-	resume := p.unpause() || p.deferred
-	p.deferred = false
-	return resume && !p.holding()
-}
-
-// holding reports whether stream 0 is paused until a striped message
-// nobody waited for is whole; its completion resumes it. p.mu must be held.
-func (p *peer) holding() bool {
-	for _, m := range p.striped {
-		if m.held {
-			return true
-		}
-	}
-	return false
-}
-
-// pause records a backpressure pause of p's connection and reports
-// whether the caller must pause it (it was not paused already). A star
-// worker's peers share one connection, and so one pause. p.mu must be held.
-func (p *peer) pause() bool {
-	if p.shared != nil {
-		return !p.shared.paused.Swap(true)
-	}
-	was := p.paused
-	p.paused = true
-	return !was
-}
-
-// unpause clears the pause and reports whether there was one, so that the
-// caller resumes the connection. p.mu must be held.
-func (p *peer) unpause() bool {
-	if p.shared != nil {
-		return p.shared.paused.Swap(false)
-	}
-	was := p.paused
-	p.paused = false
-	return was
 }
 
 // errFor returns the peer's loss as an error of operation op; p.lost must

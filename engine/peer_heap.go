@@ -43,11 +43,7 @@ func (p *peer) addGet(g *getReq) error {
 		return err
 	}
 	p.gets[g.id] = g
-	resume := p.await()
 	p.mu.Unlock()
-	if resume {
-		p.conn.Resume()
-	}
 	return nil
 }
 
@@ -59,45 +55,39 @@ func (p *peer) removeGet(g *getReq) bool {
 		return false
 	}
 	delete(p.gets, g.id)
-	p.waiting--
 	return true
 }
 
-// takeGet removes and returns the get waiting for reply id; p.mu held.
-func (p *peer) takeGet(id uint64) *getReq {
-	g := p.gets[id]
-	if g != nil {
-		delete(p.gets, id)
-		p.waiting--
-	}
-	return g
-}
-
-// claimGet names the destination of a GET reply: the waiting get's own
-// buffer, when the reply carries data of the expected length.
-func (p *peer) claimGet(h *frame.Header) []byte {
-	if h.Flags&frame.FlagError != 0 || h.Length == 0 {
-		return nil
-	}
+// claimGet takes the get a GET reply answers (p.claimedGet, for Deliver)
+// and names where the reply goes: the get's own buffer when it carries
+// data of the expected length, a pooled buffer for a short refusal
+// reason, and nowhere (discarded) for a reply nobody waits for or one that
+// cannot be right.
+func (p *peer) claimGet(c *ioloop.Conn, h *frame.Header) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.gets[h.Offset]
-	if g == nil || uint64(len(g.dst)) != h.Length {
-		return nil
+	if g != nil {
+		delete(p.gets, h.Offset)
+		g.state.Store(reqClaimed)
+		p.claimedGet = g
 	}
-	p.takeGet(h.Offset)
-	g.state.Store(reqClaimed)
-	p.claimedGet = g
-	return g.dst
+	switch {
+	case g != nil && h.Flags&frame.FlagError != 0 && h.Length <= frame.MaxReasonSize:
+		return nil
+	case g != nil && h.Flags&frame.FlagError == 0 && uint64(len(g.dst)) == h.Length:
+		return g.dst
+	}
+	if h.Length > 0 {
+		c.Discard()
+	}
+	return nil
 }
 
-// deliverPut finishes a PUT; one refused (read into bb, not the heap) is
-// answered with a PUT_ACK carrying the reason.
+// deliverPut finishes a PUT; one refused (discarded, not read into the
+// heap) is answered with a PUT_ACK carrying the reason.
 func (p *peer) deliverPut(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
-	if bb == nil {
-		return
-	}
-	ioloop.PutBuffer(bb)
+	putBuffer(bb)
 	if _, code, why := p.heapRange(h.Offset, h.Length); code != 0 {
 		ack := frame.Header{Kind: frame.KindPutAck, Flags: frame.FlagError, Dst: p.via, Src: uint32(p.t.rank), Aux: code, Offset: h.Offset}
 		c.Post(&ack, []byte(why), true)
@@ -154,29 +144,24 @@ func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.Byte
 	c.KeepHot() // the next get is likely soon and only the loop serves it
 }
 
-// deliverGetReply completes the get a reply answers.
+// deliverGetReply completes the get a reply answers (claimGet took it).
 func (p *peer) deliverGetReply(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	p.mu.Lock()
-	var g *getReq
-	if bb == nil {
-		g, p.claimedGet = p.claimedGet, nil
-	} else {
-		g = p.takeGet(h.Offset)
-	}
+	g := p.claimedGet
+	p.claimedGet = nil
 	p.mu.Unlock()
-	if bb != nil {
-		defer ioloop.PutBuffer(bb)
-	}
+	defer putBuffer(bb)
 	switch {
 	case g == nil: // not ours: nothing waits for it
-	case bb == nil:
-		g.complete(nil)
 	case h.Flags&frame.FlagError != 0:
-		g.complete(&RemoteError{Op: "get", Rank: p.rank, Reason: string(bb.B), Err: codeErr(h.Aux)})
-	case len(bb.B) != len(g.dst):
-		g.complete(&LengthMismatchError{Expected: uint64(len(g.dst)), Got: uint64(len(bb.B))})
+		reason := "(a reason too long to read)"
+		if bb != nil {
+			reason = string(bb.B)
+		}
+		g.complete(&RemoteError{Op: "get", Rank: p.rank, Reason: reason, Err: codeErr(h.Aux)})
+	case h.Length != uint64(len(g.dst)):
+		g.complete(&LengthMismatchError{Expected: uint64(len(g.dst)), Got: h.Length})
 	default:
-		copy(g.dst, bb.B)
 		g.complete(nil)
 	}
 }

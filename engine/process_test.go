@@ -55,7 +55,11 @@ func runChild(role string) error {
 		_, err = t.Recv(0, heapIdleTag)
 		return err
 	}
-	t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{})
+	var opts engine.Options
+	if role == "flood-rts" {
+		opts.EagerMax = 1 << 10
+	}
+	t, err := engine.FromListener(rank, len(addrs), ln, addrs, opts)
 	if err != nil {
 		return err
 	}
@@ -69,6 +73,8 @@ func runChild(role string) error {
 	case "heap-idle": // joins the mesh and then only serves its heap until killed
 		_, err := t.Recv(0, heapIdleTag)
 		return err
+	case "flood-posted-other", "flood-empty", "flood-small", "flood-tags", "flood-rpc", "flood-rts", "flood-mix":
+		return runFloodChild(t, role)
 	case "flood":
 		buf := pattern(rank, 0, floodTag, 0, floodSize)
 		for {

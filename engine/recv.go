@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"github.com/valyala/bytebufferpool"
 )
@@ -91,33 +92,37 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	p := t.peers[from]
 	p.mu.Lock()
 	q := p.queue(tag)
+	var r *recvReq
 	if m, ok := q.msgs.peek(); ok {
-		n, data, err := t.takeQueued(p, q, m.bb, dst, into, tag)
-		if err == nil && w.checkMeta && m.aux != w.meta {
-			err = &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: w.meta, Got: m.aux}
+		if m.bb != nil {
+			n, data, err := t.takeQueued(p, q, m.bb, dst, into, tag)
+			if err == nil && w.checkMeta && m.aux != w.meta {
+				err = &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: w.meta, Got: m.aux}
+			}
+			return n, data, err
 		}
-		return n, data, err
-	}
-	if p.lost != nil {
-		err = p.errFor(w.op)
-	} else if w.try {
-		err = errNotQueued
-	} else if w.checkMeta {
-		err = p.collQueuedStep(tag, w.meta)
-	}
-	if err != nil {
-		p.tidy(tag, q)
+		if into && m.size() > len(dst) {
+			p.mu.Unlock()
+			return 0, nil, &TruncatedError{From: from, Tag: int(tag), Len: m.size(), Cap: len(dst)}
+		}
+		r = t.newRecv(from, tag, dst, into, w)
+		p.takeRTS(q, tag, m, r) // unlocks
+	} else {
+		if p.lost != nil {
+			err = p.errFor(w.op)
+		} else if w.try {
+			err = errNotQueued
+		} else if w.checkMeta {
+			err = p.collQueuedStep(tag, w.meta)
+		}
+		if err != nil {
+			p.tidy(tag, q)
+			p.mu.Unlock()
+			return 0, nil, err
+		}
+		r = t.newRecv(from, tag, dst, into, w)
+		q.recvs.push(r)
 		p.mu.Unlock()
-		return 0, nil, err
-	}
-	r := t.reqs.Get().(*recvReq)
-	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
-	r.coll, r.meta = w.checkMeta, w.meta
-	q.recvs.push(r)
-	resume := p.await()
-	p.mu.Unlock()
-	if resume {
-		p.conn.Resume()
 	}
 
 	err = t.wait(p, r, w)
@@ -133,7 +138,16 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	return n, data, err
 }
 
-// takeQueued receives the first queued message; p.mu is held and released.
+// newRecv returns a receive request from the pool.
+func (t *NetTransport) newRecv(from int, tag uint32, dst []byte, into bool, w waitOpts) *recvReq {
+	r := t.reqs.Get().(*recvReq)
+	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
+	r.coll, r.meta = w.checkMeta, w.meta
+	return r
+}
+
+// takeQueued receives the first queued message, an eager one held in bb,
+// and releases its credit; p.mu is held and released.
 func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteBuffer, dst []byte, into bool, tag uint32) (int, []byte, error) {
 	n := len(bb.B)
 	if into && n > len(dst) {
@@ -142,12 +156,8 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 	}
 	q.msgs.pop()
 	p.tidy(tag, q)
-	p.queued -= int64(n)
-	resume := p.queued <= t.opts.MaxQueuedBytes/2 && p.unpause() && !p.holding()
 	p.mu.Unlock()
-	if resume {
-		p.conn.Resume()
-	}
+	p.freeCredit(frame.Cost(uint64(n)))
 	if into {
 		copy(dst, bb.B)
 		ioloop.PutBuffer(bb)
@@ -259,7 +269,6 @@ func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 	tag := uint32(r.tag)
 	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && q.recvs.remove(r) {
 		p.tidy(tag, q)
-		p.waiting--
 		p.mu.Unlock()
 		return cause
 	}

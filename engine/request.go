@@ -26,6 +26,8 @@ type recvReq struct {
 	coll  bool   // a collective receive, expecting meta
 	meta  uint32
 	data  []byte // Recv: the message
+	left  int    // rendezvous: bytes of DATA still to come
+	seen  uint32 // rendezvous: the DATA pieces that came, a bit each
 	err   error
 	state atomic.Uint32
 	done  chan struct{} // buffered 1: completion token
@@ -64,6 +66,6 @@ func (r *recvReq) truncated(n int) *TruncatedError {
 }
 
 func (r *recvReq) reset() {
-	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta = nil, nil, nil, 0, 0, false, 0
+	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta, r.left, r.seen = nil, nil, nil, 0, 0, false, 0, 0, 0
 	r.state.Store(reqPosted)
 }

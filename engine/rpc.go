@@ -20,11 +20,22 @@ type RPCFrame struct {
 	ID    uint64 // request id, echoed by the reply
 	Tag   uint32 // RPC_REQ: the RPC layer's (name length); replies: free
 	Aux   uint32 // free for the RPC layer (deadline, status code)
+	// Dropped, on a received frame, is the length of a payload that was
+	// discarded unread: a request too large for this rank to hold (above
+	// half of Options.MaxQueuedBytes), or a frame the handler's
+	// RPCPayloadFilter refused. The payload is then empty.
+	Dropped uint64
 }
 
 // RPCPayload is the payload of a received RPC frame, held in a pooled
-// buffer that the receiver owns until it calls Release.
-type RPCPayload struct{ bb *bytebufferpool.ByteBuffer }
+// buffer that the receiver owns until it calls Release. A request's
+// payload also holds the sender's flow-control credit until then, so an
+// RPC handler that keeps requests holds their senders back.
+type RPCPayload struct {
+	bb   *bytebufferpool.ByteBuffer
+	p    *peer  // a request's sender
+	cost uint64 // the credit it holds
+}
 
 // Bytes returns the payload; it is valid until Release.
 func (p RPCPayload) Bytes() []byte {
@@ -34,11 +45,25 @@ func (p RPCPayload) Bytes() []byte {
 	return p.bb.B
 }
 
-// Release returns the buffer to the pool. Call it once.
+// Release returns the buffer to the pool and the credit to the sender.
+// Call it once.
 func (p RPCPayload) Release() {
 	if p.bb != nil {
 		ioloop.PutBuffer(p.bb)
 	}
+	if p.cost > 0 {
+		p.p.freeCredit(p.cost)
+	}
+}
+
+// RPCPayloadFilter is implemented by an RPCHandler that wants to refuse
+// payloads before they are read: an RPC frame for which Accept reports
+// false has its n-byte payload discarded unread (RPCFrame.Dropped), and
+// the handler then gets the frame with an empty payload, to answer a
+// request that is too large or to ignore a reply nobody waits for. It is
+// called on the event loop, like HandleRPC.
+type RPCPayloadFilter interface {
+	Accept(from int, f RPCFrame, n uint64) bool
 }
 
 // RPCHandler receives the RPC frames of a NetTransport. Both methods are
@@ -57,25 +82,27 @@ type RPCHandler interface {
 // installed.
 var ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
 
-// rpcState holds the RPC handler and the frames that arrived before it.
+// rpcState holds the RPC handler and the requests that came before it
+// (each holding its sender's credit, which bounds them).
 type rpcState struct {
 	mu         sync.Mutex
 	h          RPCHandler
 	installing bool // SetRPCHandler is handing the early frames over
 	early      []earlyRPC
-	earlyN     int64 // bytes held in early
 }
 
 type earlyRPC struct {
 	from int
 	f    RPCFrame
-	bb   *bytebufferpool.ByteBuffer
+	p    RPCPayload
 }
 
 // SetRPCHandler installs h as the receiver of RPC frames; nil uninstalls
-// it. Frames that arrived before (up to Options.MaxQueuedBytes) are handed
-// to h first, in their order of arrival and before any later frame, and
-// RPCPeerLost is called for peers already lost.
+// it. Requests that arrived before (each peer's within its credit,
+// Options.MaxQueuedBytes) are handed to h first, in their order of
+// arrival and before any later frame, and RPCPeerLost is called for peers
+// already lost. Replies that arrive while no handler is installed are
+// dropped: nobody waits for them.
 func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
 	s := &t.rpc
 	s.mu.Lock()
@@ -94,10 +121,10 @@ func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
 		// the loop, so it never sees a frame before an earlier one, nor
 		// two frames at once.
 		early := s.early
-		s.early, s.earlyN = nil, 0
+		s.early = nil
 		s.mu.Unlock()
 		for _, e := range early {
-			h.HandleRPC(e.from, e.f, RPCPayload{e.bb})
+			h.HandleRPC(e.from, e.f, e.p)
 		}
 		s.mu.Lock()
 	}
@@ -112,9 +139,10 @@ func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
 }
 
 // SendRPC sends one RPC frame with payload p to rank to, which must not be
-// this rank (the RPC layer short-circuits calls to itself). It returns once
-// the frame is handed to the kernel, or with ctx's error if no byte of it
-// was sent by then.
+// this rank (the RPC layer short-circuits calls to itself). A request
+// first waits for the peer's flow-control credit. It returns once the
+// frame is handed to the kernel, or with ctx's error if no byte of it was
+// sent by then.
 func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte) error {
 	h, pr, err := t.rpcHeader(to, f, p)
 	if err != nil {
@@ -124,22 +152,78 @@ func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte
 	if ctx != nil {
 		cancel = ctx.Done()
 	}
+	cost, err := t.rpcCredit(pr, f, len(p), cancel)
+	if err != nil {
+		return t.rpcErr(ctx, pr, err)
+	}
 	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
-		if errors.Is(err, ioloop.ErrCanceled) && ctx != nil && ctx.Err() != nil {
-			return ctx.Err()
+		if errors.Is(err, ioloop.ErrCanceled) {
+			pr.out.giveBack(cost)
 		}
-		return t.connErr(pr, "rpc", err)
+		return t.rpcErr(ctx, pr, err)
 	}
 	return nil
+}
+
+// rpcErr turns an error sending to pr into SendRPC's.
+func (t *NetTransport) rpcErr(ctx context.Context, pr *peer, err error) error {
+	if errors.Is(err, ioloop.ErrCanceled) && ctx != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return t.connErr(pr, "rpc", err)
+}
+
+// rpcCredit takes the credit an RPC frame needs (a request's; replies
+// need none), waiting for it until cancel closes, and returns it. A
+// request too large for the peer to hold (frame.Cost above half its
+// window) costs only frame.Cost(0): the peer discards it unread and the
+// RPC layer there refuses it.
+func (t *NetTransport) rpcCredit(pr *peer, f RPCFrame, n int, cancel <-chan struct{}) (uint64, error) {
+	if f.Reply {
+		return 0, nil
+	}
+	window, err := t.window(pr, cancel, "rpc")
+	if err != nil {
+		return 0, err
+	}
+	cost := rpcCost(uint64(n), window)
+	return cost, t.acquire(pr, cost, cancel, "rpc")
+}
+
+// tryRPCCredit is rpcCredit for a frame that must not wait.
+func (t *NetTransport) tryRPCCredit(pr *peer, f RPCFrame, n int) (uint64, error) {
+	if f.Reply {
+		return 0, nil
+	}
+	window, _, _ := pr.out.state()
+	cost := rpcCost(uint64(n), window)
+	if window == 0 || !pr.out.take(cost) {
+		return 0, ErrNoCredit
+	}
+	return cost, nil
+}
+
+// rpcCost is the credit of an RPC request of n bytes to a peer whose
+// window is window: frame.Cost(n), or frame.Cost(0) for one the peer will
+// discard unread because it could never hold it.
+func rpcCost(n, window uint64) uint64 {
+	if c := frame.Cost(n); c <= window/2 {
+		return c
+	}
+	return frame.Cost(0)
 }
 
 // PostRPC queues one RPC frame for rank to and returns at once, without
 // waiting for the socket: p is copied. It is how an RPCHandler answers from
 // inside HandleRPC, which must not block. Frames keep their order with
-// those of SendRPC.
+// those of SendRPC. A request fails with ErrNoCredit rather than wait for
+// the peer's credit.
 func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
 	h, pr, err := t.rpcHeader(to, f, p)
 	if err != nil {
+		return err
+	}
+	if _, err := t.tryRPCCredit(pr, f, len(p)); err != nil {
 		return err
 	}
 	if err := pr.conn.Post(&h, p, true); err != nil {
@@ -155,6 +239,9 @@ func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
 func (t *NetTransport) QueueRPC(to int, f RPCFrame, p []byte) error {
 	h, pr, err := t.rpcHeader(to, f, p)
 	if err != nil {
+		return err
+	}
+	if _, err := t.tryRPCCredit(pr, f, len(p)); err != nil {
 		return err
 	}
 	if err := pr.conn.Queue(&h, p); err != nil {
@@ -204,30 +291,72 @@ func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *p
 	return h, t.peers[to], nil
 }
 
-// deliverRPC hands an RPC frame to the handler, or holds it until one is
-// installed.
+// rpcPayload accounts an RPC frame's credit (a request's) and names where
+// its payload goes: a pooled buffer, or nowhere for one discarded unread
+// (see RPCFrame.Dropped). It notes the outcome for deliverRPC.
+func (p *peer) rpcPayload(c *ioloop.Conn, h *frame.Header) []byte {
+	req := h.Kind == frame.KindRPCReq
+	p.rpcCost, p.rpcDrop = 0, false
+	if req {
+		p.rpcCost = rpcCost(h.Length, p.in.window)
+		if !p.useCredit(c, p.rpcCost) {
+			return nil
+		}
+		p.rpcDrop = p.rpcCost != frame.Cost(h.Length)
+	}
+	s := &p.t.rpc
+	s.mu.Lock()
+	hd := s.h
+	s.mu.Unlock()
+	switch {
+	case p.rpcDrop:
+	case hd == nil:
+		p.rpcDrop = !req // nobody waits for a reply
+	default:
+		if f, ok := hd.(RPCPayloadFilter); ok {
+			p.rpcDrop = !f.Accept(p.rank, rpcFrame(h), h.Length)
+		}
+	}
+	if p.rpcDrop && h.Length > 0 {
+		c.Discard()
+	}
+	return nil
+}
+
+// rpcFrame is the RPCFrame of an RPC frame's header.
+func rpcFrame(h *frame.Header) RPCFrame {
+	return RPCFrame{Reply: h.Kind == frame.KindRPCReply, Error: h.Flags&frame.FlagError != 0, ID: h.Offset, Tag: h.Tag, Aux: h.Aux}
+}
+
+// deliverRPC hands an RPC frame to the handler, or holds a request until
+// one is installed; a reply nobody waits for is dropped.
 func (p *peer) deliverRPC(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+	f := rpcFrame(h)
+	if p.rpcDrop {
+		f.Dropped = h.Length
+		putBuffer(bb)
+		bb = nil
+	}
 	if bb == nil {
 		bb = ioloop.GetBuffer(0)
 	}
-	f := RPCFrame{Reply: h.Kind == frame.KindRPCReply, Error: h.Flags&frame.FlagError != 0, ID: h.Offset, Tag: h.Tag, Aux: h.Aux}
+	pl := RPCPayload{bb: bb, p: p, cost: p.rpcCost}
+	p.rpcCost, p.rpcDrop = 0, false
 	s := &p.t.rpc
 	s.mu.Lock()
 	hd := s.h
 	if hd == nil {
-		if s.earlyN+int64(len(bb.B)) > p.t.opts.MaxQueuedBytes {
+		if f.Reply {
 			s.mu.Unlock()
-			ioloop.PutBuffer(bb)
-			p.t.opts.Logger.Warn("boltmesh: dropped an RPC frame that arrived before any RPC handler", "rank", p.rank)
+			pl.Release()
 			return
 		}
-		s.early = append(s.early, earlyRPC{from: p.rank, f: f, bb: bb})
-		s.earlyN += int64(len(bb.B))
+		s.early = append(s.early, earlyRPC{from: p.rank, f: f, p: pl})
 		s.mu.Unlock()
 		return
 	}
 	s.mu.Unlock()
-	hd.HandleRPC(p.rank, f, RPCPayload{bb})
+	hd.HandleRPC(p.rank, f, pl)
 }
 
 // rpcPeerLost tells the RPC handler, if any, that p is gone.

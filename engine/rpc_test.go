@@ -49,7 +49,7 @@ func (r *rpcRecorder) count() int {
 	return len(r.frames)
 }
 
-func waitUntil(t *testing.T, cond func() bool, what string) {
+func waitUntil(t testing.TB, cond func() bool, what string) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -74,7 +74,7 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 	sent := make(chan error, 1)
 	go func() {
 		for i := early; i < early+late; i++ {
-			f := engine.RPCFrame{Reply: true, Error: i%2 == 0, ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+			f := engine.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
 			if err := ts[0].PostRPC(1, f, []byte{byte(i)}); err != nil {
 				sent <- err
 				return
@@ -98,7 +98,7 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 		t.Fatal("HandleRPC was called concurrently")
 	}
 	for i, f := range rec.frames {
-		want := engine.RPCFrame{Reply: i >= early, Error: i >= early && i%2 == 0, ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+		want := engine.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
 		if f != want || rec.data[i] != string([]byte{byte(i)}) {
 			t.Fatalf("frame %d: %+v %q, want %+v", i, f, rec.data[i], want)
 		}

@@ -32,12 +32,33 @@ func (t *NetTransport) SendContext(ctx context.Context, to, tag int, p []byte) e
 	return err
 }
 
+// SendNB starts sending p to rank to under tag and returns at once (but
+// for flow-control credit, which it may wait for): p must stay untouched
+// until the Request's Wait returns. It is the way to exchange messages
+// longer than Options.EagerMax with a peer that sends to this rank at the
+// same time: such messages go by rendezvous, and a blocking Send of one
+// returns only once the receiver has posted its receive.
+func (t *NetTransport) SendNB(to, tag int, p []byte) (Request, error) {
+	if err := checkTag(tag); err != nil {
+		return Request{}, err
+	}
+	if uint64(len(p)) > t.opts.MaxFrame {
+		return Request{}, fmt.Errorf("boltmesh: send of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
+	}
+	o, err := t.startSend(nil, to, uint32(tag), 0, p)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{t: t, o: o, send: true}, nil
+}
+
 // send is Send for any tag, reserved ones included.
 func (t *NetTransport) send(cancel <-chan struct{}, to int, tag uint32, p []byte) error {
 	return t.sendAux(cancel, to, tag, 0, p)
 }
 
-// sendAux is send with aux in the header's Aux field.
+// sendAux is send with aux in the header's Aux field: eagerly, once the
+// peer's credit allows, or by rendezvous (rendezvous.go).
 func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, p []byte) error {
 	if err := t.checkRank(to); err != nil {
 		return err
@@ -49,12 +70,83 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	if pr.conn == nil {
 		return t.sendSelf(pr, tag, aux, p)
 	}
-	if len(pr.streams) > 1 && len(p) >= t.opts.StripeMin {
-		return t.sendStriped(cancel, pr, tag, aux, p)
+	window, err := t.window(pr, cancel, "send")
+	if err != nil {
+		return err
+	}
+	if t.rendezvous(pr, len(p), window) {
+		return t.sendRdv(cancel, pr, tag, aux, p)
+	}
+	cost := frame.Cost(uint64(len(p)))
+	if err := t.acquire(pr, cost, cancel, "send"); err != nil {
+		return err
 	}
 	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: tag, Aux: aux}
 	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
+		if errors.Is(err, ioloop.ErrCanceled) {
+			pr.out.giveBack(cost) // never sent
+		}
 		return t.connErr(pr, "send", err)
+	}
+	return nil
+}
+
+// sendOp is a started send: an eager frame being written, or a
+// rendezvous waiting for its answer. Its zero value is a completed send.
+type sendOp struct {
+	p    *peer
+	w    ioloop.Write
+	s    *rdvSend
+	cost uint64 // eager: the credit, given back if the frame is dropped unsent
+}
+
+// startSend starts sending p to rank to under tag without waiting for the
+// bytes to go out (but for credit, until cancel closes); finish it with
+// finishSend.
+func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32, p []byte) (sendOp, error) {
+	if err := t.checkRank(to); err != nil {
+		return sendOp{}, err
+	}
+	pr := t.peers[to]
+	if pr.conn == nil {
+		return sendOp{}, t.sendSelf(pr, tag, aux, p)
+	}
+	window, err := t.window(pr, cancel, "send")
+	if err != nil {
+		return sendOp{}, err
+	}
+	if t.rendezvous(pr, len(p), window) {
+		s, err := t.startRdv(pr, tag, aux, p, cancel)
+		return sendOp{p: pr, s: s}, err
+	}
+	cost := frame.Cost(uint64(len(p)))
+	if err := t.acquire(pr, cost, cancel, "send"); err != nil {
+		return sendOp{}, err
+	}
+	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: tag, Aux: aux}
+	w, err := pr.conn.Start(&h, p)
+	if err != nil {
+		return sendOp{}, t.connErr(pr, "send", err)
+	}
+	return sendOp{p: pr, w: w, cost: cost}, nil
+}
+
+// finishSend waits for a started send. If cancel closes first, a send
+// whose bytes have not started to go out is dropped (ErrCanceled); one
+// that has is committed and finishes in the background (nil).
+func (t *NetTransport) finishSend(o sendOp, cancel <-chan struct{}) error {
+	switch {
+	case o.s != nil:
+		return t.waitRdv(o.p, o.s, cancel)
+	case o.p == nil:
+		return nil
+	}
+	err := o.w.WaitCancel(cancel)
+	if errors.Is(err, ioloop.ErrCanceled) {
+		o.p.out.giveBack(o.cost)
+	}
+	if err != nil {
+		return t.connErr(o.p, "send", err)
 	}
 	return nil
 }
@@ -66,6 +158,6 @@ func (t *NetTransport) sendSelf(pr *peer, tag, aux uint32, p []byte) error {
 	}
 	bb := ioloop.GetBuffer(len(p))
 	copy(bb.B, p)
-	pr.deliver(nil, tag, aux, bb)
+	pr.deliver(tag, aux, bb)
 	return nil
 }

@@ -51,12 +51,23 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 	if err != nil {
 		return nil, err
 	}
-	if err := t.connect(ln, peers); err != nil {
+	if err := t.connect(ln, peers); err == nil {
+		err = t.joined()
+	}
+	if err != nil {
 		t.Close()
 		return nil, err
 	}
 	t.startHeartbeat()
 	return t, nil
+}
+
+// joined waits, for at most Options.DialTimeout, until every peer has
+// granted this rank its flow-control window.
+func (t *NetTransport) joined() error {
+	ctx, cancel := context.WithTimeout(context.Background(), t.opts.DialTimeout)
+	defer cancel()
+	return t.awaitWindows(ctx)
 }
 
 // newTransport builds a transport with its heap and event loop, not yet
@@ -83,7 +94,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err
 	}
-	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0)}); err != nil {
+	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0), MaxPosted: maxPosted(o.MaxQueuedBytes)}); err != nil {
 		t.heap.Close()
 		return nil, err
 	}
@@ -348,6 +359,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 	p.streams[s] = c
 	if s == 0 {
 		p.conn = c
+		p.openWindow()
 	}
 	return nil
 }

@@ -31,13 +31,16 @@ func pastCall(call, tag uint32) bool {
 }
 
 // dropPastColl drops the queued messages from p of collective calls before
-// call, and resumes reading p if that lifted its backpressure pause.
+// call, releasing their credit; the senders of queued RTSs are told to
+// send nothing.
 func (t *NetTransport) dropPastColl(p *peer, call uint32) {
 	p.mu.Lock()
 	if len(p.tags) == 0 {
 		p.mu.Unlock()
 		return
 	}
+	var freed uint64
+	var answer []uint64
 	for tag, q := range p.tags {
 		if !isCollTag(tag) || !pastCall(call, tag) {
 			continue
@@ -47,14 +50,20 @@ func (t *NetTransport) dropPastColl(p *peer, call uint32) {
 			if !ok {
 				break
 			}
-			p.queued -= int64(len(m.bb.B))
-			ioloop.PutBuffer(m.bb)
+			if m.bb != nil {
+				freed += m.cost()
+				ioloop.PutBuffer(m.bb)
+			} else {
+				answer = append(answer, m.id)
+			}
 		}
 		p.tidy(tag, q)
 	}
-	resume := p.queued <= t.opts.MaxQueuedBytes/2 && p.unpause() && !p.holding()
 	p.mu.Unlock()
-	if resume && p.conn != nil {
-		p.conn.Resume()
+	if freed > 0 {
+		p.freeCredit(freed)
+	}
+	for _, id := range answer {
+		p.answerRTS(id, false)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -60,6 +59,10 @@ func CoordinatorListen(world int, ln net.Listener, opts Options) (*NetTransport,
 			return nil, err
 		}
 	}
+	if err := t.joined(); err != nil {
+		t.Close()
+		return nil, err
+	}
 	t.starReady.Store(true)
 	t.startStar()
 	t.startHeartbeat()
@@ -108,8 +111,15 @@ func WorkerDial(rank, world int, coordAddr string, opts Options) (*NetTransport,
 	t.routeViaCoordinator()
 	select {
 	case <-t.link.ready:
-		t.startHeartbeat()
-		return t, nil
+		for _, p := range t.peers[1:] {
+			if p.rank != rank {
+				p.openWindow() // through the coordinator, now forwarding
+			}
+		}
+		if err = t.joined(); err == nil {
+			t.startHeartbeat()
+			return t, nil
+		}
 	case <-t.lostCh:
 		err = t.anyLost("join")
 	case <-ctx.Done():
@@ -134,19 +144,14 @@ func checkStar(rank, world int) error {
 // communicates. Collectives use it to pick algorithms that suit a star.
 func (t *NetTransport) StarCenter() (center int, ok bool) { return 0, t.star }
 
-// makeStar prepares a star transport before it connects: a worker's peers
-// all share the coordinator connection, and so its backpressure pause.
+// makeStar prepares a star transport before it connects: a worker's
+// frames all come through one handler, the coordinator connection's.
 func (t *NetTransport) makeStar() {
 	t.star = true
 	if t.rank == 0 {
 		return
 	}
 	t.link = &starLink{t: t, ready: make(chan struct{})}
-	for _, p := range t.peers {
-		if p.rank != t.rank {
-			p.shared = t.link
-		}
-	}
 }
 
 // routeViaCoordinator sends a worker's frames for every other worker
@@ -229,6 +234,13 @@ func (f *fwdCounter) add(n, limit int64) bool {
 	return false
 }
 
+// held reports whether the source is paused.
+func (f *fwdCounter) held() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.paused
+}
+
 // sub counts n bytes done and reports whether the source must resume.
 func (f *fwdCounter) sub(n, limit int64) bool {
 	f.mu.Lock()
@@ -245,10 +257,9 @@ func (f *fwdCounter) sub(n, limit int64) bool {
 // each frame to the peer named by its source, and fails every peer when
 // the coordinator is lost.
 type starLink struct {
-	t      *NetTransport
-	paused atomic.Bool   // the connection is paused for backpressure
-	ready  chan struct{} // closed when the coordinator reports the world complete
-	once   sync.Once
+	t     *NetTransport
+	ready chan struct{} // closed when the coordinator reports the world complete
+	once  sync.Once
 }
 
 var _ ioloop.Handler = (*starLink)(nil)
@@ -266,6 +277,9 @@ func (l *starLink) from(h *frame.Header) *peer {
 func (l *starLink) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if p := l.from(h); p != nil && h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat {
 		return p.Payload(c, h)
+	}
+	if h.Length > 0 {
+		c.Discard() // Deliver drops the connection
 	}
 	return nil
 }

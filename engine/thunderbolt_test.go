@@ -54,15 +54,17 @@ func TestThunderboltTransport(t *testing.T) {
 		t.Fatalf("ThunderboltOptions overrode Streams: %d", got.Streams)
 	}
 	for i, n := range []int{8, 3<<20 + 1} {
-		if err := ts[0].Send(1, 4, pattern(0, 1, 4, i, n)); err != nil {
-			t.Fatal(err)
-		}
+		sent := make(chan error, 1) // a striped message goes by rendezvous: Send waits for the receive
+		go func() { sent <- ts[0].Send(1, 4, pattern(0, 1, 4, i, n)) }()
 		got, err := ts[1].Recv(0, 4)
 		if err == nil {
 			err = check(got, 0, 1, 4, i, n)
 		}
 		if err != nil {
 			t.Fatalf("message of %d bytes: %v", n, err)
+		}
+		if err := <-sent; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -19,14 +19,20 @@ type Transport interface {
 	WorldSize() int
 	// Send delivers p to rank to under tag. It returns once the bytes are
 	// handed to the kernel (or queued for this rank itself); p may be
-	// reused right after.
+	// reused right after. A transport may hold a long message back until
+	// the receiver has posted its receive (NetTransport does, past
+	// Options.EagerMax: its rendezvous protocol), as MPI_Send may: two
+	// ranks that each Send such a message to the other before receiving
+	// wait for each other. Send from another goroutine, or use a
+	// non-blocking send (NetTransport.SendNB), for such exchanges.
 	Send(to, tag int, p []byte) error
-	// SendContext is Send that stops waiting when ctx ends. If no byte of
-	// the message reached the kernel it is dropped and ctx.Err() returned;
-	// if part of it did, the message is committed (the rest is copied and
-	// sent in the background) and SendContext returns nil. (A message
-	// striped across several streams is committed as soon as it is queued:
-	// its pieces must all arrive or none.)
+	// SendContext is Send that stops waiting when ctx ends. If the message
+	// is not yet committed it is dropped and ctx.Err() returned; if it is,
+	// the rest is copied and sent in the background and SendContext
+	// returns nil. A message sent at once is committed when its first byte
+	// reaches the kernel; one held back until the receiver asks for it
+	// (rendezvous), when the receiver has asked. Withdrawing a message held
+	// back takes one exchange with the receiver.
 	SendContext(ctx context.Context, to, tag int, p []byte) error
 	// Recv returns the next message from rank from under tag. The slice is
 	// the caller's.

@@ -18,7 +18,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindHello:     frame.FlagReply,
 	frame.KindAuth:      frame.FlagReply,
 	frame.KindReject:    0,
-	frame.KindSend:      frame.FlagMore,
+	frame.KindSend:      0,
 	frame.KindPut:       frame.FlagMore,
 	frame.KindPutAck:    frame.FlagError,
 	frame.KindGetReq:    0,
@@ -28,7 +28,10 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindHeartbeat: 0,
 	frame.KindGoodbye:   0,
 	frame.KindGone:      frame.FlagError,
-	frame.KindStripe:    0,
+	frame.KindCredit:    0,
+	frame.KindRTS:       frame.FlagError,
+	frame.KindCTS:       frame.FlagError,
+	frame.KindData:      0,
 }
 
 // validLength returns a payload length every kind accepts.
@@ -40,8 +43,10 @@ func validLength(k frame.Kind) uint64 {
 		return frame.MACSize
 	case frame.KindGetReq:
 		return frame.GetReqSize
-	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone:
+	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone, frame.KindCredit, frame.KindCTS:
 		return 0
+	case frame.KindRTS:
+		return frame.RTSSize
 	case frame.KindReject, frame.KindPutAck:
 		return 17
 	default:
@@ -64,11 +69,13 @@ func TestConstants(t *testing.T) {
 		{"HelloSize", frame.HelloSize, 72},
 		{"MACSize", frame.MACSize, 32},
 		{"GetReqSize", frame.GetReqSize, 16},
+		{"RTSSize", frame.RTSSize, 8},
+		{"MsgOverhead", frame.MsgOverhead, 256},
 		{"MaxReasonSize", frame.MaxReasonSize, 1024},
 		{"DefaultMaxLength", frame.DefaultMaxLength, 1 << 30},
 		{"MeshIDSize", frame.MeshIDSize, 16},
 		{"NonceSize", frame.NonceSize, 32},
-		{"Version", uint64(frame.Version), 1},
+		{"Version", uint64(frame.Version), 2},
 		{"FlagReply", uint64(frame.FlagReply), 1},
 		{"FlagError", uint64(frame.FlagError), 2},
 		{"FlagMore", uint64(frame.FlagMore), 4},
@@ -98,7 +105,10 @@ func TestKindValues(t *testing.T) {
 		{frame.KindHeartbeat, 11, "HEARTBEAT"},
 		{frame.KindGoodbye, 12, "GOODBYE"},
 		{frame.KindGone, 13, "GONE"},
-		{frame.KindStripe, 14, "STRIPE"},
+		{frame.KindCredit, 15, "CREDIT"},
+		{frame.KindRTS, 16, "RTS"},
+		{frame.KindCTS, 17, "CTS"},
+		{frame.KindData, 18, "DATA"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -121,7 +131,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {15, "KIND(15)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {19, "KIND(19)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -129,7 +139,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 15; k < 256; k++ {
+	for k := 19; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -354,14 +364,15 @@ func TestDecodeRejects(t *testing.T) {
 
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
-		{name: "kind 15", in: hdr(frame.Header{Kind: 15}), err: frame.ErrUnknownKind, field: "kind", kind: 15, value: 15},
+		{name: "kind 14 (retired)", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
+		{name: "kind 19", in: hdr(frame.Header{Kind: 19}), err: frame.ErrUnknownKind, field: "kind", kind: 19, value: 19},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
 		{name: "HELLO|Error", in: hdr(frame.Header{Kind: frame.KindHello, Flags: frame.FlagReply | frame.FlagError, Length: frame.HelloSize}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindHello, value: uint64(frame.FlagError)},
 		{name: "REJECT|Reply", in: hdr(frame.Header{Kind: frame.KindReject, Flags: frame.FlagReply}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindReject, value: uint64(frame.FlagReply)},
 		{name: "GET_REQ|More", in: hdr(frame.Header{Kind: frame.KindGetReq, Flags: frame.FlagMore, Length: frame.GetReqSize}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindGetReq, value: uint64(frame.FlagMore)},
-		{name: "SEND all flags", in: hdr(frame.Header{Kind: frame.KindSend, Flags: 0xff}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindSend, value: 0xff &^ uint64(frame.FlagMore)},
+		{name: "SEND all flags", in: hdr(frame.Header{Kind: frame.KindSend, Flags: 0xff}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindSend, value: 0xff},
 		{name: "flags checked before length", in: hdr(frame.Header{Kind: frame.KindHeartbeat, Flags: frame.FlagReply, Length: math.MaxUint64}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindHeartbeat, value: uint64(frame.FlagReply)},
 
 		// Too large against the configured and the default maximum.
@@ -421,8 +432,8 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 15}), 0)
-	want = "frame: unknown kind: KIND(15) kind=15"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 19}), 0)
+	want = "frame: unknown kind: KIND(19) kind=19"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -448,7 +459,7 @@ func TestHelloGolden(t *testing.T) {
 	m.Encode(&b)
 	var want [frame.HelloSize]byte
 	copy(want[0:], "BOLTMESH")
-	copy(want[8:], []byte{0x01, 0x00})              // version
+	copy(want[8:], []byte{0x02, 0x00})              // version
 	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank
@@ -559,7 +570,7 @@ var (
 )
 
 func TestEncodeDecodeNoAllocs(t *testing.T) {
-	h := frame.Header{Kind: frame.KindSend, Flags: frame.FlagMore, Src: 1, Tag: 2, Aux: 3, Offset: 4, Length: 5}
+	h := frame.Header{Kind: frame.KindSend, Src: 1, Tag: 2, Aux: 3, Offset: 4, Length: 5}
 	var b [frame.HeaderSize]byte
 	allocs := testing.AllocsPerRun(1000, func() {
 		h.Encode(&b)

@@ -6,7 +6,7 @@ import "encoding/binary"
 const Magic uint64 = 0x4853454d544c4f42
 
 // Version is the protocol version this package speaks.
-const Version uint16 = 1
+const Version uint16 = 2
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16

@@ -21,7 +21,11 @@ const (
 	KindHeartbeat Kind = 11 // liveness probe, no payload
 	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed; Aux: its last collective call
 	KindGone      Kind = 13 // star: the coordinator tells a worker that rank Src left
-	KindStripe    Kind = 14 // a piece of a striped SEND on another stream; Offset: its place in the message
+	// 14 was STRIPE (protocol version 1): retired.
+	KindCredit Kind = 15 // flow control: Offset is the credit granted so far, in bytes
+	KindRTS    Kind = 16 // rendezvous: a large SEND is ready; Offset: send id; payload: its length
+	KindCTS    Kind = 17 // rendezvous: send the message now (Error: send nothing); Offset: send id
+	KindData   Kind = 18 // rendezvous: (a piece of) the message; Offset: send id; Aux: piece
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -39,6 +43,7 @@ const (
 	HelloSize     = 72   // payload of KindHello
 	MACSize       = 32   // payload of KindAuth: HMAC-SHA256
 	GetReqSize    = 16   // payload of KindGetReq
+	RTSSize       = 8    // payload of KindRTS: the message length
 	MaxReasonSize = 1024 // longest KindReject payload
 )
 
@@ -55,7 +60,7 @@ var kindSpecs = [...]kindSpec{
 	KindHello:     {name: "HELLO", flags: FlagReply, fixed: HelloSize},
 	KindAuth:      {name: "AUTH", flags: FlagReply, fixed: MACSize, replyEmpty: true},
 	KindReject:    {name: "REJECT", fixed: -1, max: MaxReasonSize},
-	KindSend:      {name: "SEND", flags: FlagMore, fixed: -1, routed: true},
+	KindSend:      {name: "SEND", fixed: -1, routed: true},
 	KindPut:       {name: "PUT", flags: FlagMore, fixed: -1, routed: true},
 	KindPutAck:    {name: "PUT_ACK", flags: FlagError, fixed: -1, max: MaxReasonSize, routed: true},
 	KindGetReq:    {name: "GET_REQ", fixed: GetReqSize, routed: true},
@@ -65,7 +70,10 @@ var kindSpecs = [...]kindSpec{
 	KindHeartbeat: {name: "HEARTBEAT", fixed: 0},
 	KindGoodbye:   {name: "GOODBYE", fixed: 0, routed: true},
 	KindGone:      {name: "GONE", flags: FlagError, fixed: 0},
-	KindStripe:    {name: "STRIPE", fixed: -1},
+	KindCredit:    {name: "CREDIT", fixed: 0, routed: true},
+	KindRTS:       {name: "RTS", flags: FlagError, fixed: RTSSize, routed: true},
+	KindCTS:       {name: "CTS", flags: FlagError, fixed: 0, routed: true},
+	KindData:      {name: "DATA", fixed: -1, routed: true},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {

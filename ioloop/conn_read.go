@@ -17,21 +17,23 @@ type reader struct {
 	mu       sync.Mutex    // held by whoever reads the socket; who unlocks it calls releaseIfDue
 	pending  atomic.Bool   // readiness reported while mu was held elsewhere
 	paused   atomic.Bool   // the handler asked to stop reading
+	held4out atomic.Bool   // stopped: too much posted waits to be written (Options.MaxPosted)
 	total    atomic.Uint64 // bytes read from the socket so far
 	polledAt atomic.Int64  // nanotime of the last Poll by a waiting goroutine
 
 	buf  []byte // staging; unread bytes are buf[r:w]
 	r, w int
 
-	held      bool // hdr decoded, waiting for the handler to name a destination
-	deferNext bool // set by Defer during Payload
-	inBody    bool
-	hdr       frame.Header
-	dst       []byte // payload destination, len == hdr.Length
-	got       int    // payload bytes in dst
-	bb        *bytebufferpool.ByteBuffer
-	short     bool // the last read hit EAGAIN (or, when lazy, came back short)
-	lazy      bool // this drain may end at a short read (Poll)
+	held        bool // hdr decoded, waiting for the handler to name a destination
+	discardNext bool // set by Discard during Payload
+	discarding  bool // the payload is read and dropped
+	inBody      bool
+	hdr         frame.Header
+	dst         []byte // payload destination, len == hdr.Length
+	got         int    // payload bytes in dst
+	bb          *bytebufferpool.ByteBuffer
+	short       bool // the last read hit EAGAIN (or, when lazy, came back short)
+	lazy        bool // this drain may end at a short read (Poll)
 }
 
 // Progress reads whatever the socket holds and delivers every complete
@@ -103,20 +105,23 @@ func (c *Conn) onReadable() {
 // when too much has queued up.
 func (c *Conn) Pause() { c.rd.paused.Store(true) }
 
-// Resume undoes Pause, retries a frame whose payload the handler
-// deferred, and reads what has arrived since.
+// Stopped reports whether reading is stopped, by Pause or because what
+// was posted waits to be written (Options.MaxPosted).
+func (c *Conn) Stopped() bool { return c.rd.paused.Load() || c.rd.held4out.Load() }
+
+// Resume undoes Pause and reads what has arrived since.
 func (c *Conn) Resume() {
 	c.rd.paused.Store(false)
 	c.rd.pending.Store(true)
 	c.Progress()
 }
 
-// Defer, called from Handler.Payload instead of naming a buffer, leaves the
-// frame's payload in the socket: reading stops until Resume, which asks
-// Payload again. A handler defers a large payload that nobody waits for
-// yet, so that it can later be read straight into the buffer of the
-// receive that wants it, and TCP flow control holds the sender meanwhile.
-func (c *Conn) Defer() { c.rd.deferNext = true }
+// Discard, called from Handler.Payload instead of naming a buffer, has the
+// frame's payload read and dropped, through the staging buffer, so that a
+// payload the handler refuses (a PUT outside the heap, a reply nobody
+// waits for) costs no memory however long it is. Deliver is then called
+// with a nil payload and a nil buffer.
+func (c *Conn) Discard() { c.rd.discardNext = true }
 
 // drainLocked delivers frames until the socket is drained, the handler
 // pauses reading, or the connection breaks.
@@ -126,11 +131,9 @@ func (c *Conn) drainLocked() (string, error) {
 		return "", nil
 	}
 	rd.short = false
-	for !rd.paused.Load() && c.failed.Load() == nil {
+	for !rd.paused.Load() && !rd.held4out.Load() && c.failed.Load() == nil {
 		if rd.held {
-			if !c.choose() {
-				return "", nil
-			}
+			c.choose()
 			continue
 		}
 		if rd.inBody {
@@ -171,27 +174,26 @@ func (c *Conn) startFrame() error {
 	return nil
 }
 
-// choose asks the handler where the held frame's payload goes and reports
-// false if the handler deferred it.
-func (c *Conn) choose() bool {
+// choose asks the handler where the held frame's payload goes.
+func (c *Conn) choose() {
 	rd := &c.rd
-	rd.deferNext = false
+	rd.discardNext = false
 	dst := c.h.Payload(c, &rd.hdr)
-	if dst == nil && rd.deferNext {
-		return false
-	}
 	rd.held, rd.inBody, rd.got, rd.dst = false, true, 0, dst
-	if dst == nil || uint64(len(dst)) != rd.hdr.Length {
+	rd.discarding = dst == nil && rd.discardNext
+	if !rd.discarding && (dst == nil || uint64(len(dst)) != rd.hdr.Length) {
 		rd.bb = GetBuffer(int(rd.hdr.Length))
 		rd.dst = rd.bb.B
 	}
-	return true
 }
 
 // fillBody moves staged bytes into the payload destination and reads the
 // rest, directly when it is large. It reports whether the payload is whole.
 func (c *Conn) fillBody() (bool, error) {
 	rd := &c.rd
+	if rd.discarding {
+		return c.skipBody()
+	}
 	for {
 		if rd.w > rd.r {
 			n := copy(rd.dst[rd.got:], rd.buf[rd.r:rd.w])
@@ -216,6 +218,26 @@ func (c *Conn) fillBody() (bool, error) {
 			return false, err
 		}
 		rd.got += n
+	}
+}
+
+// skipBody drops the payload being discarded as it arrives, through the
+// staging buffer. It reports whether all of it is gone.
+func (c *Conn) skipBody() (bool, error) {
+	rd := &c.rd
+	for {
+		n := min(uint64(rd.w-rd.r), rd.hdr.Length-uint64(rd.got))
+		rd.r += int(n)
+		rd.got += int(n)
+		if uint64(rd.got) == rd.hdr.Length {
+			return true, nil
+		}
+		if rd.short {
+			return false, nil
+		}
+		if err := c.fill(); err != nil {
+			return false, err
+		}
 	}
 }
 
@@ -269,6 +291,6 @@ var testHookRead func(id int)
 func (c *Conn) deliver() {
 	rd := &c.rd
 	payload, bb := rd.dst, rd.bb
-	rd.inBody, rd.dst, rd.bb = false, nil, nil
+	rd.inBody, rd.dst, rd.bb, rd.discarding = false, nil, nil, false
 	c.h.Deliver(c, &rd.hdr, payload, bb)
 }

@@ -26,7 +26,12 @@ type sendReq struct {
 	owned   *bytebufferpool.ByteBuffer // detached: payload is this copy
 	async   bool                       // nobody waits: the queue recycles it
 	onDone  func(n int)                // PostBuffer's callback, or nil
+	cost    int64                      // what it counts in writer.posted
 }
+
+// PostOverhead is what a frame that nobody waits for counts against
+// Options.MaxPosted besides its copied payload: its queue entry.
+const PostOverhead = 192
 
 func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
 
@@ -49,6 +54,7 @@ type writer struct {
 	iov     []unix.Iovec           // its iovec form, reused
 	total   atomic.Uint64          // bytes written so far
 	nqueued atomic.Int64           // frames in the queue, for Poll's cheap check
+	posted  atomic.Int64           // cost of the async frames queued (Options.MaxPosted)
 }
 
 // Send writes one frame: h's header followed by payload, which the loop
@@ -180,7 +186,10 @@ func (w *writer) finish(r *sendReq, err error) {
 	if r.onDone != nil {
 		r.onDone(len(r.payload))
 	}
-	r.owned, r.payload, r.async, r.onDone = nil, nil, false, nil
+	if r.cost != 0 {
+		w.posted.Add(-r.cost)
+	}
+	r.owned, r.payload, r.async, r.onDone, r.cost = nil, nil, false, nil, 0
 	w.free = append(w.free, r)
 }
 
@@ -258,6 +267,15 @@ func (c *Conn) enqueue(h *frame.Header, payload []byte, off int, async, copyPayl
 		copy(r.owned.B, payload)
 		r.payload = r.owned.B
 	}
+	if async {
+		r.cost = PostOverhead
+		if r.owned != nil {
+			r.cost += int64(cap(r.owned.B))
+		}
+		if lim := c.loop.opts.MaxPosted; w.posted.Add(r.cost) > lim && lim > 0 {
+			c.rd.held4out.Store(true)
+		}
+	}
 	if w.head > 0 && w.head >= len(w.queue)/2 {
 		n := copy(w.queue, w.queue[w.head:])
 		clear(w.queue[n:])
@@ -323,9 +341,19 @@ func (c *Conn) flush() {
 			c.fail("writev", err)
 			return
 		}
+		c.releaseOutHold()
 		if !c.wr.pending.Load() {
 			return
 		}
+	}
+}
+
+// releaseOutHold resumes reading once the frames that nobody waits for
+// are below half of Options.MaxPosted again.
+func (c *Conn) releaseOutHold() {
+	if c.rd.held4out.Load() && c.wr.posted.Load() <= c.loop.opts.MaxPosted/2 && c.rd.held4out.CompareAndSwap(true, false) {
+		c.rd.pending.Store(true)
+		c.Progress() // from inside a handler, the reader sees pending as it leaves
 	}
 }
 

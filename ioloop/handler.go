@@ -13,8 +13,8 @@ type Handler interface {
 	// Payload names the buffer for the payload of h: exactly h.Length bytes,
 	// or nil to have the payload read into a pooled buffer. The buffer must
 	// stay untouched by others until Deliver or Closed is called. Instead
-	// it may call c.Defer and return nil to leave the payload in the socket
-	// until c.Resume, when Payload is asked again for the same frame.
+	// it may call c.Discard and return nil to have the payload read and
+	// dropped without being held anywhere.
 	Payload(c *Conn, h *frame.Header) []byte
 	// Deliver hands over a complete frame. payload is the buffer Payload
 	// returned or, when it returned nil, bb.B; in that case the handler owns

@@ -32,6 +32,14 @@ type Options struct {
 	// retrying the write itself while no byte moves, before it sleeps until
 	// the loop sees the socket writable. 0 disables it.
 	Spin time.Duration
+	// MaxPosted bounds what a connection's frames that nobody waits for
+	// (Post, PostBuffer, Queue) may hold while they wait to be written:
+	// PostOverhead per frame plus its copied payload. Past it the
+	// connection stops reading, so that a peer which sends requests
+	// without reading the answers is held back by TCP flow control instead
+	// of growing the answers' queue; reading resumes below half. 0: no
+	// bound. Default 0.
+	MaxPosted int64
 }
 
 func (o *Options) setDefaults() error {

@@ -31,7 +31,7 @@ func TestRoundTrip(t *testing.T) {
 				var hdrs []frame.Header
 				var payloads [][]byte
 				for i, n := range roundTripSizes {
-					h := frame.Header{Kind: frame.KindSend, Flags: frame.FlagMore, Src: uint32(i), Tag: 7, Aux: uint32(n), Offset: uint64(i) << 40}
+					h := frame.Header{Kind: frame.KindPut, Flags: frame.FlagMore, Src: uint32(i), Tag: 7, Aux: uint32(n), Offset: uint64(i) << 40}
 					p := patterned(uint64(i), n)
 					hdrs, payloads = append(hdrs, h), append(payloads, p)
 					sent := h

@@ -63,8 +63,13 @@ const batchMax = 4 << 10
 // writes whatever is queued for rank to: concurrent callers' requests
 // share a writev, and a lone caller pays one yield. Every caller flushes
 // after queueing, so no request is ever left waiting.
-func (a *Agent) sendBatched(to int, f engine.RPCFrame, p []byte) error {
+// A request the peer has no credit for goes out with SendRPC, which waits
+// for it.
+func (a *Agent) sendBatched(ctx context.Context, to int, f engine.RPCFrame, p []byte) error {
 	if err := a.batcher.QueueRPC(to, f, p); err != nil {
+		if errors.Is(err, engine.ErrNoCredit) {
+			return a.t.SendRPC(ctx, to, f, p)
+		}
 		return err
 	}
 	runtime.Gosched()
@@ -81,7 +86,7 @@ func (a *Agent) send(ctx context.Context, c *Call, args []byte, deadline time.Ti
 	f := requestFrame(c.id, c.name, time.Until(deadline))
 	var err error
 	if a.batcher != nil && len(bb.B) <= batchMax {
-		err = a.sendBatched(c.dst, f, bb.B)
+		err = a.sendBatched(ctx, c.dst, f, bb.B)
 	} else {
 		err = a.t.SendRPC(ctx, c.dst, f, bb.B)
 	}

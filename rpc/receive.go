@@ -13,7 +13,35 @@ import (
 // place): they never block, and answer what they can at once with PostRPC.
 type receiver Agent
 
-var _ engine.RPCHandler = (*receiver)(nil)
+var (
+	_ engine.RPCHandler       = (*receiver)(nil)
+	_ engine.RPCPayloadFilter = (*receiver)(nil)
+)
+
+// maxErrorText bounds the error text of a reply, and a control frame's
+// payload, that the agent reads; longer ones are discarded unread.
+const maxErrorText = 64 << 10
+
+// Accept implements engine.RPCPayloadFilter: a payload the agent would
+// refuse is discarded unread, whatever its size. A request above
+// MaxRequestSize is then refused (its length is in f.Dropped), a reply
+// above MaxReplySize fails its call, and a reply nobody waits for is
+// dropped.
+func (r *receiver) Accept(from int, f engine.RPCFrame, n uint64) bool {
+	a := (*Agent)(r)
+	switch {
+	case !f.Reply && f.Tag >= ctlBase:
+		return n <= maxErrorText
+	case !f.Reply:
+		return n <= uint64(a.opts.MaxRequestSize)
+	case f.Error && n > maxErrorText, !f.Error && n > uint64(a.opts.MaxReplySize):
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.pending[f.ID]
+	return c != nil && c.dst == from
+}
 
 // HandleRPC implements engine.RPCHandler.
 func (r *receiver) HandleRPC(from int, f engine.RPCFrame, p engine.RPCPayload) {
@@ -55,6 +83,13 @@ func (a *Agent) onReply(from int, f engine.RPCFrame, p engine.RPCPayload) {
 // decode returns a reply's result, releasing p unless the result keeps it.
 func (a *Agent) decode(c *Call, f engine.RPCFrame, p engine.RPCPayload) ([]byte, error) {
 	b := p.Bytes()
+	if f.Dropped > 0 {
+		p.Release()
+		if f.Error {
+			return nil, c.fail(fmt.Errorf("%w: an error reply of %d bytes", ErrProtocol, f.Dropped))
+		}
+		return nil, c.fail(&SizeError{What: "reply", Size: int(f.Dropped), Limit: a.opts.MaxReplySize})
+	}
 	if !f.Error {
 		if len(b) > a.opts.MaxReplySize {
 			p.Release()
@@ -114,6 +149,9 @@ func (a *Agent) onRequest(from int, f engine.RPCFrame, p engine.RPCPayload) {
 		// for an earlier agent's and be waiting (an answer to a call it
 		// already failed is ignored).
 		a.refuse(from, f.ID, p, statusClosed, nil)
+		return
+	case f.Dropped > 0:
+		a.refuse(from, f.ID, p, statusRequestTooLarge, putPair(nil, f.Dropped, uint64(a.opts.MaxRequestSize)))
 		return
 	case n == 0 || n > len(b):
 		a.refuse(from, f.ID, p, statusBadRequest, nil)

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// Flow control (see frame/spec.md, "Flow control"). Each rank grants each
+// peer a window of Options.MaxQueuedBytes of credit: the peer may have at
+// most that much of credited frames (eager SENDs, RTSs, RPC requests, each
+// costing frame.Cost of its payload) that this rank has not yet released.
+// A frame is released when the application takes it (a receive, an RPC
+// handler's Release) or at once when it goes straight into a posted
+// buffer. Released credit goes back to the sender in cumulative CREDIT
+// frames. So a peer can make this rank hold at most the window, however
+// fast it sends; past it the sender waits for credit, and a peer that
+// sends without credit breaks the protocol and is dropped. Since nothing a
+// peer sends ever has to stay unread for lack of memory, connections are
+// always read: one-sided operations and control frames never wait behind
+// messages that nobody has received.
+
+// outCredit is the credit this rank holds for sending to one peer. Lock
+// rule: mu guards every field; waiters take wake under mu and wait on it
+// without mu.
+type outCredit struct {
+	mu      sync.Mutex
+	granted uint64        // cumulative credit the peer granted
+	used    uint64        // cumulative credit this rank's frames used
+	window  uint64        // the peer's first grant: its whole window; 0 until it came
+	wake    chan struct{} // closed and replaced when granted grows or the peer is lost
+	lost    bool
+}
+
+func (c *outCredit) init() { c.wake = make(chan struct{}) }
+
+// take uses cost if that much is available and reports whether it did.
+func (c *outCredit) take(cost uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.granted-c.used < cost {
+		return false
+	}
+	c.used += cost
+	return true
+}
+
+// giveBack returns cost taken for a frame that was never sent.
+func (c *outCredit) giveBack(cost uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.used -= cost
+	if !c.lost {
+		close(c.wake)
+		c.wake = make(chan struct{})
+	}
+}
+
+// state returns the window (0 before the first grant), whether the peer
+// is lost, and the channel that the next change closes.
+func (c *outCredit) state() (window uint64, lost bool, wake <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.window, c.lost, c.wake
+}
+
+// grant records the peer's cumulative grant total.
+func (c *outCredit) grant(total uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.window == 0 {
+		c.window = total
+	}
+	if total > c.granted {
+		c.granted = total
+		close(c.wake)
+		c.wake = make(chan struct{})
+	}
+}
+
+// fail wakes every waiter for good: the peer is lost.
+func (c *outCredit) fail() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.lost {
+		c.lost = true
+		close(c.wake)
+	}
+}
+
+// inCredit is the credit this rank granted one peer. Lock rule: mu guards
+// every field.
+type inCredit struct {
+	mu      sync.Mutex
+	window  uint64 // Options.MaxQueuedBytes
+	granted uint64 // cumulative credit granted (sent, or about to be)
+	used    uint64 // cumulative credit of the credited frames that arrived
+	freed   uint64 // cumulative credit released
+}
+
+// use accounts a credited frame of cost that arrived. It returns the new
+// grant total to send (0: none), or an error if the peer had no credit for
+// the frame.
+func (c *inCredit) use(cost uint64) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.granted-c.used < cost {
+		return 0, fmt.Errorf("%w: a frame of %d bytes of credit with %d left", ErrFlowControl, cost, c.granted-c.used)
+	}
+	c.used += cost
+	return c.regrant(), nil
+}
+
+// free releases cost and returns the new grant total to send (0: none).
+func (c *inCredit) free(cost uint64) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.freed += cost
+	return c.regrant()
+}
+
+// regrant decides whether released credit goes back now: once a quarter
+// of the window is released, and as soon as anything is while less than
+// half of the window is left to the sender (which may then be waiting for
+// the largest frame it can send, a quarter of the window). mu is held.
+func (c *inCredit) regrant() uint64 {
+	total := c.freed + c.window
+	back := total - c.granted
+	if back == 0 || back < c.window/4 && c.granted-c.used >= c.window/2 {
+		return 0
+	}
+	c.granted = total
+	return total
+}
+
+// eagerMax is the largest frame.Cost of a message sent eagerly (straight
+// away, held by the receiver until received) to a peer whose window is
+// window; longer messages are sent by rendezvous (see rendezvous.go).
+func (t *NetTransport) eagerMax(window uint64) uint64 {
+	return min(frame.Cost(uint64(t.opts.EagerMax)), window/4)
+}
+
+// sendGrant sends p the grant total, if any.
+func (p *peer) sendGrant(total uint64) {
+	if total == 0 || p.conn == nil {
+		return
+	}
+	h := frame.Header{Kind: frame.KindCredit, Dst: p.via, Src: uint32(p.t.rank), Offset: total}
+	p.conn.Post(&h, nil, false) // a lost peer needs no credit
+}
+
+// openWindow grants p its whole window: the first CREDIT of a connection.
+func (p *peer) openWindow() {
+	c := &p.in
+	c.mu.Lock()
+	total := uint64(0)
+	if c.granted == 0 {
+		c.granted = c.window
+		total = c.granted
+	}
+	c.mu.Unlock()
+	p.sendGrant(total)
+}
+
+// useCredit accounts a credited frame from p as it arrives, and drops p
+// if it had no credit for it. It reports whether the frame may be read.
+func (p *peer) useCredit(c *ioloop.Conn, cost uint64) bool {
+	total, err := p.in.use(cost)
+	if err != nil {
+		p.t.opts.Logger.Warn("boltmesh: a peer sent beyond its flow-control credit; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
+		c.Abort(err)
+		return false
+	}
+	p.sendGrant(total)
+	return true
+}
+
+// freeCredit releases cost of p's credit.
+func (p *peer) freeCredit(cost uint64) { p.sendGrant(p.in.free(cost)) }
+
+// acquire takes cost of the credit for sending to p, waiting for it (and
+// driving p's connection while it spins) until cancel closes or p is lost.
+func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op string) error {
+	if p.out.take(cost) {
+		return nil
+	}
+	if t.spinUntil(p, func() bool { return p.out.take(cost) }) {
+		return nil
+	}
+	for {
+		_, lost, wake := p.out.state()
+		if p.out.take(cost) {
+			return nil
+		}
+		if lost {
+			return t.connErr(p, op, ErrPeerLost)
+		}
+		select {
+		case <-wake:
+		case <-cancel:
+			return ioloop.ErrCanceled
+		}
+	}
+}
+
+// awaitWindows waits until every peer has granted its window, or ctx
+// ends: a transport is returned only once it can send to every peer
+// without a first wait.
+func (t *NetTransport) awaitWindows(ctx context.Context) error {
+	for _, p := range t.peers {
+		if p.conn == nil {
+			continue
+		}
+		if _, err := t.window(p, ctx.Done(), "join"); err != nil {
+			if errors.Is(err, ioloop.ErrCanceled) {
+				return fmt.Errorf("boltmesh: rank %d: rank %d granted no flow-control window within %v: %w", t.rank, p.rank, t.opts.DialTimeout, ctx.Err())
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// window waits for p's first grant and returns p's window.
+func (t *NetTransport) window(p *peer, cancel <-chan struct{}, op string) (uint64, error) {
+	for {
+		w, lost, wake := p.out.state()
+		switch {
+		case w > 0:
+			return w, nil
+		case lost:
+			return 0, t.connErr(p, op, ErrPeerLost)
+		}
+		select {
+		case <-wake:
+		case <-cancel:
+			return 0, ioloop.ErrCanceled
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// The rendezvous protocol (frame/spec.md, "Rendezvous"). A SEND longer
+// than the eager limit (Options.EagerMax, at most a quarter of the
+// receiver's window), or striped across several streams, is not sent at
+// once: the sender announces it with an RTS (its tag, meta, a send id and
+// its length), which the receiver matches like a message. Once a receive
+// takes it, the receiver answers CTS, and the sender writes the message as
+// DATA frames straight from its buffer, read at the receiver straight
+// into the receive's buffer: one copy on each side, and nothing large is
+// ever held for a receive that has not been posted, nor sits in a socket
+// in front of the frames behind it.
+//
+// Send path:  sendRdv -> startRdv (RTS) ... deliverCTS -> startData
+//             (DATA on each stream) ... waitRdv (the writes' completion)
+// Receive:    deliverRTS -> matched to a posted receive (claimRdv, CTS)
+//             or queued until recv/postChunks take it (takeRTS, CTS) ...
+//             dataPayload (the receive's buffer) -> dataDone (complete)
+//
+// A sender whose wait ends before the CTS (its ctx) withdraws the RTS
+// (RTS with Error); the receiver answers CTS with Error if the RTS was
+// still queued, and ignores it if a receive had taken it, in which case
+// the CTS already on its way commits the sender. Either way each RTS gets
+// exactly one answer.
+
+// Rendezvous send states.
+const (
+	rdvWaiting = iota // the RTS is out, no answer yet
+	rdvWriting        // CTS came: the DATA writes are started
+	rdvNone           // CTS with Error: the receiver wants no data
+	rdvFailed         // the peer was lost, or a DATA write failed to start
+)
+
+// rdvSend is a rendezvous send in progress. It is recycled through a pool.
+type rdvSend struct {
+	id       uint64
+	data     []byte
+	tag, aux uint32
+	state    atomic.Uint32
+	err      error
+	ws       [MaxStreams]ioloop.Write
+	k        int           // DATA pieces started
+	done     chan struct{} // buffered 1: the answer came, or the peer was lost
+	rts      [frame.RTSSize]byte
+}
+
+func newRdvSend() any { return &rdvSend{done: make(chan struct{}, 1)} }
+
+func (s *rdvSend) finish(state uint32, err error) {
+	s.err = err
+	s.state.Store(state)
+	s.done <- struct{}{}
+}
+
+func (s *rdvSend) reset() {
+	s.data, s.err, s.k = nil, nil, 0
+	s.ws = [MaxStreams]ioloop.Write{}
+	s.state.Store(rdvWaiting)
+}
+
+// striped reports whether a message of n bytes to p is cut into one DATA
+// piece per stream.
+func (t *NetTransport) striped(p *peer, n int) bool {
+	return len(p.streams) > 1 && p.via == 0 && n >= t.opts.StripeMin
+}
+
+// rendezvous reports whether a message of n bytes to p goes by rendezvous.
+func (t *NetTransport) rendezvous(p *peer, n int, window uint64) bool {
+	return t.striped(p, n) || frame.Cost(uint64(n)) > t.eagerMax(window)
+}
+
+// sendRdv sends data to p by rendezvous and waits until it is written.
+func (t *NetTransport) sendRdv(cancel <-chan struct{}, p *peer, tag, aux uint32, data []byte) error {
+	s, err := t.startRdv(p, tag, aux, data, cancel)
+	if err != nil {
+		return err
+	}
+	return t.waitRdv(p, s, cancel)
+}
+
+// startRdv announces data to p with an RTS.
+func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-chan struct{}) (*rdvSend, error) {
+	if err := t.acquire(p, frame.Cost(0), cancel, "send"); err != nil {
+		return nil, err
+	}
+	s := t.rdvs.Get().(*rdvSend)
+	s.id, s.data, s.tag, s.aux = t.nextID.Add(1), data, tag, aux
+	p.mu.Lock()
+	if p.lost != nil {
+		err := p.errFor("send")
+		p.mu.Unlock()
+		t.rdvs.Put(s)
+		return nil, err
+	}
+	p.rdvOut[s.id] = s
+	p.mu.Unlock()
+	frame.EncodeRTS(&s.rts, uint64(len(data)))
+	h := frame.Header{Kind: frame.KindRTS, Dst: p.via, Src: uint32(t.rank), Tag: tag, Aux: aux, Offset: s.id}
+	if err := p.conn.Post(&h, s.rts[:], true); err != nil {
+		// The connection failed: its loss completes s, if it has not yet.
+		<-s.done
+		s.reset()
+		t.rdvs.Put(s)
+		return nil, t.connErr(p, "send", err)
+	}
+	return s, nil
+}
+
+// waitRdv waits for s's answer and then for its DATA to be written, and
+// recycles s. If cancel closes before the answer, the RTS is withdrawn:
+// the call returns ErrCanceled unless the receiver had already taken the
+// message, in which case it is sent whole and the call returns nil, as
+// once its writes have started (they then finish in the background).
+func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) error {
+	defer func() { s.reset(); t.rdvs.Put(s) }()
+	if t.spinUntil(p, func() bool { return s.state.Load() != rdvWaiting }) {
+		<-s.done
+		return t.rdvAnswered(p, s, false, cancel)
+	}
+	select {
+	case <-s.done:
+		return t.rdvAnswered(p, s, false, cancel)
+	case <-cancel:
+	}
+	h := frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Dst: p.via, Src: uint32(t.rank), Tag: s.tag, Offset: s.id}
+	p.conn.Post(&h, s.rts[:], true) // a lost peer completes s anyway
+	<-s.done
+	return t.rdvAnswered(p, s, true, cancel)
+}
+
+// rdvAnswered is waitRdv once s has its answer.
+func (t *NetTransport) rdvAnswered(p *peer, s *rdvSend, withdrawn bool, cancel <-chan struct{}) error {
+	switch s.state.Load() {
+	case rdvNone:
+		if withdrawn {
+			return ioloop.ErrCanceled
+		}
+		return nil // the receiver dropped it: its call was over there
+	case rdvFailed:
+		return s.err
+	}
+	var err error
+	for i := range s.k {
+		if werr := s.ws[i].WaitDetach(cancel); werr != nil && err == nil {
+			err = t.connErr(p, "send", werr)
+		}
+	}
+	return err
+}
+
+// deliverCTS starts the DATA of the send a CTS answers (or ends it, for a
+// CTS with Error). A CTS for no send of ours breaks the protocol.
+func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
+	p.mu.Lock()
+	s := p.rdvOut[h.Offset]
+	delete(p.rdvOut, h.Offset)
+	p.mu.Unlock()
+	if s == nil {
+		p.violation(c, fmt.Errorf("%w: CTS for send %d, which is not waiting", ErrProtocol, h.Offset))
+		return
+	}
+	if h.Flags&frame.FlagError != 0 {
+		s.finish(rdvNone, nil)
+		return
+	}
+	if err := p.startData(s); err != nil {
+		s.finish(rdvFailed, err)
+		return
+	}
+	s.finish(rdvWriting, nil)
+}
+
+// startData starts writing s's message as DATA: one piece per stream if
+// it is striped, else one frame. Aux carries the piece's index (low 16
+// bits) and the number of pieces (high 16 bits).
+func (p *peer) startData(s *rdvSend) error {
+	k := 1
+	if p.t.striped(p, len(s.data)) {
+		k = len(p.streams)
+	}
+	for i := range k {
+		lo, hi := piece(len(s.data), k, i)
+		h := frame.Header{Kind: frame.KindData, Dst: p.via, Src: uint32(p.t.rank), Tag: s.tag, Aux: uint32(k)<<16 | uint32(i), Offset: s.id}
+		c := p.conn
+		if i > 0 {
+			c = p.streams[i]
+		}
+		w, err := c.Start(&h, s.data[lo:hi])
+		if err != nil {
+			if i > 0 {
+				p.conn.Abort(err) // a message missing pieces would never complete
+			}
+			return p.t.connErr(p, "send", err)
+		}
+		s.ws[i] = w
+		s.k = i + 1
+	}
+	return nil
+}
+
+// piece returns the byte range of piece i of an n-byte message cut into k.
+func piece(n, k, i int) (lo, hi int) {
+	return int(uint64(n) * uint64(i) / uint64(k)), int(uint64(n) * uint64(i+1) / uint64(k))
+}
+
+// deliverRTS handles an RTS from p: a withdrawal, or an announcement that
+// is matched to the first fitting posted receive for its tag or queued.
+func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+	putBuffer(bb) // the payload is in p.rtsBuf
+	n, err := frame.DecodeRTS(p.rtsBuf[:], p.t.opts.MaxFrame)
+	if err != nil {
+		p.violation(c, err)
+		return
+	}
+	if h.Flags&frame.FlagError != 0 {
+		p.withdrawRTS(h.Tag, h.Offset)
+		return
+	}
+	tag, id := h.Tag, h.Offset
+	p.mu.Lock()
+	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
+		p.mu.Unlock()
+		p.answerRTS(id, false) // its call is over here: see stale.go
+		return
+	}
+	q := p.queue(tag)
+	for {
+		r, ok := q.recvs.pop()
+		if !ok {
+			break
+		}
+		if r.fits(int(n)) {
+			p.claimRdv(r, id, n, h.Aux)
+			p.tidy(tag, q)
+			p.mu.Unlock()
+			p.answerRTS(id, true)
+			return
+		}
+		r.complete(r.truncated(int(n)))
+	}
+	if isCollTag(tag) {
+		p.collStep(tag, h.Aux)
+	}
+	q.msgs.push(queuedMsg{aux: h.Aux, id: id, n: n})
+	p.mu.Unlock()
+}
+
+// claimRdv makes r the receive of rendezvous message id of n bytes: its
+// DATA goes into r's buffer, and r can no longer be withdrawn. p.mu is
+// held.
+func (p *peer) claimRdv(r *recvReq, id, n uint64, aux uint32) {
+	r.state.Store(reqClaimed)
+	r.aux = aux
+	if r.into {
+		r.dst = r.dst[:n]
+	} else {
+		r.data = make([]byte, n)
+		r.dst = r.data
+	}
+	r.left, r.seen = int(n), 0
+	p.rdvIn[id] = r
+}
+
+// answerRTS releases an RTS's credit and answers it: CTS (send the data)
+// or CTS with Error (send nothing).
+func (p *peer) answerRTS(id uint64, send bool) {
+	p.freeCredit(frame.Cost(0))
+	h := frame.Header{Kind: frame.KindCTS, Dst: p.via, Src: uint32(p.t.rank), Offset: id}
+	if !send {
+		h.Flags = frame.FlagError
+	}
+	p.conn.Post(&h, nil, false) // a lost peer needs no answer
+}
+
+// takeRTS hands r the queued RTS m: it is popped from q, r is claimed for
+// it, and its sender told to send. p.mu is held and released.
+func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
+	q.msgs.pop()
+	p.claimRdv(r, m.id, m.n, m.aux)
+	p.tidy(tag, q)
+	p.mu.Unlock()
+	p.answerRTS(m.id, true)
+}
+
+// withdrawRTS drops the queued RTS id of tag, which its sender withdrew,
+// and tells it so. If a receive took it already, the CTS sent then
+// stands, and the withdrawal is ignored.
+func (p *peer) withdrawRTS(tag uint32, id uint64) {
+	p.mu.Lock()
+	q := p.tags[tag]
+	found := false
+	if q != nil {
+		_, found = q.msgs.removeFunc(func(m queuedMsg) bool { return m.bb == nil && m.id == id })
+		p.tidy(tag, q)
+	}
+	p.mu.Unlock()
+	if found {
+		p.answerRTS(id, false)
+	}
+}
+
+// dataPayload names where a DATA piece goes: its place in the buffer of
+// the receive that took the message. Anything else breaks the protocol.
+func (p *peer) dataPayload(c *ioloop.Conn, h *frame.Header) []byte {
+	k, i := int(h.Aux>>16), int(h.Aux&0xffff)
+	p.mu.Lock()
+	r := p.rdvIn[h.Offset]
+	var dst []byte
+	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == len(p.streams)) && r.seen&(1<<i) == 0 {
+		if lo, hi := piece(len(r.dst), k, i); uint64(hi-lo) == h.Length {
+			r.seen |= 1 << i
+			dst = r.dst[lo:hi]
+		}
+	}
+	p.mu.Unlock()
+	if dst == nil {
+		p.violation(c, fmt.Errorf("%w: DATA for send %d (tag %d, piece %d of %d, %d bytes) that no receive took", ErrProtocol, h.Offset, h.Tag, i, k, h.Length))
+		c.Discard()
+	}
+	return dst
+}
+
+// dataDone accounts a DATA piece read into its receive's buffer and
+// completes the receive once every piece is in.
+func (p *peer) dataDone(h *frame.Header) {
+	p.mu.Lock()
+	r := p.rdvIn[h.Offset]
+	done := false
+	if r != nil {
+		r.left -= int(h.Length)
+		if done = r.left == 0; done {
+			delete(p.rdvIn, h.Offset)
+		}
+	}
+	p.mu.Unlock()
+	if done {
+		r.n = len(r.dst)
+		r.complete(nil)
+	}
+}
+
+// failRdv fails the rendezvous in progress with p: receives waiting for
+// DATA (their buffers may still be read into, so they are left to the
+// garbage collector) and sends waiting for an answer. p.mu is held.
+func (p *peer) failRdv() {
+	for id, r := range p.rdvIn {
+		delete(p.rdvIn, id)
+		r.complete(p.errFor("recv"))
+	}
+	for id, s := range p.rdvOut {
+		delete(p.rdvOut, id)
+		s.finish(rdvFailed, p.errFor("send"))
+	}
+}
+
+// violation drops p, which broke the protocol with err.
+func (p *peer) violation(c *ioloop.Conn, err error) {
+	p.t.opts.Logger.Warn("boltmesh: a peer broke the protocol; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
+	c.Abort(err)
+}

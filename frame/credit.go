@@ -1,0 +1,66 @@
+package frame
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Flow control. A receiver grants each sender credit in bytes (CREDIT
+// frames, cumulative); the frames that a receiver may have to hold until
+// its application takes them (an eager SEND, an RTS, an RPC_REQ) each use
+// credit of Cost(their payload length). A sender never sends such a frame
+// without the credit for it, and a receiver drops a peer that does: so
+// what a peer can make a receiver hold is bounded by the credit it was
+// granted. See spec.md, "Flow control".
+
+// MsgOverhead is the credit that every credited frame uses beyond its
+// payload: what holding it costs the receiver besides the payload bytes
+// (its header, its place in a queue, and the per-tag state of a tag that
+// holds nothing else).
+const MsgOverhead = 256
+
+// Cost returns the credit a credited frame with an n-byte payload uses:
+// n rounded up to a power of two (receivers hold payloads in buffers of
+// power-of-two sizes) plus MsgOverhead. An RTS uses Cost(0).
+func Cost(n uint64) uint64 {
+	if n == 0 {
+		return MsgOverhead
+	}
+	if n > 1<<62 {
+		return 1<<63 + MsgOverhead
+	}
+	return 1<<bits.Len64(n-1) + MsgOverhead
+}
+
+// Credited reports whether frames of kind k use credit. (An RTS with
+// FlagError withdraws an earlier one and uses none.)
+func Credited(k Kind, f Flags) bool {
+	switch k {
+	case KindSend, KindRPCReq:
+		return true
+	case KindRTS:
+		return f&FlagError == 0
+	}
+	return false
+}
+
+// EncodeRTS writes an RTS payload: the length of the message announced.
+func EncodeRTS(dst *[RTSSize]byte, length uint64) {
+	binary.LittleEndian.PutUint64(dst[:], length)
+}
+
+// DecodeRTS reads an RTS payload. maxLength bounds the message length, as
+// Decode's bounds a payload (0: DefaultMaxLength).
+func DecodeRTS(src []byte, maxLength uint64) (uint64, error) {
+	if len(src) < RTSSize {
+		return 0, &DecodeError{Kind: KindRTS, Field: "payload", Value: uint64(len(src)), Limit: RTSSize, Err: ErrShort}
+	}
+	if maxLength == 0 {
+		maxLength = DefaultMaxLength
+	}
+	n := binary.LittleEndian.Uint64(src)
+	if n > maxLength {
+		return 0, &DecodeError{Kind: KindRTS, Field: "message length", Value: n, Limit: maxLength, Err: ErrTooLarge}
+	}
+	return n, nil
+}
