@@ -105,15 +105,28 @@ func rawClient(addr string, send []byte) (rawReply, error) {
 	return r, nil
 }
 
-// requireRejectFrame checks that reply is exactly one REJECT frame.
-func requireRejectFrame(t *testing.T, what string, reply []byte) {
+// requireRefusal checks that reply is what a peer that has not proven the
+// key is sent when refused: the acceptor's HELLO|Reply if hello (it goes to
+// every well-formed HELLO), then one REJECT with code RejectUnproven and the
+// payload "rejected", nothing else; no AUTH, no reason.
+func requireRefusal(t *testing.T, what string, reply []byte, hello bool) {
 	t.Helper()
+	if hello {
+		h, err := frame.Decode(reply, 0)
+		if err != nil || h.Kind != frame.KindHello || h.Flags != frame.FlagReply || len(reply) < frame.HeaderSize+frame.HelloSize {
+			t.Fatalf("%s: reply % x does not open with HELLO|Reply: %v", what, reply, err)
+		}
+		reply = reply[frame.HeaderSize+frame.HelloSize:]
+	}
 	h, err := frame.Decode(reply, 0)
 	if err != nil {
 		t.Fatalf("%s: reply %q is no frame: %v", what, reply, err)
 	}
 	if h.Kind != frame.KindReject || uint64(len(reply)) != frame.HeaderSize+h.Length {
 		t.Fatalf("%s: got %v frame of %d bytes (%d received), want one REJECT", what, h.Kind, h.Length, len(reply))
+	}
+	if got := string(reply[frame.HeaderSize:]); got != frame.RejectedText || h.Aux != frame.RejectUnproven {
+		t.Fatalf("%s: REJECT code %d reason %q before any proof, want code %d and exactly %q", what, h.Aux, got, frame.RejectUnproven, frame.RejectedText)
 	}
 }
 
@@ -177,8 +190,8 @@ func (l *rejectLog) untaken() []error {
 }
 
 // watchListener passes its connections on wrapped so that an acceptor's
-// final handshake frame (AUTH|Reply: the dialer joined) is signalled on
-// joined once it is written.
+// final handshake frame (AUTH|Reply with its proof: the dialer joined) is
+// signalled on joined once it is written.
 type watchListener struct {
 	net.Listener
 	joined chan<- struct{}
@@ -289,36 +302,41 @@ func TestBadPeersDuringSetup(t *testing.T) {
 	}
 	badMagic := helloPayload(t, frame.Hello{Version: frame.Version, World: world, Rank: 1, MeshID: mesh})
 	copy(badMagic, "BOLTMASH")
+	// Every refusal before a proof says exactly "rejected"; a well-formed
+	// HELLO is answered with the acceptor's HELLO first (hello).
 	cases := []struct {
 		name  string
 		send  []byte
+		hello bool
 		rank  int              // the rank rank 0 reports: claimed, or -1
 		cause func(error) bool // what HandshakeError.Err must be
 	}{
-		{"(a) garbage", garbage, -1, func(err error) bool {
+		{"(a) garbage", garbage, false, -1, func(err error) bool {
 			var de *frame.DecodeError
 			return errors.As(err, &de)
 		}},
-		{"(b) wrong magic", encodeFrame(frame.KindHello, 0, badMagic), -1, func(err error) bool {
+		{"(b) wrong magic", encodeFrame(frame.KindHello, 0, badMagic), false, -1, func(err error) bool {
 			return errors.Is(err, frame.ErrBadMagic)
 		}},
 		{"(c) wrong version", encodeFrame(frame.KindHello, 0,
-			helloPayload(t, frame.Hello{Version: frame.Version + 1, World: world, Rank: 1, MeshID: mesh})), 1, nil},
+			helloPayload(t, frame.Hello{Version: frame.Version + 1, World: world, Rank: 1, MeshID: mesh})), true, 1, func(err error) bool {
+			return errors.Is(err, engine.ErrVersion)
+		}},
 		{"(d) wrong world size", encodeFrame(frame.KindHello, 0,
-			helloPayload(t, frame.Hello{Version: frame.Version, World: world + 1, Rank: 1, MeshID: mesh})), 1, nil},
+			helloPayload(t, frame.Hello{Version: frame.Version, World: world + 1, Rank: 1, MeshID: mesh})), true, 1, nil},
 		{"claims the acceptor's own rank", encodeFrame(frame.KindHello, 0,
-			helloPayload(t, frame.Hello{Version: frame.Version, World: world, Rank: 0, MeshID: mesh})), 0, nil},
+			helloPayload(t, frame.Hello{Version: frame.Version, World: world, Rank: 0, MeshID: mesh})), true, 0, nil},
 		{"claims a rank outside the world", encodeFrame(frame.KindHello, 0,
-			helloPayload(t, frame.Hello{Version: frame.Version, World: world, Rank: 7, MeshID: mesh})), 7, nil},
+			helloPayload(t, frame.Hello{Version: frame.Version, World: world, Rank: 7, MeshID: mesh})), true, 7, nil},
 		{"different mesh id", encodeFrame(frame.KindHello, 0,
-			helloPayload(t, frame.Hello{Version: frame.Version, World: world, Rank: 1, MeshID: testMeshID("other")})), 1, nil},
+			helloPayload(t, frame.Hello{Version: frame.Version, World: world, Rank: 1, MeshID: testMeshID("other")})), true, 1, nil},
 	}
 	for _, c := range cases {
 		r, err := rawClient(addrs[0], c.send)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		requireRejectFrame(t, c.name, r.reply)
+		requireRefusal(t, c.name, r.reply, c.hello)
 		he := rejects.take(t, c.name, func(he *engine.HandshakeError) bool { return he.Addr == r.local })
 		if !he.Local || he.Rank != c.rank {
 			t.Errorf("%s: reported %+v, want Local and Rank %d", c.name, he, c.rank)
@@ -328,8 +346,9 @@ func TestBadPeersDuringSetup(t *testing.T) {
 		}
 	}
 
-	// A raw dialer that follows the spec, checks the acceptor's proof and
-	// then proves a wrong key.
+	// A raw dialer that follows the spec and proves a wrong key: it is sent
+	// the acceptor's HELLO and nothing derived from the key, and then only
+	// "rejected".
 	t.Run("raw dialer with a wrong proof", func(t *testing.T) {
 		c, err := net.DialTimeout("tcp", addrs[0], 2*time.Second)
 		if err != nil {
@@ -349,13 +368,6 @@ func TestBadPeersDuringSetup(t *testing.T) {
 		if err != nil || m.Version != frame.Version || m.World != world || m.Rank != 0 || m.MeshID != mesh {
 			t.Fatalf("acceptor's HELLO %+v: %v", m, err)
 		}
-		h, macA, err := readFrame(c)
-		if err != nil || h.Kind != frame.KindAuth || h.Flags != 0 {
-			t.Fatalf("want AUTH, got %v flags %#x: %v", h.Kind, h.Flags, err)
-		}
-		if !hmac.Equal(macA, handshakeMAC(key, "boltmesh acceptor", helloD, helloA)) {
-			t.Fatal("acceptor's proof is not HMAC(key, \"boltmesh acceptor\" || helloD || helloA)")
-		}
 		local := c.LocalAddr().String()
 		if _, err := c.Write(encodeFrame(frame.KindAuth, 0, handshakeMAC([]byte("k2"), "boltmesh dialer", helloD, helloA))); err != nil {
 			t.Fatal(err)
@@ -364,10 +376,10 @@ func TestBadPeersDuringSetup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("connection not closed by the acceptor: %v", err)
 		}
-		requireRejectFrame(t, "wrong proof", rest)
+		requireRefusal(t, "wrong proof", rest, false)
 		he := rejects.take(t, "wrong proof", func(he *engine.HandshakeError) bool { return he.Addr == local })
-		if !he.Local || he.Rank != 2 || he.Err != nil {
-			t.Errorf("reported %+v, want Local, Rank 2, no cause", he)
+		if !he.Local || he.Rank != 2 || !errors.Is(he, engine.ErrWrongKey) {
+			t.Errorf("reported %+v, want Local, Rank 2, ErrWrongKey", he)
 		}
 	})
 
@@ -380,28 +392,28 @@ func TestBadPeersDuringSetup(t *testing.T) {
 		t.Errorf("(e) silent connection closed after %v, want about %v", s.r.closed, hsTimeout)
 	}
 	if len(s.r.reply) > 0 {
-		requireRejectFrame(t, "(e) silent", s.r.reply)
+		requireRefusal(t, "(e) silent", s.r.reply, false)
 	}
 	he := rejects.take(t, "(e) silent", func(he *engine.HandshakeError) bool { return he.Addr == s.r.local })
 	if !he.Local || he.Rank != -1 || !errors.Is(he, os.ErrDeadlineExceeded) {
 		t.Errorf("(e) silent: reported %+v (cause %v), want Local, Rank -1, a deadline error", he, he.Err)
 	}
 
-	// (f) A real participant with another key: it refuses rank 0's proof
-	// (the dialer checks first, spec step 3), and rank 0 hears of it.
+	// (f) A real participant with another key: it proves first (spec step
+	// 3), rank 0 refuses its proof, and both sides name ErrWrongKey.
 	wrongKey := opts()
 	wrongKey.MeshKey = []byte("k2")
 	err := joinAs(t, 1, world, addrs, wrongKey)
-	if !errors.Is(err, engine.ErrHandshake) {
-		t.Fatalf("(f) wrong key: got %v, want ErrHandshake", err)
+	if !errors.Is(err, engine.ErrHandshake) || !errors.Is(err, engine.ErrWrongKey) {
+		t.Fatalf("(f) wrong key: got %v, want ErrHandshake and ErrWrongKey", err)
 	}
 	var fe *engine.HandshakeError
-	if !errors.As(err, &fe) || !fe.Local {
-		t.Errorf("(f) wrong key: got %v, want a *HandshakeError refused by the dialer itself", err)
+	if !errors.As(err, &fe) || fe.Local || fe.Rank != 0 || fe.Reason != frame.RejectedText {
+		t.Errorf("(f) wrong key: got %+v, want a *HandshakeError refused by rank 0, saying only %q", fe, frame.RejectedText)
 	}
 	he = rejects.take(t, "(f) wrong key", func(he *engine.HandshakeError) bool { return he.Rank == 1 })
-	if he.Local {
-		t.Errorf("(f) wrong key: rank 0 reported %+v, want refused by the peer (Local false)", he)
+	if !he.Local || !errors.Is(he, engine.ErrWrongKey) {
+		t.Errorf("(f) wrong key: rank 0 reported %+v, want refused by itself (Local) for ErrWrongKey", he)
 	}
 
 	// The real rank 1 joins rank 0 (and waits for rank 2).
@@ -416,16 +428,16 @@ func TestBadPeersDuringSetup(t *testing.T) {
 
 	// (g) A second participant claiming rank 1 is refused by rank 0.
 	err = joinAs(t, 1, world, addrs, opts())
-	if !errors.Is(err, engine.ErrHandshake) {
-		t.Fatalf("(g) duplicate rank 1: got %v, want ErrHandshake", err)
+	if !errors.Is(err, engine.ErrHandshake) || !errors.Is(err, engine.ErrSlotTaken) {
+		t.Fatalf("(g) duplicate rank 1: got %v, want ErrHandshake and ErrSlotTaken", err)
 	}
 	var ge *engine.HandshakeError
 	if !errors.As(err, &ge) || ge.Local {
 		t.Errorf("(g) duplicate rank 1: got %v, want a *HandshakeError refused by rank 0", err)
 	}
 	he = rejects.take(t, "(g) duplicate", func(he *engine.HandshakeError) bool { return he.Rank == 1 })
-	if !he.Local || he.Err != nil {
-		t.Errorf("(g) duplicate: reported %+v, want Local, no cause", he)
+	if !he.Local || !errors.Is(he, engine.ErrSlotTaken) {
+		t.Errorf("(g) duplicate: reported %+v, want Local, ErrSlotTaken", he)
 	}
 
 	// The last rank completes the mesh, which works.

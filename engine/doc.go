@@ -23,7 +23,9 @@
 //
 // Bind(rank, world, peers, opts) or FromListener with a pre-bound
 // listener: ranks dial lower ranks and accept higher ones, each connection
-// opening with a HELLO handshake (magic, version, world, rank, mesh id and,
-// with Options.MeshKey or BOLTMESH_KEY, an HMAC-SHA256 proof in both
-// directions). See frame/spec.md for the wire format.
+// opening with a HELLO handshake (magic, version, world, rank, mesh id and
+// an HMAC-SHA256 proof of the mesh key in both directions, the dialer
+// first). Set a key (Options.MeshKey or BOLTMESH_KEY): without one, anyone
+// who reaches a rank can join as a rank. See frame/spec.md for the wire
+// format.
 package engine

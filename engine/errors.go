@@ -31,8 +31,24 @@ var (
 	// RecvInto. The message stays queued for the next receive.
 	ErrTruncated = errors.New("boltmesh: message longer than buffer")
 	// ErrHandshake means a connection was refused during the HELLO
-	// handshake (wrong magic, version, world, rank, mesh or key).
+	// handshake (wrong magic, version, world, rank, mesh or key). The
+	// *HandshakeError that wraps it may also wrap one of the causes below.
 	ErrHandshake = errors.New("boltmesh: handshake failed")
+	// ErrWrongKey is the cause of a *HandshakeError when the two ends of a
+	// connection hold different mesh keys, or only one has a key: the
+	// acceptor refused the dialer's proof of the key (a dialer sees this as
+	// a refusal by the peer), or the dialer the acceptor's.
+	ErrWrongKey = errors.New("boltmesh: mesh keys differ")
+	// ErrSlotTaken is the cause of a *HandshakeError when the acceptor
+	// already has a connection for the rank and stream the dialer proved
+	// the key for: another process joined in its place, during the mesh's
+	// formation or before (a rank keeps answering late dialers for
+	// Options.LateJoinWindow after its mesh formed). Without a mesh key,
+	// anyone who reaches the port can do that: set one (Options.MeshKey).
+	ErrSlotTaken = errors.New("boltmesh: this rank's place in the mesh is taken")
+	// ErrVersion is the cause of a *HandshakeError when the peer speaks
+	// another protocol version (frame.Version).
+	ErrVersion = errors.New("boltmesh: protocol versions differ")
 	// ErrUnknownRank means a rank outside [0, world) was named.
 	ErrUnknownRank = errors.New("boltmesh: unknown rank")
 	// ErrLengthMismatch means two lengths that must agree do not.

@@ -54,6 +54,10 @@ type NetTransport struct {
 
 	loopback bool // every rank is reached over loopback (this machine)
 
+	late     *acceptor  // the listener during LateJoinWindow, if this rank accepts
+	refusals logLimiter // which refused connections are logged
+	keyWarn  sync.Once  // the warning that the mesh has no key
+
 	beatStop chan struct{} // closed to stop the heartbeat goroutine
 	beatDone chan struct{} // closed when it has stopped
 }
@@ -96,6 +100,9 @@ const goodbyeWait = 200 * time.Millisecond
 func (t *NetTransport) Close() error {
 	var err error
 	t.closeOnce.Do(func() {
+		if t.late != nil {
+			t.late.close()
+		}
 		t.stopHeartbeat()
 		t.sayGoodbye()
 		t.closed.Store(true)

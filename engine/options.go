@@ -43,6 +43,14 @@ type Options struct {
 	// HandshakeTimeout bounds one connection's HELLO exchange; a silent
 	// connection is dropped after it. Default 5 s.
 	HandshakeTimeout time.Duration
+	// LateJoinWindow is how long a rank that accepts connections keeps its
+	// listener open after its mesh formed, answering late dialers: each
+	// shakes hands as during formation and, if it proves the key, is
+	// refused with ErrSlotTaken, so that a rank whose place another
+	// process took learns so instead of finding the port closed. Negative
+	// closes the listener as soon as the mesh has formed. Close ends the
+	// window early. Default: DialTimeout.
+	LateJoinWindow time.Duration
 	// Spin is how long a blocking receive keeps reading the socket itself
 	// while no byte arrives, before it sleeps until the event loop wakes
 	// it. Spinning takes the wake-up out of a message's latency at the cost
@@ -97,19 +105,30 @@ type Options struct {
 	// Default 5 s.
 	KeepAlive time.Duration
 	// MeshKey, when set, makes every connection prove knowledge of it with
-	// HMAC-SHA256 in both directions. Default: the BOLTMESH_KEY environment
-	// variable, or no key.
+	// HMAC-SHA256 in both directions, the dialer first (frame/spec.md,
+	// "Handshake"). Without a key anyone who reaches a rank can join as a
+	// rank: a transport without one that listens on or dials anything but
+	// loopback logs a warning, once. Use a random key (boltmesh keygen):
+	// whoever answers at an address a rank dials sees its proof, from
+	// which a short or guessable key can be recovered offline. Default: the
+	// BOLTMESH_KEY environment variable, or no key.
 	MeshKey []byte
 	// MeshID names the mesh; ranks of different meshes refuse each other.
 	// Default "boltmesh".
 	MeshID string
 	// HeapSize is the size of the symmetric heap. Default 64 MiB.
 	HeapSize uint64
-	// Logger receives warnings such as refused connections. Default
-	// slog.Default().
+	// Logger receives warnings: refused connections (the first 5 at once,
+	// then at most one every 10 s, each saying how many were not logged
+	// since the one before, so that a flood of strangers does not flood
+	// the log), the first error of an accept loop, a missing mesh key.
+	// Default slog.Default().
 	Logger *slog.Logger
 	// OnReject, if set, is called for every connection refused during
-	// setup, with a *HandshakeError.
+	// setup or LateJoinWindow (so possibly after construction returned),
+	// with a *HandshakeError; it is not rate-limited. It runs on the
+	// connection's handshake goroutine: a slow OnReject delays no other
+	// connection, but Close waits for it.
 	OnReject func(error)
 }
 
@@ -149,6 +168,7 @@ func (o Options) withDefaults() (Options, error) {
 	defDur(&o.HandshakeTimeout, 5*time.Second)
 	defDur(&o.Spin, 200*time.Microsecond)
 	defDur(&o.KeepAlive, 5*time.Second)
+	defDur(&o.LateJoinWindow, o.DialTimeout)
 	for _, d := range []struct {
 		name string
 		v    time.Duration

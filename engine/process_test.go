@@ -43,6 +43,9 @@ func runChild(role string) error {
 			return err
 		}
 	}
+	if role == "emfile" {
+		return runEmfileChild(addrs, ln)
+	}
 	if strings.HasPrefix(role, "bench-") {
 		return runBenchChild(role, rank, addrs, ln)
 	}

@@ -36,22 +36,23 @@ func listenAt(rank int, peers []string) (net.Listener, error) {
 // dials every lower rank (retrying with backoff until Options.DialTimeout)
 // and accepts every higher rank on ln, whose address is peers[rank].
 // Passing listeners bound to ephemeral ports in advance makes multi-rank
-// tests race-free. The transport owns ln and closes it once the mesh is
-// complete or construction fails. Connections that fail the handshake are
-// refused, reported through Options.Logger and Options.OnReject, and do not
-// disturb the rest of the mesh.
+// tests race-free. The transport owns ln: it closes it when construction
+// fails, and otherwise Options.LateJoinWindow after the mesh formed (or at
+// Close, if sooner), answering late dialers until then. Connections that
+// fail the handshake are refused, reported through Options.OnReject (each)
+// and Options.Logger (a few), and do not disturb the rest of the mesh; the
+// accept loop outlives errors such as running out of file descriptors.
 func FromListener(rank, world int, ln net.Listener, peers []string, opts Options) (*NetTransport, error) {
-	if ln != nil {
-		defer ln.Close()
-	}
 	if err := checkWorld(rank, world, peers, ln); err != nil {
+		closeListener(ln)
 		return nil, err
 	}
 	t, err := newTransport(rank, world, opts, localRanks(peers, rank), false)
 	if err != nil {
+		closeListener(ln)
 		return nil, err
 	}
-	if err := t.connect(ln, peers); err == nil {
+	if err = t.connect(ln, peers); err == nil {
 		err = t.joined()
 	}
 	if err != nil {
@@ -68,6 +69,13 @@ func (t *NetTransport) joined() error {
 	ctx, cancel := context.WithTimeout(context.Background(), t.opts.DialTimeout)
 	defer cancel()
 	return t.awaitWindows(ctx)
+}
+
+// closeListener closes ln unless it is nil.
+func closeListener(ln net.Listener) {
+	if ln != nil {
+		ln.Close()
+	}
 }
 
 // newTransport builds a transport with its heap and event loop, not yet
@@ -139,7 +147,11 @@ func checkWorld(rank, world int, peers []string, ln net.Listener) error {
 }
 
 // connect dials the lower ranks and accepts the higher ones concurrently.
+// acceptPeers owns ln; the last rank, which accepts nobody, closes it.
 func (t *NetTransport) connect(ln net.Listener, peers []string) error {
+	if t.rank == t.world-1 {
+		closeListener(ln)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.opts.DialTimeout)
 	defer cancel()
 	errs := make(chan error, t.rank+1)
@@ -155,9 +167,7 @@ func (t *NetTransport) connect(ln net.Listener, peers []string) error {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 			cancel()
-			if ln != nil {
-				ln.Close()
-			}
+			closeListener(ln)
 		}
 	}
 	wg.Wait()
@@ -168,6 +178,7 @@ func (t *NetTransport) connect(ln net.Listener, peers []string) error {
 // or failed attempts with backoff until ctx ends; a handshake refusal by
 // the peer is final.
 func (t *NetTransport) dialPeer(ctx context.Context, r int, addr string) error {
+	t.warnIfKeyless(addr)
 	for s := range t.streams() {
 		if err := t.dialStream(ctx, r, s, addr); err != nil {
 			return err
@@ -212,116 +223,6 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	}
 	nc.Close()
 	return err
-}
-
-// acceptPeers accepts until every higher rank has joined or ctx ends.
-// Each connection shakes hands in its own goroutine, so a silent or hostile
-// one cannot hold up the others.
-func (t *NetTransport) acceptPeers(ctx context.Context, ln net.Listener) error {
-	a := &acceptor{t: t, want: (t.world - 1 - t.rank) * t.streams(), joined: make(map[[2]int]bool), done: make(chan struct{})}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	go a.loop(ln)
-	select {
-	case <-a.done:
-		ln.Close()
-		a.wg.Wait()
-		return a.err
-	case <-ctx.Done():
-		ln.Close()
-		a.wg.Wait()
-		return fmt.Errorf("boltmesh: rank %d: %d of %d higher ranks joined within %v: %w", t.rank, a.count(), a.want, t.opts.DialTimeout, ctx.Err())
-	}
-}
-
-// acceptor tracks the ranks that joined through the listener.
-type acceptor struct {
-	t      *NetTransport
-	want   int
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	joined map[[2]int]bool // (rank, stream)
-	err    error
-	once   sync.Once
-	done   chan struct{}
-}
-
-func (a *acceptor) loop(ln net.Listener) {
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		a.wg.Go(func() { a.serve(nc) })
-	}
-}
-
-func (a *acceptor) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.joined)
-}
-
-func (a *acceptor) claim(rank, stream int) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.joined[[2]int{rank, stream}] {
-		return fmt.Sprintf("rank %d stream %d is already connected", rank, stream)
-	}
-	a.joined[[2]int{rank, stream}] = true
-	return ""
-}
-
-func (a *acceptor) unclaim(rank, stream int) {
-	a.mu.Lock()
-	delete(a.joined, [2]int{rank, stream})
-	a.mu.Unlock()
-}
-
-func (a *acceptor) serve(nc net.Conn) {
-	t := a.t
-	hc, err := newHsConn(nc, t, 0)
-	rank, stream, claimed := -1, 0, false
-	if err == nil {
-		rank, stream, err = hc.accept(func(r, s int) string {
-			why := a.claim(r, s)
-			claimed = why == ""
-			return why
-		})
-	}
-	if err == nil {
-		err = t.adopt(nc, rank, stream)
-		a.finish(err)
-		return
-	}
-	if claimed {
-		a.unclaim(rank, stream)
-	}
-	nc.Close()
-	t.reportReject(nc.RemoteAddr().String(), rank, err)
-}
-
-func (a *acceptor) finish(err error) {
-	a.mu.Lock()
-	if err != nil && a.err == nil {
-		a.err = err
-	}
-	n := len(a.joined)
-	a.mu.Unlock()
-	if err != nil || n == a.want {
-		a.once.Do(func() { close(a.done) })
-	}
-}
-
-func (t *NetTransport) reportReject(addr string, rank int, err error) {
-	var he *HandshakeError
-	if !errors.As(err, &he) {
-		he = &HandshakeError{Addr: addr, Rank: rank, Local: true, Reason: "handshake I/O", Err: err}
-	}
-	t.opts.Logger.Warn("boltmesh: refused connection", "rank", t.rank, "from", addr, "claimed_rank", rank, "err", he)
-	if t.opts.OnReject != nil {
-		t.opts.OnReject(he)
-	}
 }
 
 // adopt tunes the socket, takes its fd away from the net package and

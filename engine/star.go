@@ -33,13 +33,13 @@ var errGone = errors.New("the coordinator lost its connection to it")
 // destination drains is paused (TCP backpressure) past
 // Options.MaxQueuedBytes in flight. When a worker is lost, the coordinator
 // tells every other worker, whose operations with it then fail with
-// ErrPeerLost. The transport owns ln and closes it.
+// ErrPeerLost. The transport owns ln, as FromListener does.
 func CoordinatorListen(world int, ln net.Listener, opts Options) (*NetTransport, error) {
 	if ln == nil {
 		return nil, &OptionError{"listener", "is nil but the coordinator must accept its workers"}
 	}
-	defer ln.Close()
 	if err := checkStar(0, world); err != nil {
+		ln.Close()
 		return nil, err
 	}
 	local := 1
@@ -48,9 +48,12 @@ func CoordinatorListen(world int, ln net.Listener, opts Options) (*NetTransport,
 	}
 	t, err := newTransport(0, world, opts, local, true)
 	if err != nil {
+		ln.Close()
 		return nil, err
 	}
-	if world > 1 {
+	if world == 1 {
+		ln.Close()
+	} else { // acceptPeers owns ln
 		ctx, cancel := context.WithTimeout(context.Background(), t.opts.DialTimeout)
 		err = t.acceptPeers(ctx, ln)
 		cancel()

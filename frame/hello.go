@@ -5,7 +5,10 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks.
+// Version is the protocol version this package speaks. Version 2 has the
+// dialer prove the mesh key first (see spec.md, "Handshake"), and flow
+// control and rendezvous ("Flow control", "Rendezvous"); version 1 had the
+// acceptor prove first, to anyone who sent a HELLO.
 const Version uint16 = 2
 
 // MeshIDSize is the length of a mesh identity.
@@ -19,6 +22,23 @@ const (
 	TopologyMesh uint16 = 0 // every pair of ranks connected directly
 	TopologyStar uint16 = 1 // workers connected to a coordinator only
 )
+
+// Refusal codes a REJECT carries in Aux (see spec.md, "Handshake").
+const (
+	// RejectReason: the payload says why. Sent only to a peer that proved
+	// the mesh key (and by version 1 peers, which sent every reason).
+	RejectReason uint32 = 0
+	// RejectUnproven: refused before the peer proved the mesh key, or
+	// because its proof was wrong; the payload is exactly RejectedText.
+	RejectUnproven uint32 = 1
+	// RejectSlotTaken: the dialer proved the key, but the rank and stream
+	// it claims are connected already; the payload says which.
+	RejectSlotTaken uint32 = 2
+)
+
+// RejectedText is the whole payload of a RejectUnproven REJECT: before a
+// proof of the key, a refusal says nothing more.
+const RejectedText = "rejected"
 
 // Hello is the payload of a KindHello frame.
 type Hello struct {

@@ -10,7 +10,7 @@ type Kind uint8
 const (
 	KindHello     Kind = 1  // handshake: protocol, world, rank, mesh id, nonce
 	KindAuth      Kind = 2  // handshake: HMAC proof of the mesh key; ready when Reply
-	KindReject    Kind = 3  // handshake refused; payload is the reason text
+	KindReject    Kind = 3  // handshake refused; Aux: refusal code; payload: the reason text
 	KindSend      Kind = 4  // tagged two-sided message
 	KindPut       Kind = 5  // one-sided write into the target's heap at Offset
 	KindPutAck    Kind = 6  // refusal of a PUT (Error flag, reason text; Aux: refusal code)
