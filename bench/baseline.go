@@ -16,19 +16,32 @@ import (
 // stdnetTimeout bounds building the stdnet mesh.
 const stdnetTimeout = 30 * time.Second
 
+// stdnetHandshake bounds the handshake of each connection to a baseline
+// listener: how long a stranger that says nothing keeps one open.
+const stdnetHandshake = 5 * time.Second
+
+// testHookListen, if set, is called with every baseline listener's
+// address once it listens, before the other ranks learn it.
+var testHookListen func(rank int, addr string)
+
 // connectStdnet builds the stdnet mesh: every rank listens on host, the
-// addresses go to every rank through rank 0, and the ranks connect.
-func (w *world) connectStdnet(host string) (*stdnet.Mesh, error) {
+// addresses go to every rank through rank 0, and the ranks connect,
+// proving key (nil: none) on every connection. Connections that fail the
+// handshake are refused without disturbing the others.
+func (w *world) connectStdnet(host string, key []byte) (*stdnet.Mesh, error) {
 	ln, err := stdnet.Listen(host)
 	if err != nil {
 		return nil, err
+	}
+	if testHookListen != nil {
+		testHookListen(w.ctl.t.Rank(), ln.Addr().String())
 	}
 	addrs, err := w.ctl.addrs(ln.Addr().String())
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	return stdnet.Connect(w.ctl.t.Rank(), addrs, ln, stdnetTimeout)
+	return stdnet.Connect(w.ctl.t.Rank(), addrs, ln, stdnet.Options{Key: key, Timeout: stdnetTimeout, HandshakeTimeout: stdnetHandshake})
 }
 
 func joinAddrs(all [][]byte) []byte {
@@ -125,9 +138,12 @@ func (e stdEndpoint) RPC() (RPC, error) {
 // connection), used the ordinary way. Every rank serves netEcho as
 // "Bench" on a listener of its own; a rank dials another at its first
 // call there and keeps the connection (one per ordered pair of ranks).
-// Its methods may be called from one goroutine at a time.
+// Each connection first passes stdnet's handshake (ChanRPC, with the mesh
+// key), so only the mesh's ranks reach the server. Its methods may be
+// called from one goroutine at a time.
 type stdRPC struct {
 	host    string
+	key     []byte
 	ctl     control
 	srv     *netrpc.Server // nil until start
 	ln      *net.TCPListener
@@ -160,6 +176,9 @@ func (s *stdRPC) start() error {
 	addr := ""
 	if lerr == nil {
 		addr = ln.Addr().String()
+		if testHookListen != nil {
+			testHookListen(s.ctl.t.Rank(), addr)
+		}
 	}
 	addrs, err := s.ctl.addrs(addr) // even without a listener: the others wait for it
 	if err = errors.Join(lerr, err); err != nil {
@@ -180,7 +199,8 @@ func (s *stdRPC) start() error {
 	return nil
 }
 
-// accept serves every connection accepted until the listener closes.
+// accept serves every connection accepted until the listener closes,
+// once it has passed the handshake.
 func (s *stdRPC) accept() {
 	defer s.wg.Done()
 	srv := s.srv
@@ -200,9 +220,29 @@ func (s *stdRPC) accept() {
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			srv.ServeConn(c)
+			if s.admit(c) {
+				srv.ServeConn(c)
+			}
 		}()
 	}
+}
+
+// admit runs stdnet's handshake on an accepted connection and closes it
+// unless it passes as a ChanRPC connection from another rank.
+func (s *stdRPC) admit(c net.Conn) bool {
+	c.SetDeadline(time.Now().Add(stdnetHandshake))
+	r, ch, err := stdnet.Check(c, s.key)
+	if err == nil && (ch != stdnet.ChanRPC || r < 0 || r >= len(s.addrs) || r == s.ctl.t.Rank()) {
+		err = stdnet.ErrHandshake
+	}
+	if err == nil {
+		err = c.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		c.Close()
+		return false
+	}
+	return true
 }
 
 // Echo implements RPC. net/rpc takes no context: ctx is not used. The
@@ -227,6 +267,14 @@ func (s *stdRPC) client(to int) (*netrpc.Client, error) {
 	if s.clients[to] == nil {
 		nc, err := net.DialTimeout("tcp", s.addrs[to], stdnetTimeout)
 		if err != nil {
+			return nil, err
+		}
+		nc.SetDeadline(time.Now().Add(stdnetTimeout))
+		if err = stdnet.Greet(nc, s.ctl.t.Rank(), stdnet.ChanRPC, s.key); err == nil {
+			err = nc.SetDeadline(time.Time{})
+		}
+		if err != nil {
+			nc.Close()
 			return nil, err
 		}
 		s.clients[to] = netrpc.NewClient(nc)

@@ -78,6 +78,17 @@ func (c Config) Impls() []string {
 	return []string{ImplBoltmesh, ImplStdnet}
 }
 
+// SizesOf returns the message sizes suite name runs at under c (its fixed
+// sizes, else c.Sizes, else its quick or full sizes, aligned as the suite
+// needs); nil for an unknown suite.
+func (c Config) SizesOf(name string) []int {
+	s := Lookup(name)
+	if s == nil {
+		return nil
+	}
+	return c.sizesFor(s)
+}
+
 // sizesFor returns the sizes suite s runs at under c.
 func (c Config) sizesFor(s *Suite) []int {
 	var sizes []int

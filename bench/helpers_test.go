@@ -21,19 +21,26 @@ func runRanks(t *testing.T, n int, cfg bench.Config) (*bench.Report, []error) {
 // the rank's.
 func runRanksThen(t *testing.T, n int, cfg bench.Config, then func(r int, tr *engine.NetTransport) error) (*bench.Report, []error) {
 	t.Helper()
+	return runRanksKeyed(t, n, cfg, nil, then)
+}
+
+// runRanksKeyed is runRanksThen with key as the mesh key of the boltmesh
+// mesh and of the baseline (nil: none).
+func runRanksKeyed(t *testing.T, n int, cfg bench.Config, key []byte, then func(r int, tr *engine.NetTransport) error) (*bench.Report, []error) {
+	t.Helper()
 	lns, addrs := meshtest.Listeners(t, n)
 	errs := make([]error, n)
 	var rep *bench.Report
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			tr, err := engine.FromListener(r, n, lns[r], addrs, engine.Options{HeapSize: 4 << 20})
+			tr, err := engine.FromListener(r, n, lns[r], addrs, engine.Options{HeapSize: 4 << 20, MeshKey: key})
 			if err != nil {
 				errs[r] = err
 				return
 			}
 			defer tr.Close()
-			run := &bench.Runner{T: tr}
+			run := &bench.Runner{T: tr, MeshKey: key}
 			rp, err := run.Run(cfg)
 			if err == nil && then != nil {
 				err = then(r, tr)

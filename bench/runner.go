@@ -16,6 +16,13 @@ type Runner struct {
 	// StdnetHost is the host or IP the stdnet baseline listens on, reachable
 	// by the other ranks; "" is 127.0.0.1.
 	StdnetHost string
+	// MeshKey is the key every connection of the stdnet baseline proves
+	// (its net/rpc connections included), as T's connections prove
+	// engine.Options.MeshKey; pass the same. nil: none, and the baseline
+	// takes any connection whose hello names an expected rank. Either way
+	// a connection that fails the handshake is refused without disturbing
+	// the run.
+	MeshKey []byte
 	// Progress, if set, is called on rank 0 before each case and once more
 	// at the end (done == total).
 	Progress func(done, total int, what string)
@@ -96,11 +103,11 @@ func (r *Runner) newWorld(cfg Config) (*world, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	m, err := w.connectStdnet(host)
+	m, err := w.connectStdnet(host, r.MeshKey)
 	if err != nil {
 		return nil, err
 	}
-	w.std, w.stdRPC = m, &stdRPC{host: host, ctl: w.ctl}
+	w.std, w.stdRPC = m, &stdRPC{host: host, key: r.MeshKey, ctl: w.ctl}
 	w.eps[ImplStdnet] = stdEndpoint{m, w.stdRPC}
 	return w, nil
 }

@@ -17,6 +17,7 @@ const (
 	kindGetReply
 	kindFence
 	kindFenceAck
+	kindChallenge
 )
 
 // hdrSize is the frame header: kind (4), reserved (4), length (8),
@@ -35,7 +36,7 @@ const maxFrame = 1 << 32
 type header struct {
 	kind uint32
 	n    uint64 // payload length (GET: requested length)
-	arg  uint64 // offset (PUT, GET), status (FENCE_ACK, GET_REPLY), rank (HELLO)
+	arg  uint64 // offset (PUT, GET), status (FENCE_ACK, GET_REPLY), rank<<8 | channel (HELLO)
 }
 
 // conn is one TCP connection with its framing state. Writes and reads may
@@ -54,11 +55,26 @@ func newConn(c *net.TCPConn) *conn {
 	return &conn{c: c, br: bufio.NewReaderSize(c, readBuffer)}
 }
 
+// encodeHeader writes h into b, which holds hdrSize bytes.
+func encodeHeader(b []byte, h header) {
+	binary.LittleEndian.PutUint32(b[0:], h.kind)
+	binary.LittleEndian.PutUint32(b[4:], 0)
+	binary.LittleEndian.PutUint64(b[8:], h.n)
+	binary.LittleEndian.PutUint64(b[16:], h.arg)
+}
+
+// decodeHeader reads a header from b, which holds hdrSize bytes.
+func decodeHeader(b []byte) header {
+	return header{
+		kind: binary.LittleEndian.Uint32(b[0:]),
+		n:    binary.LittleEndian.Uint64(b[8:]),
+		arg:  binary.LittleEndian.Uint64(b[16:]),
+	}
+}
+
 // write sends one frame with a single writev of header and payload.
 func (c *conn) write(h header, p []byte) error {
-	binary.LittleEndian.PutUint32(c.whdr[0:], h.kind)
-	binary.LittleEndian.PutUint64(c.whdr[8:], h.n)
-	binary.LittleEndian.PutUint64(c.whdr[16:], h.arg)
+	encodeHeader(c.whdr[:], h)
 	c.vec = [2][]byte{c.whdr[:], p}
 	c.bufs = c.vec[:]
 	_, err := c.bufs.WriteTo(c.c)
@@ -71,11 +87,7 @@ func (c *conn) readHeader() (header, error) {
 	if _, err := io.ReadFull(c.br, c.rhdr[:]); err != nil {
 		return header{}, err
 	}
-	h := header{
-		kind: binary.LittleEndian.Uint32(c.rhdr[0:]),
-		n:    binary.LittleEndian.Uint64(c.rhdr[8:]),
-		arg:  binary.LittleEndian.Uint64(c.rhdr[16:]),
-	}
+	h := decodeHeader(c.rhdr[:])
 	if h.n > maxFrame {
 		return h, fmt.Errorf("%w: %d-byte payload", ErrMismatch, h.n)
 	}

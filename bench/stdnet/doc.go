@@ -12,5 +12,12 @@
 // sends requests (PUT, GET, FENCE) and the other rank's server goroutine
 // answers them out of its heap, without the owner taking part.
 //
+// Every connection opens with a handshake (see Check): the acceptor sends
+// a fresh nonce, the dialer answers with its rank, the connection's
+// channel and, with a mesh key (Options.Key), an HMAC over the nonce. A
+// connection that fails it is refused and reported, and the mesh forms
+// from the others: a stranger connecting to a rank's port cannot join the
+// mesh or stop it from forming.
+//
 // A Mesh's methods may be called from one goroutine at a time.
 package stdnet

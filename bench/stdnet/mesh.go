@@ -6,12 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
-)
 
-// Channels a dialed connection is for, sent in its HELLO.
-const (
-	chanMsg  = 0 // two-sided messages; the higher rank dials
-	chanHeap = 1 // one-sided requests from the dialer to the acceptor's heap
+	"github.com/boltmesh/boltmesh/internal/admit"
 )
 
 // Mesh is one rank's connections to every other rank.
@@ -28,6 +24,27 @@ type Mesh struct {
 	closeOnce   sync.Once
 }
 
+// DefaultTimeout is Options.Timeout's default.
+const DefaultTimeout = 30 * time.Second
+
+// Options say how Connect builds a mesh; the zero value is ready to use.
+type Options struct {
+	// Key, if set, is the mesh key every connection proves in its HELLO
+	// (see Check). Default none: a connection whose HELLO names a rank
+	// and channel this rank expects is taken.
+	Key []byte
+	// Timeout bounds Connect. Default DefaultTimeout.
+	Timeout time.Duration
+	// HandshakeTimeout bounds each accepted connection's handshake.
+	// Default 5 s.
+	HandshakeTimeout time.Duration
+	// OnReject, if set, is called with every connection refused while the
+	// mesh forms: an error wrapping ErrHandshake, ErrMeshKey, ErrReplay or
+	// the failed read's error. Refused connections do not stop the mesh
+	// from forming.
+	OnReject func(error)
+}
+
 // Listen listens on host, on an ephemeral port, for the other ranks.
 func Listen(host string) (*net.TCPListener, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
@@ -39,19 +56,23 @@ func Listen(host string) (*net.TCPListener, error) {
 
 // Connect builds rank's mesh: addrs[r] is the address of rank r's
 // listener (ln is this rank's, already listening, and closed on return).
-// Every rank must have listened before any rank calls Connect. It gives up
-// after timeout.
-func Connect(rank int, addrs []string, ln *net.TCPListener, timeout time.Duration) (*Mesh, error) {
-	defer ln.Close()
+// Every rank must have listened before any rank calls Connect. Every
+// accepted connection must pass the handshake (see Check) to be taken;
+// others are refused and reported to o.OnReject.
+func Connect(rank int, addrs []string, ln *net.TCPListener, o Options) (*Mesh, error) {
 	n := len(addrs)
 	if rank < 0 || rank >= n {
+		ln.Close()
 		return nil, fmt.Errorf("stdnet: rank %d of %d", rank, n)
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
 	m := &Mesh{rank: rank, world: n, msg: make([]*conn, n), cli: make([]*conn, n), srv: make([]*conn, n), dirty: make([]bool, n)}
-	ln.SetDeadline(time.Now().Add(timeout))
+	deadline := time.Now().Add(o.Timeout)
 	errc := make(chan error, 1)
-	go func() { errc <- m.acceptAll(ln, 2*n-2-rank) }()
-	err := m.dialAll(addrs, timeout)
+	go func() { errc <- m.acceptAll(ln, 2*n-2-rank, deadline, o) }()
+	err := m.dialAll(addrs, deadline, o.Key)
 	if err != nil {
 		ln.Close()
 	}
@@ -66,17 +87,17 @@ func Connect(rank int, addrs []string, ln *net.TCPListener, timeout time.Duratio
 
 // dialAll opens the message connections to the lower ranks and the heap
 // connections to every other rank.
-func (m *Mesh) dialAll(addrs []string, timeout time.Duration) error {
+func (m *Mesh) dialAll(addrs []string, deadline time.Time, key []byte) error {
 	for r, a := range addrs {
 		if r == m.rank {
 			continue
 		}
-		chans := []uint64{chanHeap}
+		chans := []Channel{ChanHeap}
 		if r < m.rank {
-			chans = append(chans, chanMsg)
+			chans = append(chans, ChanMsg)
 		}
 		for _, ch := range chans {
-			c, err := dial(a, m.rank, ch, timeout)
+			c, err := dial(a, m.rank, ch, deadline, key)
 			if err != nil {
 				return fmt.Errorf("stdnet: rank %d dialing rank %d at %s: %w", m.rank, r, a, err)
 			}
@@ -86,57 +107,75 @@ func (m *Mesh) dialAll(addrs []string, timeout time.Duration) error {
 	return nil
 }
 
-func dial(addr string, rank int, ch uint64, timeout time.Duration) (*conn, error) {
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+func dial(addr string, rank int, ch Channel, deadline time.Time, key []byte) (*conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, time.Until(deadline))
 	if err != nil {
 		return nil, err
 	}
-	c := newConn(nc.(*net.TCPConn))
-	if err := c.write(header{kind: kindHello, n: 0, arg: uint64(rank)<<8 | ch}, nil); err != nil {
-		c.close()
+	nc.SetDeadline(deadline)
+	if err = Greet(nc, rank, ch, key); err == nil {
+		err = nc.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		nc.Close()
 		return nil, err
 	}
-	return c, nil
+	return newConn(nc.(*net.TCPConn)), nil
 }
 
-// acceptAll accepts want connections and files them by their HELLO.
-func (m *Mesh) acceptAll(ln *net.TCPListener, want int) error {
-	for range want {
-		nc, err := ln.AcceptTCP()
-		if err != nil {
-			return fmt.Errorf("stdnet: rank %d accepting: %w", m.rank, err)
-		}
-		if err := m.adopt(newConn(nc)); err != nil {
-			nc.Close()
-			return err
-		}
+// peerHello is an accepted connection's HELLO.
+type peerHello struct {
+	rank int
+	ch   Channel
+}
+
+// acceptAll takes want connections that pass the handshake and files them
+// by their HELLO; it closes ln.
+func (m *Mesh) acceptAll(ln *net.TCPListener, want int, deadline time.Time, o Options) error {
+	if want == 0 {
+		ln.Close()
+		return nil
+	}
+	got := 0
+	check := func(c net.Conn) (peerHello, error) {
+		r, ch, err := Check(c, o.Key)
+		return peerHello{r, ch}, err
+	}
+	err := admit.Serve(ln, admit.Options{Deadline: deadline, Handshake: o.HandshakeTimeout, OnReject: o.OnReject}, check,
+		func(c net.Conn, h peerHello) (bool, error) {
+			if err := m.adopt(c.(*net.TCPConn), h); err != nil {
+				return false, err
+			}
+			got++
+			return got == want, nil
+		})
+	if err != nil {
+		return fmt.Errorf("stdnet: rank %d: %d of %d connections accepted: %w", m.rank, got, want, err)
 	}
 	return nil
 }
 
-// adopt reads an accepted connection's HELLO and files it.
-func (m *Mesh) adopt(c *conn) error {
-	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	h, err := c.expect(kindHello)
-	c.c.SetReadDeadline(time.Time{})
-	if err != nil {
-		return fmt.Errorf("stdnet: rank %d: hello: %w", m.rank, err)
-	}
-	r, ch := int(h.arg>>8), h.arg&0xff
+// adopt files an accepted connection by its HELLO, if this rank expects
+// it.
+func (m *Mesh) adopt(c *net.TCPConn, h peerHello) error {
 	slot := m.srv
-	if ch == chanMsg {
+	switch h.ch {
+	case ChanMsg:
 		slot = m.msg
+	case ChanHeap:
+	default:
+		return fmt.Errorf("%w: hello for channel %d", ErrHandshake, h.ch)
 	}
-	if r < 0 || r >= m.world || r == m.rank || slot[r] != nil || (ch == chanMsg && r < m.rank) {
-		return fmt.Errorf("%w: hello from rank %d channel %d", ErrMismatch, r, ch)
+	if h.rank < 0 || h.rank >= m.world || h.rank == m.rank || slot[h.rank] != nil || (h.ch == ChanMsg && h.rank < m.rank) {
+		return fmt.Errorf("%w: hello from rank %d channel %d", ErrHandshake, h.rank, h.ch)
 	}
-	slot[r] = c
+	slot[h.rank] = newConn(c)
 	return nil
 }
 
 // slot returns the table a dialed connection of channel ch goes in.
-func (m *Mesh) slot(ch uint64) []*conn {
-	if ch == chanMsg {
+func (m *Mesh) slot(ch Channel) []*conn {
+	if ch == ChanMsg {
 		return m.msg
 	}
 	return m.cli

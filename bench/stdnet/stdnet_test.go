@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +31,7 @@ func meshes(t *testing.T, n int) []*stdnet.Mesh {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		wg.Go(func() { ms[r], errs[r] = stdnet.Connect(r, addrs, lns[r], 5*time.Second) })
+		wg.Go(func() { ms[r], errs[r] = stdnet.Connect(r, addrs, lns[r], stdnet.Options{Timeout: 5 * time.Second}) })
 	}
 	wg.Wait()
 	for r, err := range errs {
@@ -128,5 +131,121 @@ func TestPutGet(t *testing.T) {
 	}
 	if err := ms[0].Get(1, 100, got); err != nil || !bytes.Equal(got, src) {
 		t.Fatalf("get after refusals: %v", err)
+	}
+}
+
+// recorder keeps a copy of everything written to its conn.
+type recorder struct {
+	net.Conn
+	mu  sync.Mutex
+	out []byte
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	r.out = append(r.out, p...)
+	r.mu.Unlock()
+	return r.Conn.Write(p)
+}
+
+// recordedHello returns the bytes of a genuine HELLO (rank 1, heap
+// channel, with key) that answered another connection's challenge.
+func recordedHello(t *testing.T, key []byte) []byte {
+	t.Helper()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	rec := &recorder{Conn: b}
+	errc := make(chan error, 1)
+	go func() { errc <- stdnet.Greet(rec, 1, stdnet.ChanHeap, key) }()
+	if _, _, err := stdnet.Check(a, key); err != nil {
+		t.Fatalf("the recorded handshake: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return rec.out
+}
+
+// strangers are what the connections TestStrangersDoNotStopTheMesh opens
+// to rank r's listener do: nothing, send garbage, answer the challenge
+// with the wrong key as another rank, replay a genuine HELLO.
+func strangers(t *testing.T, key []byte, r, n int) map[string]func(net.Conn) {
+	recorded := recordedHello(t, key)
+	return map[string]func(net.Conn){
+		"idle":      func(net.Conn) {},
+		"garbage":   func(c net.Conn) { c.Write(bytes.Repeat([]byte("GET / HTTP/1.1\r\n"), 8)) },
+		"wrong key": func(c net.Conn) { stdnet.Greet(c, (r+1)%n, stdnet.ChanHeap, []byte("wrong")) },
+		"replayed": func(c net.Conn) {
+			io.ReadFull(c, make([]byte, 56)) // the challenge
+			c.Write(recorded)
+		},
+	}
+}
+
+// TestStrangersDoNotStopTheMesh: to every rank's listener, before the
+// ranks connect, come an idle connection, garbage, a HELLO with the wrong
+// key and a genuine HELLO replayed from another connection. The mesh
+// forms and works; each stranger is refused with its own error, and its
+// connection closed.
+func TestStrangersDoNotStopTheMesh(t *testing.T) {
+	const n = 3
+	key := []byte("mesh key")
+	lns := make([]*net.TCPListener, n)
+	addrs := make([]string, n)
+	var mu sync.Mutex
+	refused := make([][]error, n)
+	var conns []net.Conn
+	for r := range n {
+		ln, err := stdnet.Listen("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[r], addrs[r] = ln, ln.Addr().String()
+		for _, do := range strangers(t, key, r, n) {
+			c, err := net.Dial("tcp", addrs[r])
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			conns = append(conns, c)
+			go do(c)
+		}
+	}
+	ms := make([]*stdnet.Mesh, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		o := stdnet.Options{Key: key, Timeout: 30 * time.Second, HandshakeTimeout: time.Minute, OnReject: func(err error) {
+			mu.Lock()
+			refused[r] = append(refused[r], err)
+			mu.Unlock()
+		}}
+		wg.Go(func() { ms[r], errs[r] = stdnet.Connect(r, addrs, lns[r], o) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		t.Cleanup(func() { m.Close() })
+	}
+	each(t, ms, func(r int, m *stdnet.Mesh) error { return m.Barrier() })
+	// Connect returned as soon as the ranks were in: the strangers still
+	// in their handshake were closed then, the others refused before.
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.Copy(io.Discard, c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("a stranger's connection was not closed: %v", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for r, errs := range refused {
+		for _, want := range []error{stdnet.ErrHandshake, stdnet.ErrMeshKey, stdnet.ErrReplay} {
+			if !slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, want) }) {
+				t.Errorf("rank %d: no refusal with %v among %v", r, want, errs)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ type benchFlags struct {
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.ranks, "ranks", 2, "number of local ranks to start (without a launcher or --rank)")
+	fs.IntVar(&f.ranks, "ranks", 2, fmt.Sprintf("number of local ranks to start (without a launcher or --rank); at most %d per core", maxRanksPerCore))
 	fs.StringVar(&f.suite, "suite", strings.Join(bench.DefaultSuites, ","), "suites to run, comma-separated, or all: "+strings.Join(bench.Names(), ", "))
 	fs.StringVar(&f.sizes, "sizes", "", "message sizes, e.g. 8,1K,64K,1M,16M (default: each suite's)")
 	fs.IntVar(&f.iters, "iters", 0, "timed iterations per case (default: as many as fit --duration)")
@@ -65,38 +66,79 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal")
 }
 
-// config builds the run's configuration.
+// config builds and checks the run's configuration.
 func (f *benchFlags) config(transport string) (bench.Config, error) {
 	cfg := bench.Config{Baseline: f.baseline, Quick: f.quick, Transport: transport}
 	cfg.Plan = bench.Plan{Iters: f.iters, Duration: f.duration}
-	if f.iters < 0 || f.duration < 0 {
-		return cfg, usageErr("--iters and --duration must not be negative")
+	switch {
+	case f.iters < 0:
+		return cfg, flagErr("iters", strconv.Itoa(f.iters), "must not be negative (0: as many as fit --duration)")
+	case f.duration < 0:
+		return cfg, flagErr("duration", f.duration.String(), "must not be negative (0: the default)")
+	case f.baseline != bench.BaselineStdnet && f.baseline != bench.BaselineNone:
+		return cfg, flagErr("baseline", f.baseline, "want stdnet or none")
 	}
-	if f.suite != "all" {
-		cfg.Suites = splitList(f.suite)
-	} else {
-		cfg.Suites = bench.Names()
-	}
-	for _, s := range cfg.Suites {
-		if bench.Lookup(s) == nil {
-			return cfg, usageErr("--suite: unknown suite %q (have %s)", s, strings.Join(bench.Names(), ", "))
-		}
-	}
-	if f.baseline != bench.BaselineStdnet && f.baseline != bench.BaselineNone {
-		return cfg, usageErr("--baseline %q: want stdnet or none", f.baseline)
+	var err error
+	if cfg.Suites, err = f.suites(); err != nil {
+		return cfg, err
 	}
 	if f.sizes != "" {
-		sizes, err := bench.ParseSizes(f.sizes)
-		if err != nil {
-			return cfg, usageErr("--sizes: %v", err)
+		if cfg.Sizes, err = f.parseSizes(); err != nil {
+			return cfg, err
 		}
-		cfg.Sizes = sizes
 	}
-	return cfg, nil
+	for _, o := range []struct{ flag, file string }{{"json", f.json}, {"csv", f.csv}} {
+		if err := checkOutFile(o.flag, o.file); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, checkOutDir("plot", f.plot)
+}
+
+// suites parses --suite: "all", or known suites, each once.
+func (f *benchFlags) suites() ([]string, error) {
+	if f.suite == "all" {
+		return bench.Names(), nil
+	}
+	list := splitList(f.suite)
+	if len(list) == 0 {
+		return nil, flagErr("suite", f.suite, "names no suite; want some of %s, or all", strings.Join(bench.Names(), ", "))
+	}
+	for i, s := range list {
+		switch {
+		case bench.Lookup(s) == nil:
+			return nil, flagErr("suite", f.suite, "unknown suite %q (have %s)", s, strings.Join(bench.Names(), ", "))
+		case slices.Contains(list[:i], s):
+			return nil, flagErr("suite", f.suite, "names %s twice", s)
+		}
+	}
+	return list, nil
+}
+
+// parseSizes parses --sizes: sizes of at least one byte.
+func (f *benchFlags) parseSizes() ([]int, error) {
+	sizes, err := bench.ParseSizes(f.sizes)
+	if err != nil {
+		return nil, flagErr("sizes", f.sizes, "%v", strings.TrimPrefix(err.Error(), "bench: "))
+	}
+	if slices.Contains(sizes, 0) {
+		return nil, flagErr("sizes", f.sizes, "a size of 0 bytes; sizes start at 1")
+	}
+	return sizes, nil
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", benchHeader, stdout, stderr)
+	b, err := parseBench(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return b.run()
+}
+
+// parseBench parses and checks bench's command line; nothing starts
+// until its run.
+func parseBench(args []string, stdout, stderr io.Writer) (*benchRun, error) {
+	fs := newFlagSet("bench", benchHeader, stdout)
 	var mf meshFlags
 	var pf profFlags
 	var bf benchFlags
@@ -104,34 +146,57 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	pf.register(fs)
 	bf.register(fs)
 	if pos, err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	} else if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
+		return nil, usageErr("unexpected argument %q", pos[0])
 	}
 	if err := checkTransport(&mf, func(s string) { fmt.Fprintln(stderr, s) }); err != nil {
-		return err
+		return nil, err
+	}
+	if err := mf.check(); err != nil {
+		return nil, err
+	}
+	if err := pf.check(); err != nil {
+		return nil, err
 	}
 	cfg, err := bf.config(mf.transport)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, launched, err := membershipOf(&mf, fs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !launched {
 		if bf.ranks < 1 {
-			return usageErr("--ranks %d: need at least 1", bf.ranks)
+			return nil, flagErr("ranks", strconv.Itoa(bf.ranks), "need at least 1")
 		}
 		m = membership{rank: 0, world: bf.ranks, source: "local"}
 	} else if visited(fs, "ranks") && bf.ranks != m.world {
-		return usageErr("--ranks %d, but the %s launch has %d ranks", bf.ranks, m.source, m.world)
+		return nil, flagErr("ranks", strconv.Itoa(bf.ranks), "the %s launch has %d ranks", m.source, m.world)
 	}
-	if mf.heap == "" {
+	if err := checkPorts(&mf, m); err != nil {
+		return nil, err
+	}
+	explicitHeap := visited(fs, "heap")
+	if !explicitHeap {
 		mf.heap = strconv.Itoa(heapFor(cfg))
 	}
-	b := &benchRun{mf: &mf, pf: &pf, bf: &bf, cfg: cfg, m: m, stdout: stdout, stderr: stderr}
-	return b.run()
+	opts, err := engineOptions(&mf)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHeap(&mf, int(opts.HeapSize), cfg, explicitHeap); err != nil {
+		return nil, err
+	}
+	load := capacity{ranks: 1, heap: int(opts.HeapSize), size: maxSize(cfg), heapGiven: explicitHeap, sizesGiven: bf.sizes != ""}
+	if !launched {
+		load.ranks, load.local = m.world, true
+	}
+	if err := load.check(thisMachine(), &mf, &bf); err != nil {
+		return nil, err
+	}
+	return &benchRun{mf: &mf, pf: &pf, bf: &bf, opts: opts, cfg: cfg, m: m, stdout: stdout, stderr: stderr}, nil
 }
 
 // membershipOf returns the membership from the flags or a launcher's
@@ -153,7 +218,37 @@ func membershipOf(mf *meshFlags, fs *flag.FlagSet) (membership, bool, error) {
 func heapFor(cfg bench.Config) int {
 	h := 64 << 20
 	for _, s := range cfg.Sizes {
-		h = max(h, s+(1<<20))
+		h = max(h, s+heapRoom)
 	}
 	return h
+}
+
+// heapRoom is what a heap holds beyond the largest putget region.
+const heapRoom = 1 << 20
+
+// maxSize is the largest message size any suite of cfg runs.
+func maxSize(cfg bench.Config) int {
+	n := 0
+	for _, s := range cfg.Suites {
+		for _, size := range cfg.SizesOf(s) {
+			n = max(n, size)
+		}
+	}
+	return n
+}
+
+// checkHeap checks that an explicit --heap holds the putget suite's
+// largest region.
+func checkHeap(mf *meshFlags, heap int, cfg bench.Config, explicit bool) error {
+	if !explicit || !slices.Contains(cfg.Suites, "putget") {
+		return nil
+	}
+	need := 0
+	for _, size := range cfg.SizesOf("putget") {
+		need = max(need, size+heapRoom)
+	}
+	if heap < need {
+		return flagErr("heap", mf.heap, "the putget suite's %s size needs a heap of at least %s", bench.FormatSize(need-heapRoom), bench.FormatSize(need))
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ With --http ADDR it serves pprof's web UI for FILE instead.
 var profileServer func(*driver.HTTPServerArgs) error
 
 func cmdProfile(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("profile", profileHeader, stdout, stderr)
+	fs := newFlagSet("profile", profileHeader, stdout)
 	top := fs.Int("top", 15, "number of functions to list")
 	httpAddr := fs.String("http", "", "serve pprof's web UI for FILE at `addr` (host:port)")
 	pos, err := parseFlags(fs, args)
@@ -38,6 +39,14 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(pos) != 1 {
 		return usageErr("want exactly one profile FILE, got %d arguments", len(pos))
+	}
+	if *top < 1 {
+		return flagErr("top", strconv.Itoa(*top), "want at least 1 function")
+	}
+	if *httpAddr != "" {
+		if _, err := parseHostPort(*httpAddr); err != nil {
+			return flagErr("http", *httpAddr, "%v", err)
+		}
 	}
 	if *httpAddr != "" {
 		return serveWebUI(pos[0], *httpAddr)

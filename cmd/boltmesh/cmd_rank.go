@@ -21,28 +21,54 @@ Example, two machines:
 `
 
 func cmdRank(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("rank", rankHeader, stdout, stderr)
+	b, err := parseRank(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return b.run()
+}
+
+// parseRank parses and checks rank's command line; nothing starts until
+// its run.
+func parseRank(args []string, stdout, stderr io.Writer) (*benchRun, error) {
+	fs := newFlagSet("rank", rankHeader, stdout)
 	var mf meshFlags
 	var pf profFlags
 	mf.register(fs)
 	pf.register(fs)
 	if pos, err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	} else if len(pos) > 0 {
-		return usageErr("unexpected argument %q", pos[0])
+		return nil, usageErr("unexpected argument %q", pos[0])
 	}
 	if err := checkTransport(&mf, func(s string) { fmt.Fprintln(stderr, s) }); err != nil {
-		return err
+		return nil, err
+	}
+	if err := mf.check(); err != nil {
+		return nil, err
+	}
+	if err := pf.check(); err != nil {
+		return nil, err
 	}
 	m, ok, err := membershipOf(&mf, fs)
 	switch {
 	case err != nil:
-		return err
+		return nil, err
 	case !ok:
-		return usageErr("give --rank and --world (with --peers or --rendezvous), or run under a launcher")
+		return nil, usageErr("give --rank and --world (with --peers or --rendezvous), or run under a launcher")
 	case m.rank == 0:
-		return usageErr("rank 0 runs \"boltmesh bench\", which drives the other ranks")
+		return nil, usageErr("rank 0 runs \"boltmesh bench\", which drives the other ranks")
 	}
-	b := &benchRun{mf: &mf, pf: &pf, cfg: bench.Config{}, m: m, stdout: stdout, stderr: stderr}
-	return b.run()
+	if err := checkPorts(&mf, m); err != nil {
+		return nil, err
+	}
+	opts, err := engineOptions(&mf)
+	if err != nil {
+		return nil, err
+	}
+	load := capacity{ranks: 1, heap: int(opts.HeapSize), heapGiven: true}
+	if err := load.check(thisMachine(), &mf, nil); err != nil {
+		return nil, err
+	}
+	return &benchRun{mf: &mf, pf: &pf, opts: opts, cfg: bench.Config{}, m: m, stdout: stdout, stderr: stderr}, nil
 }

@@ -25,6 +25,7 @@ type meshFlags struct {
 	congestion  string // TCP congestion control
 	spin        time.Duration
 	timeout     time.Duration
+	force       bool // run beyond what this machine holds (see capacity)
 }
 
 func (f *meshFlags) register(fs *flag.FlagSet) {
@@ -43,6 +44,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.heap, "heap", "", "symmetric heap `size` per rank (default 64M, or enough for the putget sizes)")
 	fs.DurationVar(&f.spin, "spin", 0, "how long a blocking receive polls before sleeping (engine.Options.Spin; negative: never; default the engine's)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for every rank to join")
+	fs.BoolVar(&f.force, "force", false, fmt.Sprintf("run even what this machine cannot hold: more than %d local ranks per core, or heaps and buffers over half its memory", maxRanksPerCore))
 }
 
 // profFlags select the profiles this process records.
@@ -58,19 +60,49 @@ func (f *profFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.http, "pprof", "", "serve net/http/pprof at `addr` while running")
 }
 
-// newFlagSet returns a flag set that reports errors to stderr and prints
-// help to stdout, with a usage header.
-func newFlagSet(name, header string, stdout, stderr io.Writer) *flag.FlagSet {
+// newFlagSet returns a flag set whose -h/--help prints help (a usage
+// header and the flags) to stdout; it prints nothing itself on an error,
+// which parseFlags returns for the caller to print as one line.
+func newFlagSet(name, header string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	h := &helpFlag{print: func() {
 		fs.SetOutput(stdout)
 		fmt.Fprint(stdout, header)
 		fmt.Fprintln(stdout, "\nFlags (-flag and --flag both work):")
 		fs.PrintDefaults()
-		fs.SetOutput(stderr)
-	}
+		fs.SetOutput(io.Discard)
+	}}
+	fs.Var(h, "help", "print this help")
+	fs.Var(h, "h", "print this help")
 	return fs
+}
+
+// helpFlag is -h and --help: set, parseFlags prints the help.
+type helpFlag struct {
+	print  func()
+	wanted bool
+}
+
+func (h *helpFlag) String() string { return "" }
+
+// Set implements flag.Value.
+func (h *helpFlag) Set(string) error {
+	h.wanted = true
+	return nil
+}
+
+// IsBoolFlag makes -h take no value.
+func (h *helpFlag) IsBoolFlag() bool { return true }
+
+// helpWanted prints fs's help if -h or --help was given.
+func helpWanted(fs *flag.FlagSet) bool {
+	h, ok := fs.Lookup("help").Value.(*helpFlag)
+	if ok && h.wanted {
+		h.print()
+	}
+	return ok && h.wanted
 }
 
 // visited reports whether flag name was set on the command line.

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/boltmesh/boltmesh/bench"
 	"github.com/boltmesh/boltmesh/engine"
@@ -129,7 +130,9 @@ func isLoopback(addr string) bool {
 	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
-// engineOptions builds the transport options from the flags.
+// engineOptions builds the transport options from the flags (the mesh
+// key from --key-file or $BOLTMESH_KEY) and checks them as the engine
+// will, so that a bad value is refused before any local rank starts.
 func engineOptions(f *meshFlags) (engine.Options, error) {
 	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams, Congestion: f.congestion}
 	var heap int
@@ -144,21 +147,37 @@ func engineOptions(f *meshFlags) (engine.Options, error) {
 		return o, err
 	}
 	o.HeapSize = uint64(heap)
-	if f.keyFile != "" {
-		k, err := os.ReadFile(f.keyFile)
-		if err != nil {
-			return o, fmt.Errorf("--key-file: %w", err)
-		}
-		if k = bytes.TrimRight(k, "\r\n"); len(k) == 0 {
-			return o, fmt.Errorf("--key-file %s is empty", f.keyFile)
-		}
-		o.MeshKey = k
+	if o.MeshKey, err = meshKey(f.keyFile, os.Getenv); err != nil {
+		return o, err
 	}
 	if f.transport == "thunderbolt" {
 		o = engine.ThunderboltOptions(o)
-		warnThunderbolt()
+	}
+	if err := o.Validate(); err != nil {
+		return o, optionFlagErr(f, err)
 	}
 	return o, nil
+}
+
+// optionFlagErr names the flag behind an engine option error.
+func optionFlagErr(f *meshFlags, err error) error {
+	var oe *engine.OptionError
+	switch {
+	case errors.Is(err, engine.ErrCongestion):
+		return flagErr("congestion", f.congestion, "%v", err)
+	case !errors.As(err, &oe):
+		return usageErr("%v", err)
+	}
+	fl, ok := map[string][2]string{
+		"Streams":      {"streams", strconv.Itoa(f.streams)},
+		"StripeMin":    {"stripe-min", f.stripeMin},
+		"SocketBuffer": {"socket-buffer", f.sockBuf},
+		"DialTimeout":  {"timeout", f.timeout.String()},
+	}[oe.Field]
+	if !ok {
+		return usageErr("%v", err)
+	}
+	return flagErr(fl[0], fl[1], "%s %s", oe.Field, oe.Reason)
 }
 
 // parseSizeFlag parses --flag's size val, 0 when val is empty; a bad or
@@ -169,7 +188,7 @@ func parseSizeFlag(flag, val, example string) (int, error) {
 	}
 	n, err := bench.ParseSize(val)
 	if err != nil || n <= 0 {
-		return 0, usageErr("--%s %q: want a size such as %s", flag, val, example)
+		return 0, flagErr(flag, val, "want a positive size such as %s", example)
 	}
 	return n, nil
 }
@@ -197,7 +216,7 @@ func checkTransport(f *meshFlags, note func(string)) error {
 			note("note: a star uses one stream per link; --transport thunderbolt only enlarges its socket buffers")
 		}
 	default:
-		return usageErr("--transport %q: want tcp or thunderbolt", f.transport)
+		return flagErr("transport", f.transport, "want tcp or thunderbolt")
 	}
 	return nil
 }

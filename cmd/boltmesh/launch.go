@@ -140,7 +140,10 @@ func fromFlags(f *meshFlags) (membership, bool, error) {
 	if f.peers != "" {
 		m.peers = splitList(f.peers)
 		if len(m.peers) != f.world {
-			return membership{}, false, usageErr("--peers has %d addresses for --world %d", len(m.peers), f.world)
+			return membership{}, false, flagErr("peers", f.peers, "%d addresses for --world %d", len(m.peers), f.world)
+		}
+		if err := checkPeers(f.peers, m.peers); err != nil {
+			return membership{}, false, err
 		}
 	}
 	return m, true, nil

@@ -3,6 +3,7 @@
 //	boltmesh bench [flags]          run the benchmark suites (rank 0, or every rank under a launcher)
 //	boltmesh rank [flags]           join a mesh as a participant and follow rank 0
 //	boltmesh profile [flags] FILE   summarize a CPU profile
+//	boltmesh keygen FILE            write a new mesh key to FILE
 //
 // Run "boltmesh COMMAND --help" for each command's flags.
 package main
@@ -24,6 +25,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"bench":   cmdBench,
 	"rank":    cmdRank,
 	"profile": cmdProfile,
+	"keygen":  cmdKeygen,
 }
 
 const usage = `boltmesh: zero-copy transport engine tools
@@ -32,6 +34,7 @@ Usage:
   boltmesh bench [flags]          benchmark boltmesh against the stdnet baseline
   boltmesh rank [flags]           join a mesh as a participant (ranks 1..n-1 on other hosts)
   boltmesh profile [flags] FILE   where a CPU profile's time went
+  boltmesh keygen FILE            write a new mesh key (for --key-file) to FILE, mode 0600
 
 Run "boltmesh COMMAND --help" for a command's flags.
 `
@@ -67,14 +70,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// errUsage marks errors in the command line.
-var errUsage = errors.New("usage")
-
-// usageErr returns a usage error with a message.
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
-}
-
 // parseFlags parses args with fs, allowing flags after positional
 // arguments (boltmesh profile FILE --http :8080), and returns the
 // positional ones.
@@ -82,10 +77,10 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, fmt.Errorf("%w: %v (see boltmesh %s --help)", errUsage, err, fs.Name())
+		}
+		if helpWanted(fs) {
+			return nil, flag.ErrHelp
 		}
 		args = fs.Args()
 		if len(args) == 0 {

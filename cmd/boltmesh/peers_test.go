@@ -11,12 +11,12 @@ import (
 
 // TestPeersAndKey runs a two-host style mesh on loopback: "boltmesh rank"
 // as rank 1 and "boltmesh bench" as rank 0, both given --peers and the same
-// --key-file.
+// --key-file, written by "boltmesh keygen".
 func TestPeersAndKey(t *testing.T) {
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key")
-	if err := os.WriteFile(key, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
+	if _, stderr, err := cli(t, "keygen", key); err != nil {
+		t.Fatalf("keygen: %v\n%s", err, stderr)
 	}
 	peers := "127.0.0.1:" + freePort(t) + ",127.0.0.1:" + freePort(t)
 	common := []string{"--world", "2", "--peers", peers, "--key-file", key}

@@ -3,39 +3,84 @@ package main
 import (
 	"bufio"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
-	"time"
 )
 
 // The rendezvous: rank 0 listens at a known address; every other rank
 // connects, sends its rank and listen address, and receives the address
 // list of the whole mesh once every rank has checked in. Messages are JSON
-// lines; with a mesh key each carries an HMAC-SHA256 of its content, so a
-// stranger cannot hand the ranks a forged peer list.
+// lines, each read with a bound on its length:
+//
+//	rank 0                                     rank r
+//	accept  ── challenge {"nonce": N0} ─────────>
+//	        <── hello {"rank", "world", "addr", "server": N0, "nonce": Nr, "mac"}
+//	(every rank in)
+//	        ── reply {"peers", "server": N0, "nonce": Nr, "mac"} ──>
+//	        or, refused, {"error": "..."}
+//
+// N0 and Nr are fresh random nonces. With a mesh key the hello's MAC
+// (HMAC-SHA256) covers N0 and the reply's covers Nr, so a stranger can
+// neither take a rank's slot nor hand the ranks a forged peer list, and a
+// recorded hello or reply cannot be replayed to another rendezvous. Rank
+// 0 serves every connection concurrently, each under its own handshake
+// deadline (see internal/admit), so idle or garbage connections delay no
+// one.
+
+// Bounds of the rendezvous lines and fields.
+const (
+	nonceBytes     = 32
+	maxAddrLen     = 512  // a rank's address in its hello
+	maxChallenge   = 256  // rank 0's challenge line
+	maxHelloLine   = 4096 // a rank's hello line
+	maxReplyHeader = 4096 // a reply line without its peer list
+)
+
+// maxReplyLine bounds rank 0's reply in a world of n ranks: the peer
+// list's addresses, each JSON-escaped at worst 6 bytes per byte.
+func maxReplyLine(n int) int { return maxReplyHeader + n*(6*maxAddrLen+3) }
+
+// challenge is rank 0's first line on every connection.
+type challenge struct {
+	Nonce string `json:"nonce"`
+}
 
 // hello is what a rank sends rank 0.
 type hello struct {
-	Rank  int    `json:"rank"`
-	World int    `json:"world"`
-	Addr  string `json:"addr"`
-	MAC   string `json:"mac,omitempty"`
+	Rank   int    `json:"rank"`
+	World  int    `json:"world"`
+	Addr   string `json:"addr"`
+	Server string `json:"server"` // rank 0's nonce, echoed
+	Nonce  string `json:"nonce"`  // this rank's
+	MAC    string `json:"mac,omitempty"`
 }
 
 // reply is rank 0's answer.
 type reply struct {
-	Peers []string `json:"peers,omitempty"`
-	Error string   `json:"error,omitempty"`
-	MAC   string   `json:"mac,omitempty"`
+	Peers  []string `json:"peers,omitempty"`
+	Server string   `json:"server,omitempty"` // rank 0's nonce
+	Nonce  string   `json:"nonce,omitempty"`  // the rank's, echoed
+	Error  string   `json:"error,omitempty"`
+	MAC    string   `json:"mac,omitempty"`
 }
 
-func (h hello) content() string { return fmt.Sprintf("hello %d %d %s", h.Rank, h.World, h.Addr) }
-func (r reply) content() string { return "peers " + strings.Join(r.Peers, ",") }
+// content is what a message's MAC covers: its fields as a JSON array, so
+// that no two messages read alike.
+func content(fields ...any) string {
+	b, _ := json.Marshal(fields)
+	return string(b)
+}
+
+func (h hello) content() string {
+	return content("hello", h.Rank, h.World, h.Addr, h.Server, h.Nonce)
+}
+
+func (r reply) content() string { return content("peers", r.Peers, r.Server, r.Nonce) }
 
 // mac authenticates content with key; "" without a key.
 func mac(key []byte, content string) string {
@@ -51,152 +96,57 @@ func macOK(key []byte, content, got string) bool {
 	return hmac.Equal([]byte(mac(key, content)), []byte(got))
 }
 
-// serveRendezvous runs rank 0's side on ln (closed on return) and returns
-// every rank's address. self is rank 0's own listen address; an
-// unspecified host in it, or in a rank's address, is replaced by the
-// address the connection was made on.
-func serveRendezvous(ln net.Listener, world int, self string, key []byte, timeout time.Duration) ([]string, error) {
-	defer ln.Close()
-	deadline := time.Now().Add(timeout)
-	if tl, ok := ln.(*net.TCPListener); ok {
-		tl.SetDeadline(deadline)
-	}
-	peers := make([]string, world)
-	conns := make([]net.Conn, world)
-	defer closeAll(conns)
-	var lastRefusal error
-	for joined := 1; joined < world; {
-		c, err := ln.Accept()
-		if err != nil {
-			return nil, fmt.Errorf("rendezvous at %s: %d of %d ranks joined: %w", ln.Addr(), joined, world, errors.Join(err, lastRefusal))
-		}
-		h, err := readHello(c, world, key, conns, deadline)
-		if err != nil {
-			lastRefusal = fmt.Errorf("refused %s: %w", c.RemoteAddr(), err)
-			writeReply(c, reply{Error: err.Error()}, key)
-			c.Close()
-			continue
-		}
-		conns[h.Rank], peers[h.Rank] = c, fillHost(h.Addr, c.RemoteAddr())
-		if joined++; peers[0] == "" {
-			peers[0] = fillHost(self, c.LocalAddr())
-		}
-	}
-	if peers[0] == "" {
-		peers[0] = self
-	}
-	return peers, sendPeers(conns, peers, key)
+// newNonce returns a fresh random nonce, hex-encoded.
+func newNonce() string {
+	b := make([]byte, nonceBytes)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
 }
 
-// readHello reads and checks one rank's hello.
-func readHello(c net.Conn, world int, key []byte, conns []net.Conn, deadline time.Time) (hello, error) {
-	d := time.Now().Add(10 * time.Second)
-	if deadline.Before(d) {
-		d = deadline
-	}
-	c.SetDeadline(d)
-	var h hello
-	line, err := bufio.NewReader(c).ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &h)
-	}
-	switch {
-	case err != nil:
-		return h, err
-	case !macOK(key, h.content(), h.MAC):
-		return h, errors.New("mesh key mismatch")
-	case h.World != world:
-		return h, fmt.Errorf("rank %d says the world has %d ranks, rank 0 says %d", h.Rank, h.World, world)
-	case h.Rank < 1 || h.Rank >= world:
-		return h, fmt.Errorf("rank %d is outside 1..%d", h.Rank, world-1)
-	case conns[h.Rank] != nil:
-		return h, fmt.Errorf("rank %d joined twice", h.Rank)
-	}
-	return h, nil
+// isNonce reports whether s looks like a nonce of newNonce's.
+func isNonce(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == nonceBytes
 }
 
-// sendPeers sends the peer list to every rank.
-func sendPeers(conns []net.Conn, peers []string, key []byte) error {
-	var errs []error
-	for r, c := range conns {
-		if c != nil {
-			if err := writeReply(c, reply{Peers: peers}, key); err != nil {
-				errs = append(errs, fmt.Errorf("rendezvous: sending the peer list to rank %d: %w", r, err))
-			}
+// readLine reads one '\n'-terminated line of at most max bytes (newline
+// included) into v, failing with errLineTooLong as soon as the line
+// passes max, without reading further.
+func readLine(br *bufio.Reader, max int, v any) error {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > max {
+			return fmt.Errorf("%w: over %d bytes", errLineTooLong, max)
+		}
+		line = append(line, frag...)
+		if err == nil {
+			return json.Unmarshal(line, v)
+		}
+		if err != bufio.ErrBufferFull {
+			return err
 		}
 	}
-	return errors.Join(errs...)
 }
 
-func writeReply(c net.Conn, r reply, key []byte) error {
-	if r.Error == "" {
-		r.MAC = mac(key, r.content())
-	}
-	b, err := json.Marshal(r)
+// writeLine writes v as one JSON line.
+func writeLine(c net.Conn, v any) error {
+	b, err := json.Marshal(v)
 	if err == nil {
 		_, err = c.Write(append(b, '\n'))
 	}
 	return err
 }
 
-func closeAll(conns []net.Conn) {
-	for _, c := range conns {
-		if c != nil {
-			c.Close()
-		}
+// checkAddr checks a rank's address in its hello.
+func checkAddr(addr string) error {
+	if len(addr) > maxAddrLen {
+		return fmt.Errorf("%w: a %d-byte address", errBadHello, len(addr))
 	}
-}
-
-// joinRendezvous runs a rank's side: it connects to rank 0 at addr
-// (retrying until timeout, as rank 0 may start later), sends its own
-// address self and returns the mesh's.
-func joinRendezvous(addr string, rank, world int, self string, key []byte, timeout time.Duration) ([]string, error) {
-	deadline := time.Now().Add(timeout)
-	c, err := dialRetry(addr, deadline)
-	if err != nil {
-		return nil, fmt.Errorf("rendezvous with rank 0 at %s: %w", addr, err)
+	if _, _, err := net.SplitHostPort(addr); err != nil || strings.ContainsAny(addr, ",\n") {
+		return fmt.Errorf("%w: address %q is not host:port", errBadHello, addr)
 	}
-	defer c.Close()
-	c.SetDeadline(deadline)
-	h := hello{Rank: rank, World: world, Addr: fillHost(self, c.LocalAddr())}
-	h.MAC = mac(key, h.content())
-	b, _ := json.Marshal(h)
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return nil, fmt.Errorf("rendezvous with rank 0 at %s: %w", addr, err)
-	}
-	return readReply(c, addr, world, key)
-}
-
-func readReply(c net.Conn, addr string, world int, key []byte) ([]string, error) {
-	var r reply
-	line, err := bufio.NewReader(c).ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &r)
-	}
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("rendezvous with rank 0 at %s: waiting for the peer list: %w", addr, err)
-	case r.Error != "":
-		return nil, fmt.Errorf("rendezvous: rank 0 at %s refused: %s", addr, r.Error)
-	case !macOK(key, r.content(), r.MAC):
-		return nil, fmt.Errorf("rendezvous: the peer list from %s fails the mesh key check", addr)
-	case len(r.Peers) != world:
-		return nil, fmt.Errorf("rendezvous: %d peers from %s for a world of %d", len(r.Peers), addr, world)
-	}
-	return r.Peers, nil
-}
-
-// dialRetry dials addr with backoff until deadline.
-func dialRetry(addr string, deadline time.Time) (net.Conn, error) {
-	backoff := 10 * time.Millisecond
-	for {
-		c, err := net.DialTimeout("tcp", addr, max(time.Until(deadline), time.Millisecond))
-		if err == nil || time.Now().Add(backoff).After(deadline) {
-			return c, err
-		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, 500*time.Millisecond)
-	}
+	return nil
 }
 
 // fillHost replaces an empty or unspecified host in addr by the IP of via

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/bench"
+	"github.com/boltmesh/boltmesh/engine"
 )
 
 // benchRun is one rank's part in a bench or rank command.
 type benchRun struct {
 	mf     *meshFlags
 	pf     *profFlags
-	bf     *benchFlags // nil for boltmesh rank
+	bf     *benchFlags    // nil for boltmesh rank
+	opts   engine.Options // from mf, checked
 	cfg    bench.Config
 	m      membership
 	stdout io.Writer
@@ -76,19 +78,15 @@ func (b *benchRun) listenLocal() (net.Listener, error) {
 
 // runRank joins the mesh, runs the configured suites and leaves.
 func (b *benchRun) runRank(rln net.Listener) (*bench.Report, error) {
-	opts, err := engineOptions(b.mf)
-	if err != nil {
-		if rln != nil {
-			rln.Close()
-		}
-		return nil, err
+	if b.mf.transport == "thunderbolt" {
+		warnThunderbolt()
 	}
-	j, err := joinMesh(b.mf, b.m, opts, rln)
+	j, err := joinMesh(b.mf, b.m, b.opts, rln)
 	if err != nil {
 		return nil, err
 	}
 	defer j.t.Close()
-	r := &bench.Runner{T: j.t, StdnetHost: j.host()}
+	r := &bench.Runner{T: j.t, StdnetHost: j.host(), MeshKey: b.opts.MeshKey}
 	if b.bf != nil && b.bf.progress && b.m.rank == 0 {
 		r.Progress = newProgress(b.stderr)
 	}

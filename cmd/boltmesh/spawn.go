@@ -53,6 +53,9 @@ func childArgs(r, world int, mf *meshFlags, pf *profFlags) []string {
 	if mf.streams != 0 {
 		args = append(args, "--streams", strconv.Itoa(mf.streams))
 	}
+	if mf.force {
+		args = append(args, "--force")
+	}
 	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"stripe-min", mf.stripeMin}, {"socket-buffer", mf.sockBuf}, {"congestion", mf.congestion}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
 		{"cpuprofile", pf.cpu}, {"memprofile", pf.mem}, {"mutexprofile", pf.mutex}, {"blockprofile", pf.block}} {
 		if f[1] != "" {

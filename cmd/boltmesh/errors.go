@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Sentinel errors of the CLI. Test for them with errors.Is; the typed
+// errors below wrap them.
+var (
+	// errUsage marks errors in the command line (exit status 2).
+	errUsage = errors.New("usage")
+	// errMeshKey means a rendezvous message fails the mesh key check: the
+	// sender has another key, or none.
+	errMeshKey = errors.New("mesh key mismatch")
+	// errReplay means a rendezvous message answers a nonce other than the
+	// one this side sent: it was recorded from another rendezvous.
+	errReplay = errors.New("rendezvous message answers another nonce (replayed)")
+	// errLineTooLong means a rendezvous line exceeded its bound before its
+	// newline; the connection is dropped without reading more.
+	errLineTooLong = errors.New("rendezvous line too long")
+	// errNoChallenge means rank 0 closed the connection before its
+	// challenge: it was busy, or not yet serving; the rank dials again.
+	errNoChallenge = errors.New("rank 0 closed the connection before its challenge")
+	// errRefused means rank 0 refused this rank's hello.
+	errRefused = errors.New("rank 0 refused the hello")
+	// errBadHello means a hello names a world, rank or address that does
+	// not fit this rendezvous.
+	errBadHello = errors.New("hello does not fit this rendezvous")
+)
+
+// usageErr returns a usage error with a message.
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// flagError is a flag's value refused before anything starts. It prints as
+// one line naming the flag: "--timeout 0s: must be positive".
+type flagError struct {
+	Flag    string // without dashes
+	Value   string
+	Problem string
+}
+
+func (e *flagError) Error() string {
+	return fmt.Sprintf("--%s %s: %s", e.Flag, quoteValue(e.Value), e.Problem)
+}
+
+// Unwrap returns errUsage.
+func (e *flagError) Unwrap() error { return errUsage }
+
+// flagErr returns a *flagError.
+func flagErr(flag, value, format string, args ...any) error {
+	return &flagError{Flag: flag, Value: value, Problem: fmt.Sprintf(format, args...)}
+}
+
+// quoteValue quotes a flag value when it would not read as one word.
+func quoteValue(v string) string {
+	for _, r := range v {
+		if r <= ' ' || r == '"' || r == '\'' || r > '~' {
+			return strconv.Quote(v)
+		}
+	}
+	if v == "" {
+		return `""`
+	}
+	return v
+}
