@@ -58,3 +58,36 @@ func TestHeartbeatKeepsIdleMeshAlive(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatSparesHeldBackStarWorker: in a star, a worker that sends to
+// a worker that takes nothing for many liveness periods is held back by
+// the coordinator (it stops reading the sender past MaxQueuedBytes
+// forwarded and not yet written on): the sender is slow, not dead, and no
+// rank drops another; every message arrives intact afterwards.
+func TestHeartbeatSparesHeldBackStarWorker(t *testing.T) {
+	const ka, msgs, size = 50 * time.Millisecond, 24, 256 << 10
+	ts := meshtest.Star(t, 3, engine.Options{KeepAlive: ka, MaxQueuedBytes: 1 << 20, SocketBuffer: 64 << 10})
+	sent := make(chan error, 1)
+	go func() {
+		for i := range msgs {
+			if err := ts[1].Send(2, 3, pattern(1, 2, 3, i, size)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	time.Sleep(20 * ka) // five times the silence that loses a peer
+	for i := range msgs {
+		got, err := ts[2].Recv(1, 3)
+		if err != nil {
+			t.Fatalf("message %d after the pause: %v", i, err)
+		}
+		if err := check(got, 1, 2, 3, i, size); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("sender: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,25 +19,29 @@ import (
 	"github.com/boltmesh/boltmesh/engine"
 )
 
-// The network-namespace test runs each rank as a child process inside its
-// own namespace, on a bridge in a hub namespace, then makes one rank's link
-// silent (down at both ends: no FIN, no RST, no ICMP) and checks that every
-// rank notices within the bound Options.KeepAlive promises.
+// The network-namespace tests run each rank as a child process inside its
+// own namespace, on a bridge in a hub namespace. TestNetnsPartition makes
+// one rank's link silent (down at both ends: no FIN, no RST, no ICMP) and
+// checks that every rank notices within the bound Options.KeepAlive
+// promises; TestNetnsSlowLink (netns_slowlink_linux_test.go) checks that a
+// slow link loses nobody.
 //
-// TestNetnsPartition re-executes the test binary under `ip netns exec` with
-// -test.run=^TestNetnsChild$ and netnsRoleEnv set. The child prints
-// "NETNS {json}" lines (netnsReport) on stdout and waits for "go" on stdin
+// Both re-execute the test binary under `ip netns exec` with
+// -test.run=^TestNetnsChild$ and netnsRoleEnv set; the role's script says
+// which test the child serves. The child prints "NETNS {json}" lines
+// (netnsReport) on stdout; the partition script waits for "go" on stdin
 // before the partition phase.
 const (
-	netnsRoleEnv   = "BOLTMESH_NETNS_ROLE" // "rank=R world=W keepalive=D peers=A,B,C"
+	netnsRoleEnv   = "BOLTMESH_NETNS_ROLE" // "script=S rank=R world=W keepalive=D for=D peers=A,B,C"
 	netnsLine      = "NETNS "
 	netnsRanks     = 3
 	netnsVictim    = netnsRanks - 1 // the rank whose link goes silent
 	netnsPort      = 7000
-	netnsKeepAlive = 500 * time.Millisecond
-	netnsLostMax   = 10 * time.Second // allowed detection time (4*KeepAlive plus margin)
-	netnsOpLimit   = 30 * time.Second // a child gives up on a lost-peer operation after this
-	netnsBigSend   = 32 << 20         // larger than any socket buffer: stays unacked
+	netnsKeepAlive = 0                       // Options.KeepAlive of the ranks: the default
+	netnsLostMax   = 10 * time.Second        // allowed detection time (4.25*KeepAlive plus a wide margin)
+	netnsOpLimit   = 30 * time.Second        // a child gives up on a lost-peer operation after this
+	netnsPhase     = 1250 * time.Millisecond // the longest gap between heartbeats (default KeepAlive)
+	netnsBigSend   = 32 << 20                // larger than any socket buffer: stays unacked
 	netnsRecvTag   = 7
 	netnsSendTag   = 8
 	netnsAfterTag  = 9
@@ -45,27 +50,36 @@ const (
 // netnsReport is one line a child sends to the parent.
 type netnsReport struct {
 	Rank int
-	Step string // "ready", "lost", "survivors" or "error"
+	Step string // "ready", "lost", "survivors", "done" or "error"
 	Op   string // for "lost": "recv" or "send"
 	Peer int    // for "lost": the peer operated on
-	// Lost is errors.Is(err, engine.ErrPeerLost); PeerRank is the Rank of
-	// the *engine.PeerError in err, or -1.
+	// Lost is errors.Is(err, engine.ErrPeerLost), Silent errors.Is(err,
+	// engine.ErrNoHeartbeat); PeerRank is the Rank of the
+	// *engine.PeerError in err, or -1.
 	Lost     bool
+	Silent   bool
 	PeerRank int
 	Took     time.Duration // from the operation's start to its error
 	Err      string
+	// For "done" (the slow-link script): messages and bytes this rank
+	// received, checked, and its longest wait in one Send.
+	Msgs      int
+	Bytes     int64
+	LongestTx time.Duration
 }
 
 // netnsRole is what a child reads from netnsRoleEnv.
 type netnsRole struct {
+	script      string // "partition" or "slowlink"
 	rank, world int
-	keepAlive   time.Duration
+	keepAlive   time.Duration // Options.KeepAlive; 0 is the default
+	dur         time.Duration // how long the slow-link script sends
 	peers       []string
 }
 
 // String formats r as the value of netnsRoleEnv.
 func (r netnsRole) String() string {
-	return fmt.Sprintf("rank=%d world=%d keepalive=%v peers=%s", r.rank, r.world, r.keepAlive, strings.Join(r.peers, ","))
+	return fmt.Sprintf("script=%s rank=%d world=%d keepalive=%v for=%v peers=%s", r.script, r.rank, r.world, r.keepAlive, r.dur, strings.Join(r.peers, ","))
 }
 
 // parseNetnsRole parses a netnsRoleEnv value.
@@ -79,6 +93,10 @@ func parseNetnsRole(s string) (netnsRole, error) {
 			return r, fmt.Errorf("bad field %q in %q", f, s)
 		}
 		switch k {
+		case "script":
+			r.script = v
+		case "for":
+			r.dur, err = time.ParseDuration(v)
 		case "rank":
 			r.rank, err = strconv.Atoi(v)
 		case "world":
@@ -95,23 +113,30 @@ func parseNetnsRole(s string) (netnsRole, error) {
 		}
 		seen++
 	}
-	if seen != 4 {
-		return r, fmt.Errorf("want rank, world, keepalive and peers in %q", s)
+	if seen != 6 {
+		return r, fmt.Errorf("want script, rank, world, keepalive, for and peers in %q", s)
 	}
 	return r, nil
 }
 
-// TestNetnsChild is a rank of TestNetnsPartition; it does nothing unless
-// that test started it.
+// TestNetnsChild is a rank of TestNetnsPartition or TestNetnsSlowLink; it
+// does nothing unless one of them started it.
 func TestNetnsChild(t *testing.T) {
 	spec := os.Getenv(netnsRoleEnv)
 	if spec == "" {
-		t.Skip("helper of TestNetnsPartition: runs only as its child process, inside a network namespace")
+		t.Skip("helper of TestNetnsPartition and TestNetnsSlowLink: runs only as their child process, inside a network namespace")
 	}
 	out := &netnsOut{w: os.Stdout}
 	role, err := parseNetnsRole(spec)
 	if err == nil {
-		err = runNetnsChild(role, out, os.Stdin)
+		switch role.script {
+		case "partition":
+			err = runNetnsChild(role, out, os.Stdin)
+		case "slowlink":
+			err = runSlowLinkChild(role, out)
+		default:
+			err = fmt.Errorf("unknown script %q", role.script)
+		}
 	}
 	if err != nil {
 		out.report(netnsReport{Rank: role.rank, Step: "error", Err: err.Error()})
@@ -180,6 +205,7 @@ func runNetnsChild(role netnsRole, out *netnsOut, in io.Reader) error {
 				r.Err = "no error"
 			}
 			r.Lost = errors.Is(err, engine.ErrPeerLost)
+			r.Silent = errors.Is(err, engine.ErrNoHeartbeat)
 			if pe := (*engine.PeerError)(nil); errors.As(err, &pe) {
 				r.PeerRank = pe.Rank
 			}
@@ -361,12 +387,14 @@ type netnsChild struct {
 	waitErr error
 }
 
-// startNetnsChild runs rank as TestNetnsChild inside its namespace; its
-// reports go to reports. The process is killed and reaped at cleanup.
-func startNetnsChild(t *testing.T, l *netnsLab, rank int, reports chan<- netnsReport) *netnsChild {
+// startNetnsChild runs role (its rank, world and peers taken from l) as
+// TestNetnsChild inside the rank's namespace; its reports go to reports.
+// The process is killed and reaped at cleanup.
+func startNetnsChild(t *testing.T, l *netnsLab, role netnsRole, reports chan<- netnsReport) *netnsChild {
 	t.Helper()
-	role := netnsRole{rank: rank, world: len(l.ns), keepAlive: netnsKeepAlive, peers: l.addrs}
-	cmd := exec.Command("ip", "netns", "exec", l.ns[rank], os.Args[0], "-test.run=^TestNetnsChild$", "-test.count=1", "-test.timeout=3m")
+	rank := role.rank
+	role.world, role.peers = len(l.ns), l.addrs
+	cmd := exec.Command("ip", "netns", "exec", l.ns[rank], os.Args[0], "-test.run=^TestNetnsChild$", "-test.count=1", fmt.Sprintf("-test.timeout=%v", role.dur+3*time.Minute))
 	cmd.Env = append(os.Environ(), netnsRoleEnv+"="+role.String())
 	c := &netnsChild{rank: rank, cmd: cmd, done: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
@@ -410,27 +438,35 @@ func startNetnsChild(t *testing.T, l *netnsLab, rank int, reports chan<- netnsRe
 	return c
 }
 
-// TestNetnsPartition checks that a rank whose link goes silent is reported
-// lost (ErrPeerLost) by every other rank, and itself sees them lost, within
-// about 4*Options.KeepAlive, both on an idle connection and with data in
-// flight, while the other ranks keep working.
-func TestNetnsPartition(t *testing.T) {
+// requireNetns skips t in -short mode (the test does what why says), when
+// not root, or when one of the commands is missing.
+func requireNetns(t *testing.T, why string, cmds ...string) {
+	t.Helper()
 	switch {
 	case testing.Short():
-		t.Skip("builds network namespaces and waits for keepalive timeouts; skipped in -short mode")
+		t.Skipf("builds network namespaces and %s; skipped in -short mode", why)
 	case os.Geteuid() != 0:
 		t.Skip("needs root to create network namespaces, veths and a bridge")
 	}
-	for _, cmd := range []string{"ip", "ss"} {
+	for _, cmd := range cmds {
 		if _, err := exec.LookPath(cmd); err != nil {
 			t.Skipf("needs the %s command (iproute2) to build and watch network namespaces", cmd)
 		}
 	}
+}
+
+// TestNetnsPartition checks that a rank whose link goes silent is reported
+// lost (ErrPeerLost, cause ErrNoHeartbeat) by every other rank, and itself
+// sees them lost, within the bound of the default Options.KeepAlive, both
+// on an idle connection and with data in flight, while the other ranks keep
+// working.
+func TestNetnsPartition(t *testing.T) {
+	requireNetns(t, "waits for the silent rank to be dropped", "ip", "ss")
 	l := newNetnsLab(t, netnsRanks)
 	reports := make(chan netnsReport, 64)
 	children := make([]*netnsChild, netnsRanks)
 	for r := range netnsRanks {
-		children[r] = startNetnsChild(t, l, r, reports)
+		children[r] = startNetnsChild(t, l, netnsRole{script: "partition", rank: r, keepAlive: netnsKeepAlive}, reports)
 	}
 	deadline := time.After(2 * time.Minute)
 	// next returns the next report, failing on a child error or timeout.
@@ -455,8 +491,11 @@ func TestNetnsPartition(t *testing.T) {
 		}
 	}
 
-	// Let the last ACKs arrive (a delayed ACK of the barrier would leave
-	// data unacknowledged): the idle connections must be really idle.
+	// Let heartbeats pass, a random while, so that the connections are as
+	// in a long run: idle, the last thing heard a heartbeat, at any point
+	// of its period. Then let the last ACKs arrive (a delayed ACK would
+	// leave data unacknowledged): the idle connections must be really idle.
+	time.Sleep(time.Second + rand.N(netnsPhase))
 	l.waitIdle(t)
 
 	// Silence the victim's link at both ends: nothing is closed, no RST or
@@ -493,14 +532,14 @@ func TestNetnsPartition(t *testing.T) {
 			}
 			delete(want, k)
 			t.Logf("rank %d %s with rank %d: failed after %v (%v after the cut): %s", r.Rank, r.Op, r.Peer, r.Took.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond), r.Err)
-			if !r.Lost {
-				t.Errorf("rank %d %s with rank %d: got %q, want ErrPeerLost", r.Rank, r.Op, r.Peer, r.Err)
+			if !r.Lost || !r.Silent {
+				t.Errorf("rank %d %s with rank %d: got %q, want ErrPeerLost with cause ErrNoHeartbeat", r.Rank, r.Op, r.Peer, r.Err)
 			}
 			if r.PeerRank != r.Peer {
 				t.Errorf("rank %d %s with rank %d: error names rank %d, want a *PeerError for rank %d", r.Rank, r.Op, r.Peer, r.PeerRank, r.Peer)
 			}
 			if r.Took > netnsLostMax {
-				t.Errorf("rank %d %s with rank %d: took %v, want at most %v (KeepAlive %v)", r.Rank, r.Op, r.Peer, r.Took, netnsLostMax, netnsKeepAlive)
+				t.Errorf("rank %d %s with rank %d: took %v, want at most %v (default KeepAlive)", r.Rank, r.Op, r.Peer, r.Took, netnsLostMax)
 			}
 		case "survivors":
 			if r.Err != "" {

@@ -88,21 +88,30 @@ type Options struct {
 	// A name set here must take effect: if the kernel refuses it, the
 	// transport fails to form with ErrCongestion.
 	Congestion string
-	// KeepAlive bounds how long a silent dead link goes unnoticed: the
-	// peer's host vanished or the network between failed, so no FIN, RST or
-	// ICMP error ever arrives. (A peer process that dies or closes is
-	// noticed at once: its kernel ends the connection.) Every KeepAlive,
-	// each connection that sent nothing since the last check sends a
-	// HEARTBEAT frame, and a connection from which nothing at all arrived
-	// for 4*KeepAlive is dropped: every operation needing that peer fails
-	// with ErrPeerLost (cause ErrNoHeartbeat), between 4 and 5 KeepAlive
-	// periods after the peer was last heard from, whether the connection
-	// was idle or had data in flight. A live peer that is merely slow to
-	// take data keeps sending heartbeats, so backpressure never loses it.
-	// While this rank itself stops reading a connection (its queue of
-	// unexpected messages is full), TCP keepalive (idle and interval
-	// KeepAlive, rounded up to whole seconds, 3 probes) watches it instead.
-	// Default 5 s.
+	// KeepAlive bounds how long a peer that went silent goes unnoticed:
+	// its host vanished or the network between failed, so no FIN, RST or
+	// ICMP error ever arrives, or its process stopped (SIGSTOP, a debugger,
+	// a hung machine) with its sockets open. (A peer process that dies or
+	// closes is noticed at once: its kernel ends the connection.) Each
+	// connection that sent nothing for a KeepAlive sends a HEARTBEAT frame,
+	// and one from which not a byte arrived for 4 KeepAlive periods while
+	// this rank was reading it is dropped: every operation needing that
+	// peer fails with ErrPeerLost (cause ErrNoHeartbeat), between 4 and
+	// 4.25 periods after the last byte heard from it, whether the
+	// connection was idle or had data in flight. An idle peer is heard from
+	// at least every 1.25 periods, so a peer that goes silent is dropped
+	// 2.75 to 4.25 periods after (measured: bench/RESULTS.md, Liveness). A
+	// live peer that is merely slow keeps sending heartbeats or data, and
+	// any byte counts, so neither a slow link nor backpressure loses it.
+	// Silence is not counted while this rank itself has stopped reading
+	// the connection: nothing waits for the peer and its unexpected
+	// messages filled their queue or a large one waits for its receive (an
+	// operation that waits for the peer resumes reading, and the count), a
+	// striped message nobody waited for holds the first stream until its
+	// other pieces are in, or a star's coordinator holds the peer back
+	// until what it sent is forwarded. In a star, the coordinator and each worker watch each
+	// other, and a worker learns of another's loss from the coordinator.
+	// Default 1 s.
 	KeepAlive time.Duration
 	// MeshKey, when set, makes every connection prove knowledge of it with
 	// HMAC-SHA256 in both directions, the dialer first (frame/spec.md,
@@ -167,7 +176,7 @@ func (o Options) withDefaults() (Options, error) {
 	defDur(&o.DialTimeout, 30*time.Second)
 	defDur(&o.HandshakeTimeout, 5*time.Second)
 	defDur(&o.Spin, 200*time.Microsecond)
-	defDur(&o.KeepAlive, 5*time.Second)
+	defDur(&o.KeepAlive, time.Second)
 	defDur(&o.LateJoinWindow, o.DialTimeout)
 	for _, d := range []struct {
 		name string

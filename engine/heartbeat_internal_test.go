@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+)
+
+// TestCheckLiveCounts pins the heartbeat's arithmetic on a real
+// connection whose peer sends nothing unless told to, checks driven by
+// hand (KeepAlive is an hour, so the heartbeat goroutine never ticks): a
+// HEARTBEAT goes out at every checksPerBeat-th check that found nothing
+// written, and the connection is aborted with ErrNoHeartbeat at the
+// silentBeats*checksPerBeat-th check in a row that found nothing read, not
+// one sooner. A check that finds bytes read, or reading stalled (for any
+// of its reasons), starts the count again. With a check every
+// KeepAlive/checksPerBeat, the drop thus comes 4 to 4.25 KeepAlive periods
+// after the last byte heard.
+func TestCheckLiveCounts(t *testing.T) {
+	ts := pair(t, Options{KeepAlive: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	p := ts[0].peers[1]
+	c := p.conn
+	check := func() { p.checkLive(time.Now()) }
+	silent := func(n int) { // n checks that find nothing read, each required not to drop
+		t.Helper()
+		for i := range n {
+			check()
+			if err := c.Err(); err != nil {
+				t.Fatalf("dropped at silent check %d: %v", i+1, err)
+			}
+		}
+	}
+	// Heartbeats: one per checksPerBeat checks that wrote nothing. (The
+	// handshake does not go through the connection's counts, but each
+	// side's first CREDIT does: one check takes it in.)
+	for c.BytesRead() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	check()
+	w := c.BytesWritten()
+	silent(checksPerBeat - 1)
+	if c.BytesWritten() != w {
+		t.Fatalf("a heartbeat before %d idle checks", checksPerBeat)
+	}
+	silent(1)
+	if got := c.BytesWritten() - w; got != frame.HeaderSize {
+		t.Fatalf("after %d idle checks: wrote %d bytes, want one heartbeat (%d)", checksPerBeat, got, frame.HeaderSize)
+	}
+
+	// Bytes heard start the count again.
+	silent(silentBeats*checksPerBeat - 1 - checksPerBeat)
+	read := c.BytesRead()
+	if err := ts[1].Send(0, 1, []byte("alive")); err != nil {
+		t.Fatal(err)
+	}
+	for c.BytesRead() == read {
+		time.Sleep(time.Millisecond)
+	}
+	silent(silentBeats*checksPerBeat - 1)
+
+	// So does reading stalled, for as long as it lasts, whatever stalls it.
+	stalls := []struct {
+		why string
+		set func(on bool)
+	}{
+		{"coordinator holding the peer back", func(on bool) { p.fwd.paused = on }},
+	}
+	for _, st := range stalls {
+		p.mu.Lock()
+		p.fwd.mu.Lock()
+		st.set(true)
+		p.fwd.mu.Unlock()
+		p.mu.Unlock()
+		for i := range 2 * silentBeats * checksPerBeat {
+			check()
+			if err := c.Err(); err != nil {
+				t.Fatalf("%s: dropped at check %d: %v", st.why, i+1, err)
+			}
+		}
+		p.mu.Lock()
+		p.fwd.mu.Lock()
+		st.set(false)
+		p.fwd.mu.Unlock()
+		p.mu.Unlock()
+	}
+	silent(silentBeats*checksPerBeat - 1)
+	check()
+	if err := c.Err(); !errors.Is(err, ErrNoHeartbeat) {
+		t.Fatalf("after %d silent checks: %v, want ErrNoHeartbeat", silentBeats*checksPerBeat, err)
+	}
+	if err := ts[0].Send(1, 1, nil); !errors.Is(err, ErrPeerLost) || !errors.Is(err, ErrNoHeartbeat) {
+		t.Fatalf("send after the drop: %v, want ErrPeerLost with cause ErrNoHeartbeat", err)
+	}
+}
+
+// pair builds a two-rank mesh on loopback, closed at cleanup.
+func pair(t *testing.T, opts Options) []*NetTransport {
+	t.Helper()
+	lns := make([]net.Listener, 2)
+	addrs := make([]string, 2)
+	for r := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[r], addrs[r] = ln, ln.Addr().String()
+	}
+	ts := make([]*NetTransport, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range ts {
+		wg.Go(func() { ts[r], errs[r] = FromListener(r, 2, lns[r], addrs, opts) })
+	}
+	wg.Wait()
+	for _, tr := range ts {
+		if tr != nil {
+			t.Cleanup(func() { tr.Close() })
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
