@@ -10,6 +10,26 @@
 // of header and payload; a receive posted before its message arrives is
 // read straight from the socket into the caller's buffer.
 //
+// # Flow control
+//
+// Each rank grants each peer Options.MaxQueuedBytes of credit: messages
+// that arrived before their receive (and RPC requests not yet taken) hold
+// it until taken, so a flooding peer waits for credit instead of growing
+// this rank's memory, and no connection is ever left unread for lack of
+// memory. Messages above Options.EagerMax go by rendezvous: their bytes
+// move once a receive has taken them, straight into its buffer (Send then
+// returns once the receiver has posted a receive; SendNB does not wait).
+// The path of a message:
+//
+//	eager:      send -> acquire (credit) -> SEND frame ... Payload: posted
+//	            receive's buffer, or pooled -> deliver (queue) -> recv
+//	            takes it -> freeCredit -> CREDIT frame
+//	rendezvous: send -> startRdv: RTS ... deliverRTS: matched (or queued
+//	            until recv takes it) -> CTS ... deliverCTS: DATA from the
+//	            sender's buffer ... dataPayload: the receive's buffer
+//
+// See credit.go, rendezvous.go and frame/spec.md.
+//
 // # Failure
 //
 // A peer whose connection breaks is lost: every pending and later
