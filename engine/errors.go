@@ -66,6 +66,11 @@ var (
 	// the flow-control credit this rank granted it (see
 	// Options.MaxQueuedBytes).
 	ErrFlowControl = errors.New("boltmesh: flow-control credit exceeded")
+	// ErrInFlight means a receive that may give up while its message is
+	// being read in (RecvCollFrom with leave) did: the buffer stays the
+	// transport's until the message is in or its sender is lost, and the
+	// caller must not touch it.
+	ErrInFlight = errors.New("boltmesh: receive given up while its message was being read in")
 	// ErrNoCredit means a frame that must not wait (PostRPC, QueueRPC of a
 	// request) found no flow-control credit for it: the peer holds
 	// Options.MaxQueuedBytes of this rank's frames that it has not taken.
@@ -260,3 +265,18 @@ func (e *CollLengthError) Error() string {
 
 // Unwrap returns ErrCollMismatch.
 func (e *CollLengthError) Unwrap() error { return ErrCollMismatch }
+
+// InFlightError is the error of a receive that gave up (Err: its ctx's
+// error, or ErrTimeout) while rank Rank's message was being read into its
+// buffer. It wraps ErrInFlight and Err.
+type InFlightError struct {
+	Rank int
+	Err  error
+}
+
+func (e *InFlightError) Error() string {
+	return fmt.Sprintf("recv rank %d: %v: %v", e.Rank, ErrInFlight, e.Err)
+}
+
+// Unwrap returns ErrInFlight and the cause.
+func (e *InFlightError) Unwrap() []error { return []error{ErrInFlight, e.Err} }

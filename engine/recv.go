@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"context"
 	"runtime"
 	"sync/atomic"
@@ -20,6 +21,8 @@ type waitOpts struct {
 	epoch     uint64          // barrier: give up when a peer closes before completing it
 	collCall  uint32          // collective: give up when a peer closes before completing this call (0: none)
 	try       bool            // take a queued message or fail with errNotQueued; never wait
+	leave     bool            // give up the wait for a message being read in once inflight closes (ErrInFlight)
+	inflight  <-chan struct{}
 	meta      uint32          // with checkMeta: the Aux the message must carry
 	checkMeta bool
 	op        string
@@ -126,6 +129,9 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	}
 
 	err = t.wait(p, r, w)
+	if errors.Is(err, ErrInFlight) {
+		return 0, nil, err // r and dst are the transport's until the message is in
+	}
 	n, data := r.n, r.data
 	if err == nil {
 		err = r.err
@@ -209,7 +215,31 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 			cause = t.closedCause(w)
 		}
 	}
+	if w.leave {
+		return t.leave(p, r, cause, w.inflight)
+	}
 	return t.withdraw(p, r, cause)
+}
+
+// leave is withdraw for a wait that may give up even while the message is
+// being read in: it waits for the bytes until inflight closes, and then r
+// is left to the transport, which completes it when the message is in (or
+// the peer is lost) with nobody waiting, and the error wraps ErrInFlight.
+func (t *NetTransport) leave(p *peer, r *recvReq, cause error, inflight <-chan struct{}) error {
+	p.mu.Lock()
+	tag := uint32(r.tag)
+	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && q.recvs.remove(r) {
+		p.tidy(tag, q)
+		p.mu.Unlock()
+		return cause
+	}
+	p.mu.Unlock()
+	select {
+	case <-r.done:
+		return nil
+	case <-inflight:
+		return &InFlightError{Rank: p.rank, Err: cause}
+	}
 }
 
 // closedCause returns why a wait must end because of peers that closed in

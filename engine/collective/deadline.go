@@ -44,8 +44,17 @@ type staleContribution struct {
 // root must not be the late one: the others wait for its result (up to
 // ctx). A root that fails the call (a contribution of the wrong length,
 // its own refused arguments, its ctx) abandons it, so that the others
-// fail with ErrAbandoned at once. A lost peer fails the call with
-// engine.ErrPeerLost.
+// fail with ErrAbandoned at once.
+//
+// Over an engine.NetTransport the root never waits for a rank after the
+// deadline, at any size: it sends results from a copy that it keeps until
+// the rank has taken it, and a rank that has not yet taken the previous
+// round's result when the root finishes a round (a stopped or very slow
+// rank) gets ErrBehind for that round instead, so that it catches up. A
+// lost rank is left out of the rounds that follow, as a late one is; a
+// lost root fails the others' calls with engine.ErrPeerLost. (Over other
+// transports a lost peer fails the call with engine.ErrPeerLost, and the
+// root sends each result in turn.)
 func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Contributors, error) {
 	return c.AllReduceDeadlineBytes(context.Background(), DTypeOf[T](), AsBytes(data), op, deadline)
 }
@@ -64,6 +73,9 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 	}
 	tag := c.begin(kindAllReduceDeadline, dt, op)
 	defer c.end(&err)
+	if dl, ok := c.t.(deadlineTransport); ok {
+		return c.deadlineAsync(ctx, dl, tag, dt, data, op, deadline, root)
+	}
 	if r != root {
 		return c.deadlineLeaf(ctx, tag, data, root)
 	}
@@ -86,6 +98,24 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 		if err := c.send(ctx, p, tag+2, data); err != nil {
 			return got, err
 		}
+	}
+	return got, nil
+}
+
+// deadlineAsync is the call over a deadlineTransport (deadline_async.go).
+func (c *Comm) deadlineAsync(ctx context.Context, dl deadlineTransport, tag uint32, dt DType, data []byte, op Op, deadline time.Time, root int) (Contributors, error) {
+	if c.t.Rank() != root {
+		return c.deadlineLeafAsync(ctx, dl, tag, data, root)
+	}
+	got, err := c.deadlineGatherAsync(ctx, dl, tag, dt, data, op, deadline)
+	if err == nil {
+		err = FinishBytes(dt, data, op, got.Count)
+	}
+	if err == nil {
+		err = c.deadlineScatterAsync(ctx, dl, tag, data, got)
+	}
+	if err != nil {
+		return Contributors{}, err
 	}
 	return got, nil
 }

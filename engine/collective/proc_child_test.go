@@ -49,6 +49,8 @@ func procRunChild(role string) error {
 		return benchARChild(rank, addrs, ln)
 	case "matrix":
 		return matrixChild(rank, addrs, ln)
+	case "deadline":
+		return deadlineChild(rank, addrs, ln)
 	}
 	ln.Close()
 	return fmt.Errorf("unknown role %q", role)
@@ -85,6 +87,12 @@ type procChild struct {
 // The child is killed and reaped at cleanup if still running.
 func procStart(t testing.TB, role string, rank int, ln net.Listener, addrs []string, env ...string) *procChild {
 	t.Helper()
+	return procStartWith(t, role, rank, ln, addrs, os.Stdout, env...)
+}
+
+// procStartWith is procStart with the child's stdout going to stdout.
+func procStartWith(t testing.TB, role string, rank int, ln net.Listener, addrs []string, stdout *os.File, env ...string) *procChild {
+	t.Helper()
 	f, err := ln.(*net.TCPListener).File()
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +108,7 @@ func procStart(t testing.TB, role string, rank int, ln net.Listener, addrs []str
 	cmd.Env = append(os.Environ(), procRoleEnv+"="+role, procRankEnv+"="+strconv.Itoa(rank), procAddrsEnv+"="+strings.Join(addrs, ","))
 	cmd.Env = append(cmd.Env, env...)
 	cmd.ExtraFiles = []*os.File{f}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		stdinW.Close()
 		t.Fatal(err)

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// Collective sends that do not wait, and receives that care about one
+// peer only: what an algorithm needs that must never be held up by a
+// slow, stopped or lost rank (the deadline allreduce of package
+// collective).
+
+// CollSend is a collective message being sent (StartColl). Finish it with
+// exactly one of Wait or Drop; its zero value is a completed send.
+type CollSend struct {
+	t *NetTransport
+	o sendOp
+}
+
+// StartColl starts sending p to rank to under collective tag tag with meta
+// and returns without waiting for the bytes to go out (only, if need be,
+// for flow-control credit, until ctx ends): p must stay untouched until
+// Wait or Drop returns. A message above the eager limit waits at the
+// receiver, unread, until a receive takes it.
+func (t *NetTransport) StartColl(ctx context.Context, to int, tag, meta uint32, p []byte) (CollSend, error) {
+	if tag >= CollTags {
+		return CollSend{}, ErrReservedTag
+	}
+	o, err := t.startColl(ctx, to, tag, meta, p)
+	return CollSend{t: t, o: o}, err
+}
+
+// Done reports, without waiting, whether the send is over: Wait or Drop
+// would return at once.
+func (s CollSend) Done() bool {
+	switch {
+	case s.o.s != nil:
+		st := s.o.s.state.Load()
+		if st == rdvWaiting {
+			return false
+		}
+		for i := range s.o.s.k {
+			if !s.o.s.ws[i].Done() {
+				return false
+			}
+		}
+		return true
+	case s.o.p == nil:
+		return true
+	}
+	return s.o.w.Done()
+}
+
+// Wait waits until the message is sent (its receiver took it, for one
+// that waits for that), or ctx ends: then, as SendContext, it is dropped
+// if it is not yet committed.
+func (s CollSend) Wait(ctx context.Context) error {
+	if s.t == nil {
+		return nil
+	}
+	err := s.t.finishSend(s.o, ctx.Done())
+	if errors.Is(err, ioloop.ErrCanceled) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// Drop ends the send: a message the receiver has not taken is withdrawn
+// (a rendezvous one, which takes one exchange with the receiver) or, if
+// no byte of it went out, dropped; one already committed is sent whole in
+// the background. It returns once p may be reused.
+func (s CollSend) Drop() {
+	if s.t != nil {
+		s.t.finishSend(s.o, closedChan)
+	}
+}
+
+// PostColl sends a short collective message (at most a quarter of the
+// eager limit) without waiting at all: p is copied. It fails with
+// ErrNoCredit if the receiver holds so much of this rank's that there is
+// no credit left for it.
+func (t *NetTransport) PostColl(to int, tag, meta uint32, p []byte) error {
+	if tag >= CollTags {
+		return ErrReservedTag
+	}
+	if err := t.checkRank(to); err != nil {
+		return err
+	}
+	pr := t.peers[to]
+	if pr.conn == nil {
+		return t.sendSelf(pr, collTagBase+tag, meta, p)
+	}
+	window, _, _ := pr.out.state()
+	cost := frame.Cost(uint64(len(p)))
+	if window == 0 || cost > t.eagerMax(window)/4 || !pr.out.take(cost) {
+		return ErrNoCredit
+	}
+	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
+	if err := pr.conn.Post(&h, p, true); err != nil {
+		return t.connErr(pr, "collective", err)
+	}
+	return nil
+}
+
+// RecvCollFrom is RecvCollInto that gives up only when rank from is lost
+// (or ctx ends), not when any other rank is lost or closes: for a
+// collective that goes on without ranks that left. If ctx ends while the
+// message's bytes are being read into dst, it waits for them while
+// inFlight lasts (nil: for as long as they take); once inFlight ends too
+// (a sender stopped halfway), it returns an *InFlightError, and dst stays
+// the transport's until the message is in or from is lost.
+func (t *NetTransport) RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error) {
+	return t.recvCollFrom(ctx, from, tag, meta, dst, inFlight, false)
+}
+
+// TryRecvCollFrom is RecvCollFrom that takes only a message that has
+// already arrived (ok false: none has), and waits for its bytes while
+// inFlight lasts.
+func (t *NetTransport) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (n int, ok bool, err error) {
+	n, err = t.recvCollFrom(nil, from, tag, meta, dst, inFlight, true)
+	if err == errNotQueued {
+		return 0, false, nil
+	}
+	return n, err == nil, err
+}
+
+func (t *NetTransport) recvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context, try bool) (int, error) {
+	if tag >= CollTags {
+		return 0, ErrReservedTag
+	}
+	w := waitOpts{op: "collective", meta: meta, checkMeta: true, try: try}
+	if ctx != nil {
+		w.cancel, w.ctx = ctx.Done(), ctx
+	}
+	if inFlight != nil {
+		w.leave, w.inflight = true, inFlight.Done()
+		if try {
+			w.cancel, w.ctx = w.inflight, inFlight
+		}
+	}
+	n, _, err := t.recv(from, collTagBase+tag, dst, true, w)
+	return n, collErr(err)
+}

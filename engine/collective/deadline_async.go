@@ -1,0 +1,216 @@
+package collective
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
+)
+
+// ErrBehind is the error of a deadline allreduce on a rank that was still
+// in an earlier round when the root finished this one (it had not yet
+// taken the earlier round's result): the round went on without it, and
+// it gets no result, so that it catches up with the root instead of
+// falling further behind. Its next calls are on time again.
+var ErrBehind = errors.New("collective: this rank was a round behind the root: the deadline allreduce went on without it")
+
+// deadlineTransport is implemented by transports on which the deadline
+// allreduce never waits for a rank that is late, stopped or lost
+// (engine.NetTransport): sends that do not wait (StartColl, PostColl) and
+// receives that give up only when their own peer is lost.
+type deadlineTransport interface {
+	StartColl(ctx context.Context, to int, tag, meta uint32, p []byte) (engine.CollSend, error)
+	PostColl(to int, tag, meta uint32, p []byte) error
+	RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error)
+	TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, bool, error)
+}
+
+// The deadline allreduce over a deadlineTransport, per round (call):
+//
+//	leaf: StartColl(contribution, tag) -> RecvCollFrom(root, tag+1: header)
+//	      -> Drop the contribution (withdrawn if the root did not take it)
+//	      -> header says behind: ErrBehind; else RecvCollFrom(root, tag+2)
+//	root: gather until the deadline (a lost leaf is left out) -> reduce ->
+//	      copy the result into a snapshot -> to each leaf not lost: if its
+//	      previous result is still on its way, a header saying behind;
+//	      else a header and StartColl(snapshot, tag+2) -> return
+//
+// So the root never waits for a leaf after the deadline: a result goes
+// out from a snapshot that the root keeps until the leaf has taken it,
+// at most one per leaf, and a leaf that has not taken its last result by
+// the next round is told it is behind rather than sent another. The
+// header is 16 bytes: the contributors' mask, then flags.
+
+// deadlineHeaderSize is the size of the root's per-round header.
+const deadlineHeaderSize = 16
+
+// flagBehind in a header's flags: the leaf was behind; no result follows.
+const flagBehind = 1
+
+// deadlineState is the root's results still on their way to leaves.
+type deadlineState struct {
+	pending []engine.CollSend // by leaf: its last result's send
+	snapOf  []int             // by leaf: the snapshot pending[leaf] reads, or -1
+	snaps   [][]byte          // result snapshots
+	refs    []int             // by snapshot: pending sends reading it
+}
+
+// reap forgets the sends that are over and frees their snapshots.
+func (d *deadlineState) reap() {
+	for p, s := range d.pending {
+		if d.snapOf[p] >= 0 && s.Done() {
+			s.Drop() // over: returns at once
+			d.refs[d.snapOf[p]]--
+			d.pending[p], d.snapOf[p] = engine.CollSend{}, -1
+		}
+	}
+}
+
+// behind reports whether leaf p has not taken its last result yet.
+func (d *deadlineState) behind(p int) bool { return d.snapOf[p] >= 0 }
+
+// snapshot returns a free snapshot of n bytes and its index.
+func (d *deadlineState) snapshot(n int) (int, []byte) {
+	for i, r := range d.refs {
+		if r == 0 {
+			if cap(d.snaps[i]) < n {
+				d.snaps[i] = make([]byte, n)
+			}
+			return i, d.snaps[i][:n]
+		}
+	}
+	d.snaps = append(d.snaps, make([]byte, n))
+	d.refs = append(d.refs, 0)
+	return len(d.snaps) - 1, d.snaps[len(d.snaps)-1]
+}
+
+func (d *deadlineState) size(n int) {
+	if len(d.pending) < n {
+		d.pending = make([]engine.CollSend, n)
+		d.snapOf = make([]int, n)
+		for p := range d.snapOf {
+			d.snapOf[p] = -1
+		}
+	}
+}
+
+// deadlineLeafAsync is deadlineLeaf over a deadlineTransport.
+func (c *Comm) deadlineLeafAsync(ctx context.Context, dl deadlineTransport, tag uint32, data []byte, root int) (Contributors, error) {
+	s, err := dl.StartColl(ctx, root, tag, c.meta, data)
+	if err != nil {
+		return Contributors{}, explain(err)
+	}
+	var hdr [deadlineHeaderSize]byte
+	m, err := dl.RecvCollFrom(ctx, root, tag+1, c.meta, hdr[:], nil)
+	s.Drop() // the root took it, or never will
+	if err == nil {
+		err = c.recvCheck(m, len(hdr), root)
+	}
+	if err != nil {
+		return Contributors{}, explain(err)
+	}
+	if binary.LittleEndian.Uint64(hdr[8:])&flagBehind != 0 {
+		return Contributors{}, ErrBehind
+	}
+	mask := binary.LittleEndian.Uint64(hdr[:8])
+	m, err = dl.RecvCollFrom(ctx, root, tag+2, c.meta, data, nil)
+	if err == nil {
+		err = c.recvCheck(m, len(data), root)
+	}
+	return Contributors{Mask: mask, Count: bits.OnesCount64(mask)}, explain(err)
+}
+
+// deadlineGatherAsync is deadlineGather over a deadlineTransport: a leaf
+// that is lost is left out instead of failing the round, and so is one
+// whose message, announced in time, stops arriving halfway (a stopped
+// rank): the root waits for its bytes for the deadline's span again at
+// most (deadlineGrace), then leaves the buffer to the transport.
+func (c *Comm) deadlineGatherAsync(ctx context.Context, dl deadlineTransport, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	got := Contributors{Mask: 1 << r, Count: 1}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	gctx, gcancel := context.WithDeadline(ctx, deadline.Add(deadlineGrace(deadline)))
+	defer gcancel()
+	for p := range n {
+		if p == r {
+			continue
+		}
+		buf := c.scratch(len(data))
+		m, err := dl.RecvCollFrom(dctx, p, tag, c.meta, buf, gctx)
+		if err != nil && dctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrInFlight) {
+			var ok bool
+			m, ok, err = dl.TryRecvCollFrom(p, tag, c.meta, buf, gctx) // arrived while we waited on another rank
+			if err == nil && !ok {
+				continue // late: left out
+			}
+		}
+		switch {
+		case errors.Is(err, engine.ErrInFlight):
+			c.buf = nil // the transport's until that message is in
+			continue
+		case errors.Is(err, engine.ErrPeerLost):
+			continue // gone: left out, as a late rank is
+		}
+		if err == nil {
+			err = c.recvCheck(m, len(data), p)
+		}
+		if err == nil {
+			err = ReduceBytes(dt, data, buf, op)
+		}
+		if err != nil {
+			return got, explain(err)
+		}
+		got.Mask |= 1 << p
+		got.Count++
+	}
+	return got, nil
+}
+
+// deadlineGrace is how long after deadline the root still waits for the
+// bytes of a contribution announced in time: the deadline's own span from
+// now, at least 50 ms.
+func deadlineGrace(deadline time.Time) time.Duration {
+	return max(time.Until(deadline), 50*time.Millisecond)
+}
+
+// deadlineScatterAsync hands out the round's result without waiting: see
+// the protocol above.
+func (c *Comm) deadlineScatterAsync(ctx context.Context, dl deadlineTransport, tag uint32, data []byte, got Contributors) error {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	d := &c.dl
+	d.size(n)
+	d.reap()
+	si, snap := d.snapshot(len(data))
+	copy(snap, data)
+	var hdr [deadlineHeaderSize]byte
+	binary.LittleEndian.PutUint64(hdr[:8], got.Mask)
+	for p := range n {
+		if p == r {
+			continue
+		}
+		h := hdr
+		behind := d.behind(p)
+		if behind {
+			binary.LittleEndian.PutUint64(h[8:], flagBehind)
+		}
+		err := dl.PostColl(p, tag+1, c.meta, h[:])
+		if errors.Is(err, engine.ErrNoCredit) { // p holds that many headers: wait for it
+			err = c.send(ctx, p, tag+1, h[:])
+		}
+		if err == nil && !behind {
+			var s engine.CollSend
+			if s, err = dl.StartColl(ctx, p, tag+2, c.meta, snap); err == nil {
+				d.pending[p], d.snapOf[p] = s, si
+				d.refs[si]++
+			}
+		}
+		if err != nil && !errors.Is(err, engine.ErrPeerLost) {
+			return explain(err)
+		}
+	}
+	return nil
+}
