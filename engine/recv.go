@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -23,7 +23,7 @@ type waitOpts struct {
 	try       bool            // take a queued message or fail with errNotQueued; never wait
 	leave     bool            // give up the wait for a message being read in once inflight closes (ErrInFlight)
 	inflight  <-chan struct{}
-	meta      uint32          // with checkMeta: the Aux the message must carry
+	meta      uint32 // with checkMeta: the Aux the message must carry
 	checkMeta bool
 	op        string
 }
