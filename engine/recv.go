@@ -22,8 +22,8 @@ type waitOpts struct {
 	collCall  uint32          // collective: give up when a peer closes before completing this call (0: none)
 	try       bool            // take a queued message or fail with errNotQueued; never wait
 	leave     bool            // give up the wait for a message being read in once inflight closes (ErrInFlight)
-	inflight  <-chan struct{}
-	meta      uint32 // with checkMeta: the Aux the message must carry
+	inflight  <-chan struct{} // with leave: closes when the wait for a message being read in ends
+	meta      uint32          // with checkMeta: the Aux the message must carry
 	checkMeta bool
 	op        string
 }
