@@ -144,6 +144,9 @@ func (p *peer) tidy(tag uint32, q *tagQueue) {
 // waits for) is discarded as it is read.
 func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if h.Dst != 0 {
+		if !p.t.star || p.t.rank != 0 {
+			c.Discard() // not a coordinator: Deliver drops the connection
+		}
 		return nil // to be forwarded: read into a pooled buffer
 	}
 	switch h.Kind {
@@ -224,10 +227,13 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 	case frame.KindRTS:
 		p.deliverRTS(c, h, bb)
 	case frame.KindCTS:
+		putBuffer(bb)
 		p.deliverCTS(c, h)
 	case frame.KindData:
+		putBuffer(bb)
 		p.dataDone(h)
 	case frame.KindCredit:
+		putBuffer(bb)
 		p.out.grant(h.Offset)
 	case frame.KindPut:
 		p.deliverPut(c, h, bb)

@@ -190,7 +190,7 @@ func (p *peer) forward(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteB
 	t := p.t
 	to := int(h.Dst) - 1
 	if !t.star || t.rank != 0 {
-		ioloop.PutBuffer(bb)
+		putBuffer(bb)
 		t.opts.Logger.Warn("boltmesh: a peer sent a routed frame to a rank that is not a star's coordinator; dropping it", "rank", p.rank, "kind", h.Kind)
 		c.Close()
 		return
@@ -292,16 +292,16 @@ func (l *starLink) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *
 	p := l.from(h)
 	switch {
 	case p == nil:
-		ioloop.PutBuffer(bb)
+		putBuffer(bb)
 		l.t.opts.Logger.Warn("boltmesh: the coordinator sent a frame with a bad source or destination; dropping the connection", "src", h.Src, "dst", h.Dst, "kind", h.Kind)
 		c.Close()
 	case h.Kind == frame.KindHeartbeat:
-		ioloop.PutBuffer(bb)
+		putBuffer(bb)
 		if p.rank == 0 {
 			l.once.Do(func() { close(l.ready) })
 		}
 	case h.Kind == frame.KindGone:
-		ioloop.PutBuffer(bb)
+		putBuffer(bb)
 		if p.rank != 0 {
 			p.lose(errGone)
 		}
