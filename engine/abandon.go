@@ -54,7 +54,7 @@ func (t *NetTransport) AbandonCollCall(tag uint32) {
 			continue
 		}
 		h := frame.Header{Kind: frame.KindSend, Dst: p.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: collAbandonAux}
-		p.conn.Post(&h, nil, false) // a lost peer needs no news
+		p.ctlConn().Post(&h, nil, false) // a lost peer needs no news
 	}
 }
 

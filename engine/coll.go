@@ -243,8 +243,11 @@ func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in
 			r.complete(err)
 			p.mu.Unlock()
 		} else {
-			q.recvs.push(r)
+			resume := p.postRecv(q, r)
 			p.mu.Unlock()
+			if resume {
+				p.conn.Resume()
+			}
 		}
 	}
 	return nil
@@ -344,7 +347,7 @@ func (p *peer) failCallRecvs(tag uint32, others bool, errFor func(u uint32, r *r
 			if !ok || !r.coll {
 				break
 			}
-			q.recvs.pop()
+			p.popRecv(q)
 			r.complete(errFor(u, r))
 		}
 		p.tidy(u, q)

@@ -146,11 +146,12 @@ func (t *NetTransport) eagerMax(window uint64) uint64 {
 
 // sendGrant sends p the grant total, if any.
 func (p *peer) sendGrant(total uint64) {
-	if total == 0 || p.conn == nil {
+	c := p.ctlConn()
+	if total == 0 || c == nil {
 		return
 	}
 	h := frame.Header{Kind: frame.KindCredit, Dst: p.via, Src: uint32(p.t.rank), Offset: total}
-	p.conn.Post(&h, nil, false) // a lost peer needs no credit
+	c.Post(&h, nil, false) // a lost peer needs no credit
 }
 
 // openWindow grants p its whole window: the first CREDIT of a connection.

@@ -95,6 +95,15 @@ func (hc *hsConn) refusedBy(code uint32, reason string) error {
 	return he
 }
 
+// links is the number of connections per pair: the data streams and, in a
+// full mesh, the control stream.
+func (hc *hsConn) links() uint16 {
+	if hc.self.Topology == frame.TopologyStar {
+		return 1
+	}
+	return hc.self.Streams + 1
+}
+
 func (hc *hsConn) addr() string { return hc.nc.RemoteAddr().String() }
 
 func (hc *hsConn) mac(label string, dialer, acceptor []byte) []byte {
@@ -118,8 +127,8 @@ func (hc *hsConn) check(m frame.Hello) (string, error) {
 		return fmt.Sprintf("world size %d, want %d", m.World, hc.self.World), nil
 	case max(m.Streams, 1) != hc.self.Streams:
 		return fmt.Sprintf("%d streams per pair, want %d", max(m.Streams, 1), hc.self.Streams), nil
-	case m.Stream >= hc.self.Streams:
-		return fmt.Sprintf("stream %d of %d", m.Stream, hc.self.Streams), nil
+	case m.Stream >= hc.links():
+		return fmt.Sprintf("stream %d of %d", m.Stream, hc.links()), nil
 	case m.MeshID != hc.self.MeshID:
 		return "different mesh id", nil
 	case m.Rank >= m.World:

@@ -239,10 +239,28 @@ func TestHeapRemoteRefusal(t *testing.T) {
 	barrierAll(t, ts)
 }
 
-// rawJoin joins the mesh at addr as rank rank of world with a raw socket,
+// rawPeer is a raw client joined to a mesh as a rank: its data stream
+// (SEND, RTS, DATA) and its control stream (everything else), as
+// frame/spec.md's full mesh has for Streams 1.
+type rawPeer struct{ data, ctl net.Conn }
+
+// rawJoin joins the mesh at addr as rank rank of world with raw sockets,
 // following the handshake of frame/spec.md as badpeer_test.go's raw dialer
-// does, and returns the connection ready for frames.
-func rawJoin(t *testing.T, addr string, rank, world int, key []byte) net.Conn {
+// does, once for the data stream and once for the control stream, and
+// returns the connections ready for frames, the rank's window granted.
+func rawJoin(t *testing.T, addr string, rank, world int, key []byte) rawPeer {
+	t.Helper()
+	rp := rawPeer{data: rawStream(t, addr, rank, world, 0, key), ctl: rawStream(t, addr, rank, world, 1, key)}
+	// The first frame on the control stream grants the peer its window.
+	if h, _, err := readFrame(rp.ctl); err != nil || h.Kind != frame.KindCredit || h.Offset == 0 {
+		t.Fatalf("want the first CREDIT, got %+v: %v", h, err)
+	}
+	writeRaw(t, rp.ctl, frame.Header{Kind: frame.KindCredit, Src: uint32(rank), Offset: 1 << 20}, nil)
+	return rp
+}
+
+// rawStream connects and shakes hands as stream s of rank.
+func rawStream(t *testing.T, addr string, rank, world, s int, key []byte) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
@@ -250,7 +268,7 @@ func rawJoin(t *testing.T, addr string, rank, world int, key []byte) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	helloD := helloPayload(t, frame.Hello{Version: frame.Version, World: uint32(world), Rank: uint32(rank), MeshID: testMeshID("boltmesh")})
+	helloD := helloPayload(t, frame.Hello{Version: frame.Version, World: uint32(world), Rank: uint32(rank), Stream: uint16(s), Streams: 1, MeshID: testMeshID("boltmesh")})
 	if _, err := c.Write(encodeFrame(frame.KindHello, 0, helloD)); err != nil {
 		t.Fatal(err)
 	}
@@ -265,11 +283,6 @@ func rawJoin(t *testing.T, addr string, rank, world int, key []byte) net.Conn {
 	if err != nil || h.Kind != frame.KindAuth || h.Flags != frame.FlagReply || !hmac.Equal(macA, handshakeMAC(key, "boltmesh acceptor", helloD, helloA)) {
 		t.Fatalf("want the acceptor's AUTH|Reply with its proof, got %v flags %#x: %v", h.Kind, h.Flags, err)
 	}
-	// The first frame on a connection grants the peer its window.
-	if h, _, err = readFrame(c); err != nil || h.Kind != frame.KindCredit || h.Offset == 0 {
-		t.Fatalf("want the first CREDIT, got %+v: %v", h, err)
-	}
-	writeRaw(t, c, frame.Header{Kind: frame.KindCredit, Src: uint32(rank), Offset: 1 << 20}, nil)
 	return c
 }
 
@@ -296,7 +309,8 @@ func TestHeapForgedFrames(t *testing.T) {
 	lns, addrs := listeners(t, 2)
 	lns[1].Close() // rank 1 is the raw client; it listens nowhere
 	wait0 := startRank(t, 0, 2, lns[0], addrs, engine.Options{HeapSize: 1 << 20, MeshKey: key, Logger: discardLogger})
-	c := rawJoin(t, addrs[0], 1, 2, key)
+	rp := rawJoin(t, addrs[0], 1, 2, key)
+	c := rp.ctl
 	tr, err := wait0()
 	if err != nil {
 		t.Fatal(err)
@@ -343,14 +357,14 @@ func TestHeapForgedFrames(t *testing.T) {
 	}
 
 	// Two-sided messages still flow both ways.
-	writeRaw(t, c, frame.Header{Kind: frame.KindSend, Src: 1, Tag: 5}, []byte("hello"))
+	writeRaw(t, rp.data, frame.Header{Kind: frame.KindSend, Src: 1, Tag: 5}, []byte("hello"))
 	if got, err := tr.Recv(1, 5); err != nil || string(got) != "hello" {
 		t.Fatalf("recv: %q %v", got, err)
 	}
 	if err := tr.Send(1, 6, []byte("world")); err != nil {
 		t.Fatal(err)
 	}
-	if h, p, err := readFrame(c); err != nil || h.Kind != frame.KindSend || h.Tag != 6 || string(p) != "world" {
+	if h, p, err := readFrame(rp.data); err != nil || h.Kind != frame.KindSend || h.Tag != 6 || string(p) != "world" {
 		t.Fatalf("raw client got %+v %q: %v", h, p, err)
 	}
 }

@@ -96,7 +96,7 @@ func (t *NetTransport) beat() {
 // goroutine came to late (a loaded machine, this process stopped and
 // resumed) delays a drop instead of causing one.
 func (p *peer) checkLive(now time.Time) {
-	c, lv := p.conn, &p.live
+	c, lv := p.ctlConn(), &p.live
 	if c.Err() != nil {
 		return
 	}
@@ -136,5 +136,6 @@ func (p *peer) checkLive(now time.Time) {
 // rank's answers (ioloop.Options.MaxPosted) counts as live while they
 // still move.
 func (p *peer) stalled() bool {
-	return p.fwd.held() || p.conn.Stopped() && p.conn.BytesWritten() != p.live.written
+	c := p.ctlConn()
+	return p.fwd.held() || c.Stopped() && c.BytesWritten() != p.live.written
 }

@@ -24,7 +24,7 @@ import (
 func TestCheckLiveCounts(t *testing.T) {
 	ts := pair(t, Options{KeepAlive: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	p := ts[0].peers[1]
-	c := p.conn
+	c := p.ctlConn() // the connection heartbeats watch
 	check := func() { p.checkLive(time.Now()) }
 	silent := func(n int) { // n checks that find nothing read, each required not to drop
 		t.Helper()
@@ -55,7 +55,7 @@ func TestCheckLiveCounts(t *testing.T) {
 	// Bytes heard start the count again.
 	silent(silentBeats*checksPerBeat - 1 - checksPerBeat)
 	read := c.BytesRead()
-	if err := ts[1].Send(0, 1, []byte("alive")); err != nil {
+	if err := ts[1].PostRPC(0, RPCFrame{Reply: true}, []byte("alive")); err != nil { // a control frame
 		t.Fatal(err)
 	}
 	for c.BytesRead() == read {

@@ -134,7 +134,7 @@ func (t *NetTransport) sayGoodbye() {
 	for _, p := range t.peers {
 		if p.conn != nil {
 			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
-			p.conn.SendCancel(&h, nil, ctx.Done())
+			p.ctlConn().SendCancel(&h, nil, ctx.Done())
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -47,12 +48,13 @@ func (m queuedMsg) cost() uint64 {
 // rendezvous state, its flow-control credit in both directions, and the
 // connection's ioloop.Handler.
 //
-// Lock rule: mu guards the matching state (tags, freeQ, claimed, lost),
-// the one-sided state (gets, claimedGet, putErr) and the rendezvous state
-// (rdvIn, rdvOut). Whoever completes a request does so after taking it out
-// of these maps under mu. The credit has its own locks (credit.go); the
-// atomics need none. mu is never held while calling into the connection
-// in a way that may block (Send); Post is fine.
+// Lock rule: mu guards the matching state (tags, freeQ, claimed, lost,
+// posted, deferred), the one-sided state (gets, claimedGet, putErr) and the
+// rendezvous state (rdvIn, rdvOut, maxRTS, tombs). Whoever completes a
+// request does so after taking it out of these under mu. mu is never held
+// while calling into a connection, but for Defer and Discard from inside
+// Payload: a send that fails calls the handlers, which take mu. The credit
+// has its own locks (credit.go); the atomics need none.
 type peer struct {
 	t    *NetTransport
 	rank int
@@ -75,9 +77,12 @@ type peer struct {
 	fenced     atomic.Uint64      // puts known complete at the peer
 	released   chan struct{}      // closed when the connection is released
 
-	rdvIn  map[uint64]*recvReq // receives waiting for a rendezvous message's DATA, by send id
-	rdvOut map[uint64]*rdvSend // rendezvous sends waiting for their CTS, by send id
-	rtsBuf [frame.RTSSize]byte // an RTS payload being read (the reader is one at a time)
+	rdvIn  map[uint64]*recvReq    // receives waiting for a rendezvous message's DATA, by send id
+	rdvOut map[uint64]*rdvSend    // rendezvous sends waiting for their CTS, by send id
+	rts    [2][frame.RTSSize]byte // an RTS payload being read: on the data, on the control stream
+	maxRTS uint64                 // the highest send id of an RTS from the peer (ids grow on the wire)
+	rtsMu  sync.Mutex             // held while an RTS to the peer takes its id and is queued; never with mu
+	tombs  map[uint64]struct{}    // RTSs withdrawn before they came (withdrawRTS)
 
 	rpcCost uint64 // the credit of the RPC request being read
 	rpcDrop bool   // the RPC frame being read is discarded (RPCFrame.Dropped)
@@ -93,14 +98,28 @@ type peer struct {
 	fwd  fwdCounter // star coordinator: bytes from this worker being forwarded
 	live liveness   // heartbeat bookkeeping of the connection
 
-	streams []*ioloop.Conn // the pair's connections; streams[0] is conn
+	streams    []*ioloop.Conn              // the pair's data streams; streams[0] is conn
+	ctl        atomic.Pointer[ioloop.Conn] // full mesh: the control stream (ctlStream); else nil
+	windowOpen bool                        // the first CREDIT went out; guarded by mu
+	posted     int                         // receives posted in the tags' recvs queues; guarded by mu
+	deferred   bool                        // a payload on conn waits in the socket for a receive; guarded by mu
+	charged    bool                        // the deferred SEND's credit is used; guarded by mu
+}
+
+// ctlConn returns the connection that carries p's control frames: the
+// control stream of a full mesh, else the one connection.
+func (p *peer) ctlConn() *ioloop.Conn {
+	if c := p.ctl.Load(); c != nil {
+		return c
+	}
+	return p.conn
 }
 
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
 	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
-	p.rdvIn, p.rdvOut = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
+	p.rdvIn, p.rdvOut, p.tombs = make(map[uint64]*recvReq), make(map[uint64]*rdvSend), make(map[uint64]struct{})
 	p.in.window = uint64(t.opts.MaxQueuedBytes)
 	p.out.init()
 	p.streams = make([]*ioloop.Conn, t.opts.Streams)
@@ -119,6 +138,33 @@ func (p *peer) queue(tag uint32) *tagQueue {
 		p.tags[tag] = q
 	}
 	return q
+}
+
+// postRecv queues r for tag's next message, and reports whether the data
+// stream must be read again: what r waits for may be behind a deferred
+// payload. p.mu is held.
+func (p *peer) postRecv(q *tagQueue, r *recvReq) bool {
+	q.recvs.push(r)
+	p.posted++
+	return p.undefer()
+}
+
+// popRecv takes the first receive posted in q. p.mu is held.
+func (p *peer) popRecv(q *tagQueue) (*recvReq, bool) {
+	r, ok := q.recvs.pop()
+	if ok {
+		p.posted--
+	}
+	return r, ok
+}
+
+// removeRecv takes r back from q, if it is there. p.mu is held.
+func (p *peer) removeRecv(q *tagQueue, r *recvReq) bool {
+	if !q.recvs.remove(r) {
+		return false
+	}
+	p.posted--
+	return true
 }
 
 // tidy drops tag's queue once it holds nothing and keeps it for reuse, so
@@ -149,20 +195,27 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 		}
 		return nil // to be forwarded: read into a pooled buffer
 	}
+	if !p.onStream(c, h) {
+		p.violation(c, fmt.Errorf("%w: a %v frame on a stream that does not carry it", ErrProtocol, h.Kind))
+		c.Discard()
+		return nil
+	}
 	switch h.Kind {
 	case frame.KindSend:
 		if isAbandon(h) {
 			return nil
 		}
-		if !p.useCredit(c, frame.Cost(h.Length)) {
+		if !p.chargedDeferred(c) && !p.useCredit(c, frame.Cost(h.Length)) {
 			return nil
 		}
-		return p.sendPayload(h)
+		return p.sendPayload(c, h)
 	case frame.KindRTS:
-		if h.Flags&frame.FlagError == 0 && !p.useCredit(c, frame.Cost(0)) {
+		// A withdrawal uses credit on the control stream (see withdrawRTS).
+		credited := h.Flags&frame.FlagError == 0 || c == p.ctl.Load()
+		if credited && !p.useCredit(c, frame.Cost(0)) {
 			return nil
 		}
-		return p.rtsBuf[:]
+		return p.rtsBuf(c)
 	case frame.KindData:
 		return p.dataPayload(c, h)
 	case frame.KindPut:
@@ -180,19 +233,24 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 }
 
 // sendPayload names where an eager SEND's payload goes: the first posted
-// receive for its tag if it fits, else a pooled buffer (nil).
-func (p *peer) sendPayload(h *frame.Header) []byte {
+// receive for its tag if it fits, else a pooled buffer (nil), unless it
+// may wait in the socket for its receive (maybeDefer).
+func (p *peer) sendPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.tags[h.Tag]
-	if q == nil || q.msgs.len() > 0 || h.Length == 0 {
+	var r *recvReq
+	if q != nil && q.msgs.len() == 0 {
+		r, _ = q.recvs.peek()
+	}
+	if r == nil {
+		p.maybeDefer(c, h)
 		return nil
 	}
-	r, _ := q.recvs.peek()
-	if r == nil || !r.fits(int(h.Length)) {
-		return nil // no receiver, or Deliver reports the truncation
+	if h.Length == 0 || !r.fits(int(h.Length)) {
+		return nil // nothing to read, or Deliver reports the truncation
 	}
-	q.recvs.pop()
+	p.popRecv(q)
 	p.tidy(h.Tag, q)
 	r.state.Store(reqClaimed)
 	r.aux = h.Aux
@@ -297,7 +355,7 @@ func (p *peer) deliver(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
 	}
 	q := p.queue(tag)
 	for {
-		r, ok := q.recvs.pop()
+		r, ok := p.popRecv(q)
 		if !ok {
 			break
 		}
@@ -361,7 +419,7 @@ func (p *peer) fail(sentinel, cause error) {
 	}
 	for tag, q := range p.tags {
 		for {
-			r, ok := q.recvs.pop()
+			r, ok := p.popRecv(q)
 			if !ok {
 				break
 			}
@@ -370,6 +428,7 @@ func (p *peer) fail(sentinel, cause error) {
 		p.tidy(tag, q)
 	}
 	p.failRdv()
+	clear(p.tombs)
 	if g := p.claimedGet; g != nil {
 		p.claimedGet = nil
 		g.complete(p.errFor("get"))

@@ -58,7 +58,7 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 		return Request{}, err
 	}
 	h := frame.Header{Kind: frame.KindPut, Dst: p.via, Src: uint32(t.rank), Offset: dst.Offset}
-	w, err := p.conn.Start(&h, src)
+	w, err := p.ctlConn().Start(&h, src)
 	if err != nil {
 		return Request{}, t.connErr(p, "put", err)
 	}
@@ -107,7 +107,7 @@ func (t *NetTransport) startGet(p *peer, off uint64, dst []byte) (*getReq, error
 	}
 	(&frame.GetReq{ID: g.id, Length: uint64(len(dst))}).Encode(&g.req)
 	h := frame.Header{Kind: frame.KindGetReq, Dst: p.via, Src: uint32(t.rank), Offset: off}
-	if err := p.conn.Send(&h, g.req[:]); err != nil {
+	if err := p.ctlConn().Send(&h, g.req[:]); err != nil {
 		if p.removeGet(g) {
 			t.gets.Put(g)
 		} else {

@@ -124,8 +124,11 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 			return 0, nil, err
 		}
 		r = t.newRecv(from, tag, dst, into, w)
-		q.recvs.push(r)
+		resume := p.postRecv(q, r)
 		p.mu.Unlock()
+		if resume {
+			p.conn.Resume()
+		}
 	}
 
 	err = t.wait(p, r, w)
@@ -228,7 +231,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 func (t *NetTransport) leave(p *peer, r *recvReq, cause error, inflight <-chan struct{}) error {
 	p.mu.Lock()
 	tag := uint32(r.tag)
-	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && q.recvs.remove(r) {
+	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && p.removeRecv(q, r) {
 		p.tidy(tag, q)
 		p.mu.Unlock()
 		return cause
@@ -297,7 +300,7 @@ func (t *NetTransport) spinUntil(p *peer, done func() bool) bool {
 func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 	p.mu.Lock()
 	tag := uint32(r.tag)
-	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && q.recvs.remove(r) {
+	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && p.removeRecv(q, r) {
 		p.tidy(tag, q)
 		p.mu.Unlock()
 		return cause
@@ -315,6 +318,9 @@ func (p *peer) poll() {
 			s.Poll()
 		}
 	}
+	if c := p.ctl.Load(); c != nil {
+		c.Poll()
+	}
 }
 
 // bytesRead sums the bytes read on every stream of p's connection.
@@ -324,6 +330,9 @@ func (p *peer) bytesRead() uint64 {
 		for _, s := range p.streams[1:] {
 			n += s.BytesRead()
 		}
+	}
+	if c := p.ctl.Load(); c != nil {
+		n += c.BytesRead()
 	}
 	return n
 }

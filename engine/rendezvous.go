@@ -93,19 +93,24 @@ func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-
 		return nil, err
 	}
 	s := t.rdvs.Get().(*rdvSend)
-	s.id, s.data, s.tag, s.aux = t.nextID.Add(1), data, tag, aux
+	s.data, s.tag, s.aux = data, tag, aux
+	frame.EncodeRTS(&s.rts, uint64(len(data)))
+	p.rtsMu.Lock() // the ids of a peer's RTSs grow on the wire (see withdrawRTS)
 	p.mu.Lock()
 	if p.lost != nil {
 		err := p.errFor("send")
 		p.mu.Unlock()
+		p.rtsMu.Unlock()
 		t.rdvs.Put(s)
 		return nil, err
 	}
+	s.id = t.nextID.Add(1)
 	p.rdvOut[s.id] = s
 	p.mu.Unlock()
-	frame.EncodeRTS(&s.rts, uint64(len(data)))
 	h := frame.Header{Kind: frame.KindRTS, Dst: p.via, Src: uint32(t.rank), Tag: tag, Aux: aux, Offset: s.id}
-	if err := p.conn.Post(&h, s.rts[:], true); err != nil {
+	err := p.conn.Post(&h, s.rts[:], true)
+	p.rtsMu.Unlock()
+	if err != nil {
 		// The connection failed: its loss completes s, if it has not yet.
 		<-s.done
 		s.reset()
@@ -132,7 +137,11 @@ func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) erro
 	case <-cancel:
 	}
 	h := frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Dst: p.via, Src: uint32(t.rank), Tag: s.tag, Offset: s.id}
-	p.conn.Post(&h, s.rts[:], true) // a lost peer completes s anyway
+	c := p.conn // behind the RTS: the receiver has seen it by then
+	if ctl := p.ctl.Load(); ctl != nil && p.out.take(frame.Cost(0)) {
+		c = ctl // ahead of anything in the data stream: see withdrawRTS
+	}
+	c.Post(&h, s.rts[:], true) // a lost peer completes s anyway
 	<-s.done
 	return t.rdvAnswered(p, s, true, cancel)
 }
@@ -163,6 +172,7 @@ func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 	p.mu.Lock()
 	s := p.rdvOut[h.Offset]
 	delete(p.rdvOut, h.Offset)
+	data := p.conn
 	p.mu.Unlock()
 	if s == nil {
 		p.violation(c, fmt.Errorf("%w: CTS for send %d, which is not waiting", ErrProtocol, h.Offset))
@@ -172,7 +182,7 @@ func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 		s.finish(rdvNone, nil)
 		return
 	}
-	if err := p.startData(s); err != nil {
+	if err := p.startData(data, s); err != nil {
 		s.finish(rdvFailed, err)
 		return
 	}
@@ -182,7 +192,7 @@ func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 // startData starts writing s's message as DATA: one piece per stream if
 // it is striped, else one frame. Aux carries the piece's index (low 16
 // bits) and the number of pieces (high 16 bits).
-func (p *peer) startData(s *rdvSend) error {
+func (p *peer) startData(data *ioloop.Conn, s *rdvSend) error {
 	k := 1
 	if p.t.striped(p, len(s.data)) {
 		k = len(p.streams)
@@ -190,14 +200,14 @@ func (p *peer) startData(s *rdvSend) error {
 	for i := range k {
 		lo, hi := piece(len(s.data), k, i)
 		h := frame.Header{Kind: frame.KindData, Dst: p.via, Src: uint32(p.t.rank), Tag: s.tag, Aux: uint32(k)<<16 | uint32(i), Offset: s.id}
-		c := p.conn
+		c := data
 		if i > 0 {
 			c = p.streams[i]
 		}
 		w, err := c.Start(&h, s.data[lo:hi])
 		if err != nil {
 			if i > 0 {
-				p.conn.Abort(err) // a message missing pieces would never complete
+				data.Abort(err) // a message missing pieces would never complete
 			}
 			return p.t.connErr(p, "send", err)
 		}
@@ -215,18 +225,25 @@ func piece(n, k, i int) (lo, hi int) {
 // deliverRTS handles an RTS from p: a withdrawal, or an announcement that
 // is matched to the first fitting posted receive for its tag or queued.
 func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
-	putBuffer(bb) // the payload is in p.rtsBuf
-	n, err := frame.DecodeRTS(p.rtsBuf[:], p.t.opts.MaxFrame)
+	putBuffer(bb) // the payload is in p.rtsBuf(c)
+	n, err := frame.DecodeRTS(p.rtsBuf(c), p.t.opts.MaxFrame)
 	if err != nil {
 		p.violation(c, err)
 		return
 	}
 	if h.Flags&frame.FlagError != 0 {
-		p.withdrawRTS(h.Tag, h.Offset)
+		p.withdrawRTS(h.Tag, h.Offset, c == p.ctl.Load())
 		return
 	}
 	tag, id := h.Tag, h.Offset
 	p.mu.Lock()
+	p.maxRTS = max(p.maxRTS, id)
+	if _, ok := p.tombs[id]; ok { // withdrawn before it came: answered then
+		delete(p.tombs, id)
+		p.mu.Unlock()
+		p.freeCredit(2 * frame.Cost(0)) // the RTS's and the withdrawal's
+		return
+	}
 	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
 		p.mu.Unlock()
 		p.answerRTS(id, false) // its call is over here: see stale.go
@@ -234,7 +251,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.By
 	}
 	q := p.queue(tag)
 	for {
-		r, ok := q.recvs.pop()
+		r, ok := p.popRecv(q)
 		if !ok {
 			break
 		}
@@ -252,6 +269,15 @@ func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.By
 	}
 	q.msgs.push(queuedMsg{aux: h.Aux, id: id, n: n})
 	p.mu.Unlock()
+}
+
+// rtsBuf returns the buffer an RTS payload arriving on c is read into:
+// one per stream that may carry RTSs, since each has its own reader.
+func (p *peer) rtsBuf(c *ioloop.Conn) []byte {
+	if c == p.ctl.Load() {
+		return p.rts[1][:]
+	}
+	return p.rts[0][:]
 }
 
 // claimRdv makes r the receive of rendezvous message id of n bytes: its
@@ -274,11 +300,16 @@ func (p *peer) claimRdv(r *recvReq, id, n uint64, aux uint32) {
 // or CTS with Error (send nothing).
 func (p *peer) answerRTS(id uint64, send bool) {
 	p.freeCredit(frame.Cost(0))
+	p.sendCTS(id, send)
+}
+
+// sendCTS sends the answer to RTS id.
+func (p *peer) sendCTS(id uint64, send bool) {
 	h := frame.Header{Kind: frame.KindCTS, Dst: p.via, Src: uint32(p.t.rank), Offset: id}
 	if !send {
 		h.Flags = frame.FlagError
 	}
-	p.conn.Post(&h, nil, false) // a lost peer needs no answer
+	p.ctlConn().Post(&h, nil, false) // a lost peer needs no answer
 }
 
 // takeRTS hands r the queued RTS m: it is popped from q, r is claimed for
@@ -287,24 +318,43 @@ func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 	q.msgs.pop()
 	p.claimRdv(r, m.id, m.n, m.aux)
 	p.tidy(tag, q)
+	resume := p.undefer() // its DATA may be behind a deferred payload
 	p.mu.Unlock()
 	p.answerRTS(m.id, true)
+	if resume {
+		p.conn.Resume()
+	}
 }
 
-// withdrawRTS drops the queued RTS id of tag, which its sender withdrew,
-// and tells it so. If a receive took it already, the CTS sent then
-// stands, and the withdrawal is ignored.
-func (p *peer) withdrawRTS(tag uint32, id uint64) {
+// withdrawRTS handles the withdrawal of RTS id of tag by its sender. An
+// RTS still queued is dropped, and its sender told to send nothing; one
+// that a receive took already is not (the CTS sent then commits the
+// sender). A withdrawal on the data stream comes behind its RTS. One on
+// the control stream (credited, and never waiting behind anything) may
+// come first: then it is answered at once, and a tombstone (holding the
+// withdrawal's credit) drops the RTS when it comes.
+func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	p.mu.Lock()
-	q := p.tags[tag]
 	found := false
-	if q != nil {
+	if q := p.tags[tag]; q != nil {
 		_, found = q.msgs.removeFunc(func(m queuedMsg) bool { return m.bb == nil && m.id == id })
 		p.tidy(tag, q)
 	}
+	_, taken := p.rdvIn[id]
+	tomb := !found && !taken && credited && id > p.maxRTS
+	if tomb {
+		p.tombs[id] = struct{}{}
+	}
 	p.mu.Unlock()
-	if found {
+	switch {
+	case found:
 		p.answerRTS(id, false)
+	case tomb:
+		p.sendCTS(id, false)
+		return // the tombstone holds the withdrawal's credit
+	}
+	if credited {
+		p.freeCredit(frame.Cost(0))
 	}
 }
 

@@ -194,7 +194,7 @@ func TestCreditOverrunDropsPeer(t *testing.T) {
 	lns[1].Close()
 	const window = 1 << 20
 	wait0 := startRank(t, 0, 2, lns[0], addrs, engine.Options{MaxQueuedBytes: window, Logger: discardLogger, MeshKey: []byte("k")})
-	c := rawJoin(t, addrs[0], 1, 2, []byte("k"))
+	c := rawJoin(t, addrs[0], 1, 2, []byte("k")).data
 	tr, err := wait0()
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,8 @@ func TestRefusedPayloadsNotHeld(t *testing.T) {
 	lns[1].Close()
 	key := []byte("refused")
 	wait0 := startRank(t, 0, 2, lns[0], addrs, engine.Options{HeapSize: 1 << 20, Logger: discardLogger, MeshKey: key})
-	c := rawJoin(t, addrs[0], 1, 2, key)
+	rp := rawJoin(t, addrs[0], 1, 2, key)
+	c := rp.ctl
 	tr, err := wait0()
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func TestRefusedPayloadsNotHeld(t *testing.T) {
 	}
 	writeHuge(frame.Header{Kind: frame.KindGetReply, Src: 1, Offset: 12345})
 	// The stream is intact after both: a message arrives.
-	writeRaw(t, c, frame.Header{Kind: frame.KindSend, Src: 1, Tag: 5}, []byte("after"))
+	writeRaw(t, rp.data, frame.Header{Kind: frame.KindSend, Src: 1, Tag: 5}, []byte("after"))
 	if got, err := tr.Recv(1, 5); err != nil || string(got) != "after" {
 		t.Fatalf("recv after the refused payloads: %q %v", got, err)
 	}

@@ -156,7 +156,7 @@ func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte
 	if err != nil {
 		return t.rpcErr(ctx, pr, err)
 	}
-	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
+	if err := pr.ctlConn().SendCancel(&h, p, cancel); err != nil {
 		if errors.Is(err, ioloop.ErrCanceled) {
 			pr.out.giveBack(cost)
 		}
@@ -226,7 +226,7 @@ func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
 	if _, err := t.tryRPCCredit(pr, f, len(p)); err != nil {
 		return err
 	}
-	if err := pr.conn.Post(&h, p, true); err != nil {
+	if err := pr.ctlConn().Post(&h, p, true); err != nil {
 		return t.connErr(pr, "rpc", err)
 	}
 	return nil
@@ -244,7 +244,7 @@ func (t *NetTransport) QueueRPC(to int, f RPCFrame, p []byte) error {
 	if _, err := t.tryRPCCredit(pr, f, len(p)); err != nil {
 		return err
 	}
-	if err := pr.conn.Queue(&h, p); err != nil {
+	if err := pr.ctlConn().Queue(&h, p); err != nil {
 		return t.connErr(pr, "rpc", err)
 	}
 	return nil
@@ -253,7 +253,7 @@ func (t *NetTransport) QueueRPC(to int, f RPCFrame, p []byte) error {
 // FlushRPC writes what QueueRPC left queued for rank to.
 func (t *NetTransport) FlushRPC(to int) {
 	if t.checkRank(to) == nil && t.peers[to].conn != nil {
-		t.peers[to].conn.Flush()
+		t.peers[to].ctlConn().Flush()
 	}
 }
 

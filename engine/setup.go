@@ -210,8 +210,24 @@ func (t *NetTransport) dialStream(ctx context.Context, r, s int, addr string) er
 	}
 }
 
-// streams is the number of connections to each peer.
-func (t *NetTransport) streams() int { return t.opts.Streams }
+// streams is the number of connections to each peer: in a full mesh the
+// Options.Streams data streams and the control stream (ctlStream, index
+// Options.Streams); in a star one.
+func (t *NetTransport) streams() int {
+	if t.star {
+		return 1
+	}
+	return t.opts.Streams + 1
+}
+
+// ctlIndex is the control stream's index among a peer's connections, or
+// -1 in a star.
+func (t *NetTransport) ctlIndex() int {
+	if t.star {
+		return -1
+	}
+	return t.opts.Streams
+}
 
 func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	hc, err := newHsConn(nc, t, s)
@@ -250,6 +266,8 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 	switch {
 	case t.link != nil:
 		h = t.link // a star worker: frames from every rank come this way
+	case s == t.ctlIndex():
+		h = &ctlStream{p: p}
 	case s > 0:
 		h = &stripeStream{p: p, i: s}
 	}
@@ -257,19 +275,29 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 	if err != nil {
 		return err
 	}
-	p.streams[s] = c
-	if s == 0 {
-		p.conn = c
-		p.openWindow()
+	p.mu.Lock()
+	switch {
+	case s == t.ctlIndex():
+		p.ctl.Store(c)
+	case s == 0:
+		p.streams[0], p.conn = c, c
+	default:
+		p.streams[s] = c
+	}
+	open := p.conn != nil && (p.ctl.Load() != nil || t.star) && !p.windowOpen
+	p.windowOpen = p.windowOpen || open
+	p.mu.Unlock()
+	if open {
+		p.openWindow() // once the control stream it goes on is up too
 	}
 	return nil
 }
 
-// tune sets a connection's socket options: TCP_NODELAY, keepalive,
-// Options.SocketBuffer and Options.Congestion.
+// tune sets a connection's socket options: TCP_NODELAY, no TCP
+// keepalive, Options.SocketBuffer and Options.Congestion.
 func (t *NetTransport) tune(tc *net.TCPConn) error {
 	tc.SetNoDelay(true)
-	tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: t.opts.KeepAlive, Interval: t.opts.KeepAlive, Count: 3})
+	tc.SetKeepAlive(false) // heartbeats on the control stream watch the link (heartbeat.go)
 	if n := t.opts.SocketBuffer; n > 0 {
 		tc.SetReadBuffer(n)
 		tc.SetWriteBuffer(n)

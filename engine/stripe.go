@@ -47,11 +47,15 @@ func (s *stripeStream) Closed(_ *ioloop.Conn, err error) {
 	}
 }
 
-// closeStreams closes the peer's streams other than the first.
+// closeStreams closes the peer's streams other than the first, and its
+// control stream.
 func (p *peer) closeStreams() {
 	for _, s := range p.streams[1:] {
 		if s != nil {
 			s.Close()
 		}
+	}
+	if c := p.ctl.Load(); c != nil {
+		c.Close()
 	}
 }

@@ -33,7 +33,8 @@ func Cost(n uint64) uint64 {
 }
 
 // Credited reports whether frames of kind k use credit. (An RTS with
-// FlagError withdraws an earlier one and uses none.)
+// FlagError withdraws an earlier one: it uses Cost(0) on the control
+// stream of a full mesh, none elsewhere; see spec.md.)
 func Credited(k Kind, f Flags) bool {
 	switch k {
 	case KindSend, KindRPCReq:

@@ -25,6 +25,7 @@ type reader struct {
 	r, w int
 
 	held        bool // hdr decoded, waiting for the handler to name a destination
+	deferNext   bool // set by Defer during Payload
 	discardNext bool // set by Discard during Payload
 	discarding  bool // the payload is read and dropped
 	inBody      bool
@@ -106,15 +107,25 @@ func (c *Conn) onReadable() {
 func (c *Conn) Pause() { c.rd.paused.Store(true) }
 
 // Stopped reports whether reading is stopped, by Pause or because what
-// was posted waits to be written (Options.MaxPosted).
+// was posted waits to be written (Options.MaxPosted). (A deferred payload
+// does not count.)
 func (c *Conn) Stopped() bool { return c.rd.paused.Load() || c.rd.held4out.Load() }
 
-// Resume undoes Pause and reads what has arrived since.
+// Resume undoes Pause, retries a frame whose payload the handler
+// deferred, and reads what has arrived since.
 func (c *Conn) Resume() {
 	c.rd.paused.Store(false)
 	c.rd.pending.Store(true)
 	c.Progress()
 }
+
+// Defer, called from Handler.Payload instead of naming a buffer, leaves the
+// frame's payload in the socket: reading stops until Resume, which asks
+// Payload again. A handler defers a large payload that nobody waits for
+// yet, so that it can later be read straight into the buffer of the
+// receive that wants it; whatever the peer sends behind it waits, so only
+// a stream that carries nothing else that is needed may defer.
+func (c *Conn) Defer() { c.rd.deferNext = true }
 
 // Discard, called from Handler.Payload instead of naming a buffer, has the
 // frame's payload read and dropped, through the staging buffer, so that a
@@ -133,7 +144,9 @@ func (c *Conn) drainLocked() (string, error) {
 	rd.short = false
 	for !rd.paused.Load() && !rd.held4out.Load() && c.failed.Load() == nil {
 		if rd.held {
-			c.choose()
+			if !c.choose() {
+				return "", nil
+			}
 			continue
 		}
 		if rd.inBody {
@@ -174,17 +187,22 @@ func (c *Conn) startFrame() error {
 	return nil
 }
 
-// choose asks the handler where the held frame's payload goes.
-func (c *Conn) choose() {
+// choose asks the handler where the held frame's payload goes and reports
+// false if the handler deferred it.
+func (c *Conn) choose() bool {
 	rd := &c.rd
-	rd.discardNext = false
+	rd.discardNext, rd.deferNext = false, false
 	dst := c.h.Payload(c, &rd.hdr)
+	if dst == nil && rd.deferNext {
+		return false
+	}
 	rd.held, rd.inBody, rd.got, rd.dst = false, true, 0, dst
 	rd.discarding = dst == nil && rd.discardNext
 	if !rd.discarding && (dst == nil || uint64(len(dst)) != rd.hdr.Length) {
 		rd.bb = GetBuffer(int(rd.hdr.Length))
 		rd.dst = rd.bb.B
 	}
+	return true
 }
 
 // fillBody moves staged bytes into the payload destination and reads the

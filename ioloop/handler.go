@@ -14,7 +14,9 @@ type Handler interface {
 	// or nil to have the payload read into a pooled buffer. The buffer must
 	// stay untouched by others until Deliver or Closed is called. Instead
 	// it may call c.Discard and return nil to have the payload read and
-	// dropped without being held anywhere.
+	// dropped without being held anywhere, or c.Defer and return nil to
+	// leave the payload in the socket until c.Resume, when Payload is asked
+	// again for the same frame.
 	Payload(c *Conn, h *frame.Header) []byte
 	// Deliver hands over a complete frame. payload is the buffer Payload
 	// returned or, when it returned nil, bb.B; in that case the handler owns
