@@ -136,6 +136,10 @@ func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) erro
 		return t.rdvAnswered(p, s, false, cancel)
 	case <-cancel:
 	}
+	if s.state.Load() != rdvWaiting { // answered meanwhile: nothing to withdraw
+		<-s.done
+		return t.rdvAnswered(p, s, false, cancel)
+	}
 	h := frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Dst: p.via, Src: uint32(t.rank), Tag: s.tag, Offset: s.id}
 	c := p.conn // behind the RTS: the receiver has seen it by then
 	if ctl := p.ctl.Load(); ctl != nil && p.out.take(frame.Cost(0)) {

@@ -66,13 +66,14 @@ func dlRound(c *collective.Comm, r, k int, data []float32, deadline time.Time) d
 	case err != nil:
 		return dlOutcome{err: err.Error()}
 	}
-	for i, v := range data {
-		var want float32
-		for p := range 64 {
-			if got.Has(p) {
-				want += dlValue(p, k, i)
-			}
+	var ranks float32 // the sum of (p+1) over the contributors p: see dlValue
+	for p := range 64 {
+		if got.Has(p) {
+			ranks += float32(p + 1)
 		}
+	}
+	for i, v := range data {
+		want := ranks + float32(got.Count)*(float32(k%7)+float32(i%3))
 		if v != want {
 			return dlOutcome{mask: got.Mask, err: fmt.Sprintf("element %d is %v, want %v for contributors %#x", i, v, want, got.Mask)}
 		}
@@ -80,15 +81,24 @@ func dlRound(c *collective.Comm, r, k int, data []float32, deadline time.Time) d
 	return dlOutcome{mask: got.Mask}
 }
 
-// dlStart returns when round k starts (paced) and its deadline.
-func dlTimes(start time.Time, k int, paced bool) (time.Time, time.Time) {
-	if !paced {
-		now := time.Now()
-		return now, now.Add(dlDeadline)
+// dlTimes returns when round k starts and its deadline: paced, a round
+// every dlPeriod; stop, one every dlStopPeriod; unpaced, now.
+func dlTimes(start time.Time, k int, mode string) (time.Time, time.Time) {
+	var at time.Time
+	switch mode {
+	case "paced":
+		at = start.Add(time.Duration(k) * dlPeriod)
+	case "stop":
+		at = start.Add(time.Duration(k) * dlStopPeriod)
+	default:
+		at = time.Now()
 	}
-	at := start.Add(time.Duration(k) * dlPeriod)
 	return at, at.Add(dlDeadline)
 }
+
+// dlStopPeriod paces the stopped-rank test's rounds, so that they span
+// the stop.
+const dlStopPeriod = 150 * time.Millisecond
 
 // dlLate reports whether the late rank is late in round k.
 func dlLate(mode string, k int) bool { return mode == "unpaced" || mode == "paced" && k%2 == 1 }
@@ -109,7 +119,7 @@ func deadlineChild(rank int, addrs []string, ln net.Listener) error {
 	data := make([]float32, max(size/4, 1))
 	start := time.Unix(0, startNs)
 	for k := range rounds {
-		at, deadline := dlTimes(start, k, mode == "paced")
+		at, deadline := dlTimes(start, k, mode)
 		time.Sleep(time.Until(at))
 		if rank == late && dlLate(mode, k) {
 			time.Sleep(dlLateBy)
@@ -120,8 +130,11 @@ func deadlineChild(rank int, addrs []string, ln net.Listener) error {
 			return nil // the stopped rank, dropped by the others
 		}
 	}
-	if mode != "stop" {
+	switch {
+	case mode != "stop":
 		return tr.Barrier()
+	case rank == late:
+		return nil // stopped, and maybe dropped by then: nothing to wait for
 	}
 	_, err = tr.Recv(0, 1) // until rank 0 has seen every round
 	return err
@@ -171,7 +184,7 @@ func dlRun(t *testing.T, n, size, rounds int, mode string) ([][]dlOutcome, []tim
 	data := make([]float32, max(size/4, 1))
 	done := make([]time.Duration, rounds)
 	for k := range rounds {
-		at, deadline := dlTimes(start, k, mode == "paced")
+		at, deadline := dlTimes(start, k, mode)
 		time.Sleep(time.Until(at))
 		o := dlRound(c, 0, k, data, deadline)
 		done[k] = time.Since(start)
@@ -272,7 +285,7 @@ func TestAllReduceDeadlineStoppedRank(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector is too slow for this size's deadline; make deadline runs it without")
 	}
-	const rounds = 30 // unpaced: about 9 s at the deadline of 300 ms
+	const rounds = 60 // a round every 150 ms: 9 s, the stop from 1 s to 7 s
 	out, done := dlRun(t, 4, 4<<20, rounds, "stop")
 	var longest time.Duration
 	for k := 1; k < rounds; k++ {
