@@ -93,11 +93,11 @@ func (p *peer) maybeDefer(c *ioloop.Conn, h *frame.Header) bool {
 // chargedDeferred reports whether the SEND whose payload c's reader asks
 // for again is the one it deferred, whose credit was used already.
 func (p *peer) chargedDeferred(c *ioloop.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if c != p.conn {
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	was := p.charged
 	p.charged = false
 	return was

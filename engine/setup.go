@@ -271,22 +271,27 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 	case s > 0:
 		h = &stripeStream{p: p, i: s}
 	}
-	c, err := t.loop.Register(fd, r, h)
+	open := false
+	_, err = t.loop.RegisterFunc(fd, r, h, func(c *ioloop.Conn) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		switch {
+		case s == t.ctlIndex():
+			p.ctl.Store(c)
+		case s == 0:
+			p.streams[0], p.conn = c, c
+		default:
+			p.streams[s] = c
+		}
+		if t.link != nil {
+			t.routeViaCoordinator(c) // before any frame from the coordinator is read
+		}
+		open = p.conn != nil && (p.ctl.Load() != nil || t.star) && !p.windowOpen
+		p.windowOpen = p.windowOpen || open
+	})
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	switch {
-	case s == t.ctlIndex():
-		p.ctl.Store(c)
-	case s == 0:
-		p.streams[0], p.conn = c, c
-	default:
-		p.streams[s] = c
-	}
-	open := p.conn != nil && (p.ctl.Load() != nil || t.star) && !p.windowOpen
-	p.windowOpen = p.windowOpen || open
-	p.mu.Unlock()
 	if open {
 		p.openWindow() // once the control stream it goes on is up too
 	}

@@ -111,7 +111,6 @@ func WorkerDial(rank, world int, coordAddr string, opts Options) (*NetTransport,
 		t.Close()
 		return nil, err
 	}
-	t.routeViaCoordinator()
 	select {
 	case <-t.link.ready:
 		for _, p := range t.peers[1:] {
@@ -158,9 +157,9 @@ func (t *NetTransport) makeStar() {
 }
 
 // routeViaCoordinator sends a worker's frames for every other worker
-// through the coordinator connection, addressed by Dst.
-func (t *NetTransport) routeViaCoordinator() {
-	c := t.peers[0].conn
+// through the coordinator connection c, addressed by Dst. It runs as c is
+// registered (adopt), before any frame is read from it.
+func (t *NetTransport) routeViaCoordinator(c *ioloop.Conn) {
 	for _, p := range t.peers[1:] {
 		if p.rank != t.rank {
 			p.conn, p.via = c, uint16(p.rank+1)

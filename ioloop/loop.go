@@ -104,11 +104,21 @@ func New(opts Options) (*Loop, error) {
 // fd from now on and closes it when the Conn is closed or fails, also when
 // Register itself fails. id is returned by Conn.ID and reported in errors.
 func (l *Loop) Register(fd int, id int, h Handler) (*Conn, error) {
+	return l.RegisterFunc(fd, id, h, nil)
+}
+
+// RegisterFunc is Register that calls ready, if not nil, with the new Conn
+// before the loop can call its handler: whatever ready stores (where the
+// handler will look for the Conn) is seen by every handler call.
+func (l *Loop) RegisterFunc(fd int, id int, h Handler, ready func(*Conn)) (*Conn, error) {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
 	c := newConn(l, fd, id, h)
+	if ready != nil {
+		ready(c)
+	}
 	l.mu.Lock()
 	if l.closed.Load() {
 		l.mu.Unlock()
