@@ -46,6 +46,9 @@ func dataKind(h *frame.Header) bool {
 }
 
 // Payload implements ioloop.Handler.
+//
+// GOODBYE comes on both streams, so that whichever ends first, the peer's
+// orderly close is known by then (see sayGoodbye).
 func (s *ctlStream) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if dataKind(h) || h.Dst != 0 {
 		s.p.violation(c, fmt.Errorf("%w: a %v frame on the control stream", ErrProtocol, h.Kind))
@@ -74,7 +77,7 @@ func (s *ctlStream) Closed(_ *ioloop.Conn, err error) {
 // the others on the control stream. (A star's one connection carries all.)
 func (p *peer) onStream(c *ioloop.Conn, h *frame.Header) bool {
 	ctl := p.ctl.Load()
-	return ctl == nil || (c == ctl) != dataKind(h)
+	return ctl == nil || (c == ctl) != dataKind(h) || h.Kind == frame.KindHeartbeat || h.Kind == frame.KindGoodbye
 }
 
 // maybeDefer defers the eager SEND h on the data stream c, if nothing can

@@ -126,16 +126,24 @@ func (t *NetTransport) Close() error {
 	return err
 }
 
-// sayGoodbye sends GOODBYE to every connected peer, giving up on a peer
-// whose socket stays full past goodbyeWait.
+// sayGoodbye sends GOODBYE to every connected peer, on its control and
+// data streams, giving up on a peer whose socket stays full past
+// goodbyeWait.
 func (t *NetTransport) sayGoodbye() {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
 	defer cancel()
 	for _, p := range t.peers {
-		if p.conn != nil {
-			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
-			p.ctlConn().SendCancel(&h, nil, ctx.Done())
+		if p.conn == nil {
+			continue
 		}
+		h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
+		if c := p.ctl.Load(); c != nil {
+			// On both streams: the peer reads each in its own order, and
+			// whichever ends first must not look like a crash.
+			hc := h
+			c.SendCancel(&hc, nil, ctx.Done())
+		}
+		p.conn.SendCancel(&h, nil, ctx.Done())
 	}
 }
 
