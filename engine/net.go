@@ -36,6 +36,7 @@ type NetTransport struct {
 	closedEpoch  uint64        // fewest barriers completed by a closed peer
 	closedRank   int           // that peer
 	closedColl   []closedCall  // the collective calls closed peers completed
+	loss         lossState     // the first loss known (loss.go)
 
 	heap   *heap.Heap
 	gets   sync.Pool // *getReq
@@ -66,6 +67,7 @@ var _ Transport = (*NetTransport)(nil)
 
 func newNetTransport(rank, world int, o Options) *NetTransport {
 	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{}), closedCh: make(chan struct{}), closedEpoch: math.MaxUint64}
+	t.loss.first = -1
 	t.reqs.New = newRecvReq
 	t.gets.New = newGetReq
 	t.rdvs.New = newRdvSend
@@ -127,13 +129,15 @@ func (t *NetTransport) Close() error {
 }
 
 // sayGoodbye sends GOODBYE to every connected peer, giving up on a peer
-// whose socket stays full past goodbyeWait.
+// whose socket stays full past goodbyeWait. It reports the first loss
+// this rank knows of (loss.go).
 func (t *NetTransport) sayGoodbye() {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
 	defer cancel()
+	lost := uint32(t.firstLost() + 1)
 	for _, p := range t.peers {
 		if p.conn != nil {
-			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
+			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Tag: lost, Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
 			p.conn.SendCancel(&h, nil, ctx.Done())
 		}
 	}
@@ -172,12 +176,14 @@ func (t *NetTransport) noteLost(rank int) {
 }
 
 // noteClosed records that rank closed in order after completing done
-// barriers and collective call number coll: barriers after those, and
-// collective calls after that one, can no longer complete. Every waiter
-// on closedChan is woken, and takes the next channel.
-func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32) {
+// barriers and collective call number coll, reporting lost as the first
+// loss it knew of (-1: none): barriers after those, and collective calls
+// after that one, can no longer complete. Every waiter on closedChan is
+// woken, and takes the next channel.
+func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) {
 	t.closedMu.Lock()
 	defer t.closedMu.Unlock()
+	t.loss.closed(rank, lost)
 	if done < t.closedEpoch {
 		t.closedEpoch, t.closedRank = done, rank
 	}

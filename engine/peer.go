@@ -88,6 +88,7 @@ type peer struct {
 	goodbye     atomic.Bool   // the peer announced an orderly close
 	goodbyeDone atomic.Uint64 // barriers it had completed then
 	goodbyeColl atomic.Uint32 // and the last collective call it completed
+	goodbyeLost atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
 
 	via  uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
 	fwd  fwdCounter // star coordinator: bytes from this worker being forwarded
@@ -244,6 +245,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 	case frame.KindGoodbye:
 		p.goodbyeDone.Store(h.Offset)
 		p.goodbyeColl.Store(h.Aux)
+		p.goodbyeLost.Store(int32(p.t.goodbyeLost(p.rank, h.Tag)))
 		p.goodbye.Store(true)
 		putBuffer(bb)
 	default:
@@ -332,9 +334,12 @@ func (p *peer) lose(err error) {
 	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)
 	case p.goodbye.Load():
+		// Noted first, so that the errors of the receives failed next name
+		// the loss its GOODBYE reported (loss.go).
+		p.t.noteClosed(p.rank, p.goodbyeDone.Load(), p.goodbyeColl.Load(), int(p.goodbyeLost.Load()))
 		p.fail(ErrPeerLost, ErrPeerClosed)
-		p.t.noteClosed(p.rank, p.goodbyeDone.Load(), p.goodbyeColl.Load())
 	default:
+		p.t.noteLoss(p.rank, err) // first, as noteClosed above
 		p.fail(ErrPeerLost, err)
 		p.t.noteLost(p.rank)
 	}

@@ -19,7 +19,7 @@ const (
 	KindRPCReq    Kind = 9  // RPC request; Offset is the request id
 	KindRPCReply  Kind = 10 // RPC reply; Offset is the request id
 	KindHeartbeat Kind = 11 // liveness probe, no payload
-	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed; Aux: its last collective call
+	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed; Aux: its last collective call; Tag: 1 + the first rank it knew lost, or 0
 	KindGone      Kind = 13 // star: the coordinator tells a worker that rank Src left
 	// 14 was STRIPE (protocol version 1): retired.
 	KindCredit Kind = 15 // flow control: Offset is the credit granted so far, in bytes

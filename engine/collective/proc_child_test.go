@@ -49,6 +49,8 @@ func procRunChild(role string) error {
 		return benchARChild(rank, addrs, ln)
 	case "matrix":
 		return matrixChild(rank, addrs, ln)
+	case "lossloop":
+		return procLossChild(rank, addrs, ln)
 	}
 	ln.Close()
 	return fmt.Errorf("unknown role %q", role)
