@@ -92,7 +92,8 @@ func (t *NetTransport) Loopback() bool { return t.loopback }
 // Options returns the options in force, defaults filled in.
 func (t *NetTransport) Options() Options { return t.opts }
 
-// goodbyeWait bounds how long Close tries to tell peers it is leaving.
+// goodbyeWait bounds how long Close tries to tell peers it is leaving and
+// waits for their answers.
 const goodbyeWait = 200 * time.Millisecond
 
 // Close tells every peer that this rank leaves (a GOODBYE frame, so that
@@ -128,9 +129,10 @@ func (t *NetTransport) Close() error {
 	return err
 }
 
-// sayGoodbye sends GOODBYE to every connected peer, giving up on a peer
-// whose socket stays full past goodbyeWait. It reports the first loss
-// this rank knows of (loss.go).
+// sayGoodbye sends GOODBYE to every connected peer, reporting the first
+// loss this rank knows of (loss.go), and waits for their answers
+// (goodbye.go), for at most goodbyeWait in all: a peer whose socket stays
+// full, or that does not answer, is given up on.
 func (t *NetTransport) sayGoodbye() {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
 	defer cancel()
@@ -138,7 +140,19 @@ func (t *NetTransport) sayGoodbye() {
 	for _, p := range t.peers {
 		if p.conn != nil {
 			h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Tag: lost, Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
-			p.conn.SendCancel(&h, nil, ctx.Done())
+			if p.conn.SendCancel(&h, nil, ctx.Done()) != nil {
+				p.byeAnswer() // not sent: no answer will come
+			}
+		}
+	}
+	for _, p := range t.peers {
+		if p.conn == nil {
+			continue
+		}
+		select {
+		case <-p.byeAnswered:
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -89,6 +89,8 @@ type peer struct {
 	goodbyeDone atomic.Uint64 // barriers it had completed then
 	goodbyeColl atomic.Uint32 // and the last collective call it completed
 	goodbyeLost atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
+	byeAnswered chan struct{} // closed when it answered this rank's GOODBYE, or was lost (goodbye.go)
+	byeOnce     sync.Once
 
 	via  uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
 	fwd  fwdCounter // star coordinator: bytes from this worker being forwarded
@@ -100,7 +102,7 @@ type peer struct {
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
-	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
+	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{}), byeAnswered: make(chan struct{})}
 	p.rdvIn, p.rdvOut = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
 	p.in.window = uint64(t.opts.MaxQueuedBytes)
 	p.out.init()
@@ -243,10 +245,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 	case frame.KindHeartbeat:
 		putBuffer(bb)
 	case frame.KindGoodbye:
-		p.goodbyeDone.Store(h.Offset)
-		p.goodbyeColl.Store(h.Aux)
-		p.goodbyeLost.Store(int32(p.t.goodbyeLost(p.rank, h.Tag)))
-		p.goodbye.Store(true)
+		p.deliverGoodbye(c, h)
 		putBuffer(bb)
 	default:
 		putBuffer(bb)
@@ -330,6 +329,7 @@ func (p *peer) Closed(_ *ioloop.Conn, err error) {
 func (p *peer) lose(err error) {
 	defer p.t.announceGone(p)
 	defer p.rpcPeerLost()
+	defer p.byeAnswer()
 	switch {
 	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)
