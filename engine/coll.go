@@ -96,6 +96,9 @@ func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // nothing is sent for a step whose ctx has ended
+	}
 	o, err := t.startColl(ctx, to, tag, meta, out)
 	if err != nil {
 		return 0, t.lossErr(err)
@@ -167,6 +170,9 @@ func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag
 		chunk = max(len(out), len(in), 1)
 	}
 	if err := t.checkRank(from); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	st := chunkStates.Get().(*chunkState)

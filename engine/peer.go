@@ -64,9 +64,7 @@ type peer struct {
 	claimed *recvReq    // receive whose buffer an eager payload is being read into
 	lost    *PeerError  // why the peer is gone, once it is
 
-	abandoned     bool   // the peer gave up a collective call (see abandon)
-	abandonedCall uint32 // that call's index in the tag space
-	abandonedAt   uint32 // this rank's collective call when it heard
+	abandoned []uint32 // the collective calls the peer gave up, by index in the tag space (abandon.go)
 
 	gets       map[uint64]*getReq // gets waiting for their reply, by id
 	claimedGet *getReq            // get whose reply is being read into its buffer
