@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/boltmesh/boltmesh/frame"
 )
@@ -15,7 +16,10 @@ import (
 // as its meta. A peer fails its collective receives from that rank for the
 // call, those posted and those posted later, instead of waiting for a part
 // that will never come; the collective layer then abandons in turn, so the
-// news reaches ranks that wait on a third rank.
+// news reaches ranks that wait on a third rank. A peer notes every call
+// that a rank gave up until it has left that call behind itself: a rank
+// whose ctx has ended may give up several calls in a row before a slower
+// peer reaches the first of them.
 
 // collAbandonAux is the meta (frame Aux) of an abandon. The collective
 // layer's metas are 0xB0 | kind | dtype | op; kind 0xFF is none of its.
@@ -60,24 +64,34 @@ func (t *NetTransport) AbandonCollCall(tag uint32) {
 
 // abandon handles p's abandon of the collective call that owns tag: every
 // collective receive from p posted for that call fails, and the call is
-// noted so that those posted later fail too (abandonedErr). p.mu is held.
+// noted so that those posted later fail too (abandonedErr). A peer may
+// give up several calls before this rank reaches the first (its ctx ends
+// at once in each), so every one is noted, until this rank has left it
+// behind (forgetAbandoned). p.mu is held.
 func (p *peer) abandon(tag uint32) {
-	p.abandoned, p.abandonedCall, p.abandonedAt = true, (tag-collTagBase)/collCallTags, p.t.collCall.Load()
+	p.forgetAbandoned(p.t.collCall.Load())
+	if call := (tag - collTagBase) / collCallTags; !slices.Contains(p.abandoned, call) {
+		p.abandoned = append(p.abandoned, call)
+	}
 	p.failCallRecvs(tag, false, func(u uint32, _ *recvReq) error {
 		return &CollAbandonError{Rank: p.rank, Tag: u - collTagBase}
 	})
 }
 
 // abandonedErr returns the error of a collective receive from p for tag
-// if p gave up the call that owns it, else nil. The note is forgotten
-// after half the calls that the tag space holds, since tags repeat after
-// all of them. p.mu is held.
+// if p gave up the call that owns tag, else nil. p.mu is held.
 func (p *peer) abandonedErr(tag uint32) error {
-	if !p.abandoned || (tag-collTagBase)/collCallTags != p.abandonedCall {
-		return nil
-	}
-	if p.t.collCall.Load()-p.abandonedAt >= CollTags/collCallTags/2 {
+	if !slices.Contains(p.abandoned, (tag-collTagBase)/collCallTags) {
 		return nil
 	}
 	return &CollAbandonError{Rank: p.rank, Tag: tag - collTagBase}
+}
+
+// forgetAbandoned drops the notes of the calls p gave up that are behind
+// this rank's call number call (see pastCall): their tags may come round
+// again for calls p has not given up. p.mu is held.
+func (p *peer) forgetAbandoned(call uint32) {
+	p.abandoned = slices.DeleteFunc(p.abandoned, func(c uint32) bool {
+		return pastCall(call, collTagBase+c*collCallTags)
+	})
 }

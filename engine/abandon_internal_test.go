@@ -5,29 +5,42 @@ import (
 	"testing"
 )
 
-// TestAbandonedNoteExpires: a peer's abandon fails receives for the call
-// it named only, and is forgotten once half the tag space's calls have
-// begun since, so that the call's tags, reused later, work again.
-func TestAbandonedNoteExpires(t *testing.T) {
+// TestAbandonedNotes: a peer's abandons fail receives for the calls they
+// named only, every one of them (a peer may give up several calls before
+// this rank reaches the first), until this rank begins a later call, so
+// that the calls' tags, reused later, work again.
+func TestAbandonedNotes(t *testing.T) {
 	tr := &NetTransport{}
 	p := &peer{t: tr, rank: 3}
-	tag := func(call, step uint32) uint32 { return collTagBase + call*collCallTags + step }
-	tr.collCall.Store(100)
-	p.abandon(tag(7, collCallTags-1))
-	var ae *CollAbandonError
-	if err := p.abandonedErr(tag(7, 2)); !errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, ErrCollAbandoned) {
-		t.Fatalf("receive for the abandoned call: %v, want a *CollAbandonError from rank 3", err)
+	tr.peers = []*peer{p}
+	// Call k owns slot k-1 of the tag space.
+	tag := func(call, step uint32) uint32 { return collTagBase + (call-1)%collSlots*collCallTags + step }
+	abandoned := func(call uint32) bool {
+		var ae *CollAbandonError
+		err := p.abandonedErr(tag(call, 2))
+		if err != nil && (!errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, ErrCollAbandoned)) {
+			t.Fatalf("call %d: %v, want a *CollAbandonError from rank 3", call, err)
+		}
+		return err != nil
 	}
-	if err := p.abandonedErr(tag(8, 2)); err != nil {
-		t.Fatalf("receive for another call: %v, want nil", err)
+	tr.BeginCollCall(5)
+	p.abandon(tag(8, collCallTags-1))
+	p.abandon(tag(9, collCallTags-1))
+	if !abandoned(8) || !abandoned(9) || abandoned(7) || abandoned(10) {
+		t.Fatalf("abandoned 7, 8, 9, 10: %v %v %v %v, want false true true false", abandoned(7), abandoned(8), abandoned(9), abandoned(10))
 	}
-	tr.collCall.Store(100 + CollTags/collCallTags/2 - 1)
-	if err := p.abandonedErr(tag(7, 0)); err == nil {
-		t.Fatal("the note was forgotten too early")
+	tr.BeginCollCall(8)
+	if !abandoned(8) || !abandoned(9) {
+		t.Fatal("a note was forgotten before this rank left its call")
 	}
-	tr.collCall.Store(100 + CollTags/collCallTags) // the tag space wrapped: call 7's tags are reused
-	if err := p.abandonedErr(tag(7, 0)); err != nil {
-		t.Fatalf("after the tags wrapped: %v, want nil", err)
+	tr.BeginCollCall(9)
+	if abandoned(8) || !abandoned(9) {
+		t.Fatalf("in call 9: abandoned 8 %v, 9 %v, want false true", abandoned(8), abandoned(9))
+	}
+	tr.BeginCollCall(10)
+	tr.BeginCollCall(8 + collSlots) // call 8's tags again
+	if abandoned(8 + collSlots) {
+		t.Fatal("a call that reuses an abandoned call's tags fails")
 	}
 }
 

@@ -35,7 +35,7 @@ type barrierState struct {
 // barrier orders one-sided transfers too.
 func (t *NetTransport) Barrier() error {
 	qerr := t.Quiet()
-	return joinErr(t.barrier(waitOpts{op: "barrier", anyLost: true}), qerr)
+	return joinErr(t.lossErr(t.barrier(waitOpts{op: "barrier", anyLost: true})), qerr)
 }
 
 // joinErr is errors.Join that keeps a lone error as it is.
@@ -54,7 +54,7 @@ func (t *NetTransport) BarrierContext(ctx context.Context) error {
 	qerr := t.Quiet()
 	w := ctxWait(ctx, "barrier")
 	w.anyLost = true
-	return joinErr(t.barrier(w), qerr)
+	return joinErr(t.lossErr(t.barrier(w)), qerr)
 }
 
 // barrier is a dissemination barrier: in round k every rank signals rank+2^k

@@ -33,7 +33,7 @@ func (t *NetTransport) SendColl(ctx context.Context, to int, tag, meta uint32, p
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.sendAux(ctx.Done(), to, collTagBase+tag, meta, p)
+	return t.lossErr(t.sendAux(ctx.Done(), to, collTagBase+tag, meta, p))
 }
 
 // collWait is how a collective receive waits: until ctx ends, or any peer
@@ -47,13 +47,14 @@ func collWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
 
 // RecvCollInto is RecvIntoContext on the collective tag space for a
 // message carrying meta. Because a collective needs every rank, it also
-// gives up as soon as any peer is lost, with that peer's ErrPeerLost.
+// gives up as soon as any peer is lost, with ErrPeerLost naming the first
+// rank lost (see PeerError.ClosedAfter).
 func (t *NetTransport) RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
 	n, _, err := t.recv(from, collTagBase+tag, dst, true, collWait(t, ctx, meta))
-	return n, collErr(err)
+	return n, t.lossErr(collErr(err))
 }
 
 // collErr reports a collective message longer than its buffer as the
@@ -83,7 +84,7 @@ func (t *NetTransport) TryRecvCollInto(from int, tag, meta uint32, dst []byte) (
 	if err == errNotQueued {
 		return 0, false, nil
 	}
-	return n, err == nil, collErr(err)
+	return n, err == nil, t.lossErr(collErr(err))
 }
 
 // ExchangeColl sends out to rank to and receives from rank from into in,
@@ -95,9 +96,12 @@ func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // nothing is sent for a step whose ctx has ended
+	}
 	o, err := t.startColl(ctx, to, tag, meta, out)
 	if err != nil {
-		return 0, err
+		return 0, t.lossErr(err)
 	}
 	n, rerr := t.RecvCollInto(ctx, from, tag, meta, in)
 	var cancel <-chan struct{}
@@ -105,7 +109,7 @@ func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta
 		cancel = closedChan // the call is over: drop what has not gone out
 	}
 	if serr := t.finishSend(o, cancel); serr != nil && rerr == nil {
-		rerr = serr
+		rerr = t.lossErr(serr)
 	}
 	return n, rerr
 }
@@ -168,6 +172,9 @@ func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag
 	if err := t.checkRank(from); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	st := chunkStates.Get().(*chunkState)
 	defer chunkStates.Put(st)
 	st.to, st.tag, st.meta, st.out, st.chunk, st.sent, st.ctx = to, tag, meta, out, chunk, 0, ctx
@@ -199,7 +206,7 @@ func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag
 		st.writes[i] = sendOp{}
 	}
 	st.writes, st.out, st.local, st.ctx = st.writes[:0], nil, false, nil
-	return err
+	return t.lossErr(err)
 }
 
 // sendUpTo starts sending the pieces of st.out before piece k.

@@ -16,6 +16,11 @@ var (
 	// ErrPeerClosed is the cause of an ErrPeerLost when the peer closed its
 	// transport in an orderly way (it said GOODBYE) rather than dying.
 	ErrPeerClosed = errors.New("boltmesh: peer closed its transport")
+	// ErrReportedLost is the cause of an ErrPeerLost when this rank has
+	// not seen the peer's connection break itself: a rank that closed in
+	// order reported it lost (its GOODBYE names the first rank it knew to
+	// be lost), and this rank learned of the loss from that report.
+	ErrReportedLost = errors.New("boltmesh: peer reported lost by a rank that closed")
 	// ErrSelfRPC: SendRPC was asked to send to this rank; the RPC layer
 	// answers calls to its own rank without the transport.
 	ErrSelfRPC = errors.New("boltmesh: RPC frames cannot be sent to this rank")
@@ -92,13 +97,24 @@ type PeerError struct {
 	Rank  int    // the peer
 	Err   error  // ErrPeerLost or ErrClosed
 	Cause error  // what broke the connection, when known
+	// ClosedAfter is set on the errors of collective operations and
+	// barriers that failed because a rank was lost: those name the first
+	// rank this rank knew to be lost (Rank, and Cause), even when other
+	// ranks, giving up because of it, closed their transports in order
+	// before this rank saw the loss itself; ClosedAfter lists those ranks,
+	// in the order this rank heard of their closes (see loss.go).
+	ClosedAfter []int
 }
 
 func (e *PeerError) Error() string {
+	s := fmt.Sprintf("%s rank %d: %v", e.Op, e.Rank, e.Err)
 	if e.Cause != nil {
-		return fmt.Sprintf("%s rank %d: %v: %v", e.Op, e.Rank, e.Err, e.Cause)
+		s += ": " + e.Cause.Error()
 	}
-	return fmt.Sprintf("%s rank %d: %v", e.Op, e.Rank, e.Err)
+	if len(e.ClosedAfter) > 0 {
+		s += fmt.Sprintf(" (then ranks %v closed)", e.ClosedAfter)
+	}
+	return s
 }
 
 // Unwrap returns the sentinel and the cause.

@@ -36,6 +36,7 @@ type NetTransport struct {
 	closedEpoch  uint64        // fewest barriers completed by a closed peer
 	closedRank   int           // that peer
 	closedColl   []closedCall  // the collective calls closed peers completed
+	loss         lossState     // the first loss known (loss.go)
 
 	heap   *heap.Heap
 	gets   sync.Pool // *getReq
@@ -66,6 +67,7 @@ var _ Transport = (*NetTransport)(nil)
 
 func newNetTransport(rank, world int, o Options) *NetTransport {
 	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{}), closedCh: make(chan struct{}), closedEpoch: math.MaxUint64}
+	t.loss.first = -1
 	t.reqs.New = newRecvReq
 	t.gets.New = newGetReq
 	t.rdvs.New = newRdvSend
@@ -90,7 +92,8 @@ func (t *NetTransport) Loopback() bool { return t.loopback }
 // Options returns the options in force, defaults filled in.
 func (t *NetTransport) Options() Options { return t.opts }
 
-// goodbyeWait bounds how long Close tries to tell peers it is leaving.
+// goodbyeWait bounds how long Close tries to tell peers it is leaving and
+// waits for their answers.
 const goodbyeWait = 200 * time.Millisecond
 
 // Close tells every peer that this rank leaves (a GOODBYE frame, so that
@@ -127,23 +130,37 @@ func (t *NetTransport) Close() error {
 }
 
 // sayGoodbye sends GOODBYE to every connected peer, on its control and
-// data streams, giving up on a peer whose socket stays full past
-// goodbyeWait.
+// data streams (the peer reads each in its own order, and whichever it
+// sees end first must not look like a crash), reporting the first loss
+// this rank knows of (loss.go), and waits for their answers (goodbye.go),
+// for at most goodbyeWait in all: a peer whose socket stays full, or that
+// does not answer, is given up on.
 func (t *NetTransport) sayGoodbye() {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
 	defer cancel()
+	lost := uint32(t.firstLost() + 1)
 	for _, p := range t.peers {
 		if p.conn == nil {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
+		h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Tag: lost, Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
 		if c := p.ctl.Load(); c != nil {
-			// On both streams: the peer reads each in its own order, and
-			// whichever ends first must not look like a crash.
 			hc := h
 			c.SendCancel(&hc, nil, ctx.Done())
 		}
-		p.conn.SendCancel(&h, nil, ctx.Done())
+		if p.conn.SendCancel(&h, nil, ctx.Done()) != nil {
+			p.byeAnswer() // not sent: no answer will come
+		}
+	}
+	for _, p := range t.peers {
+		if p.conn == nil {
+			continue
+		}
+		select {
+		case <-p.byeAnswered:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -180,12 +197,14 @@ func (t *NetTransport) noteLost(rank int) {
 }
 
 // noteClosed records that rank closed in order after completing done
-// barriers and collective call number coll: barriers after those, and
-// collective calls after that one, can no longer complete. Every waiter
-// on closedChan is woken, and takes the next channel.
-func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32) {
+// barriers and collective call number coll, reporting lost as the first
+// loss it knew of (-1: none): barriers after those, and collective calls
+// after that one, can no longer complete. Every waiter on closedChan is
+// woken, and takes the next channel.
+func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) {
 	t.closedMu.Lock()
 	defer t.closedMu.Unlock()
+	t.loss.closed(rank, lost)
 	if done < t.closedEpoch {
 		t.closedEpoch, t.closedRank = done, rank
 	}

@@ -66,9 +66,7 @@ type peer struct {
 	claimed *recvReq    // receive whose buffer an eager payload is being read into
 	lost    *PeerError  // why the peer is gone, once it is
 
-	abandoned     bool   // the peer gave up a collective call (see abandon)
-	abandonedCall uint32 // that call's index in the tag space
-	abandonedAt   uint32 // this rank's collective call when it heard
+	abandoned []uint32 // the collective calls the peer gave up, by index in the tag space (abandon.go)
 
 	gets       map[uint64]*getReq // gets waiting for their reply, by id
 	claimedGet *getReq            // get whose reply is being read into its buffer
@@ -93,6 +91,9 @@ type peer struct {
 	goodbye     atomic.Bool   // the peer announced an orderly close
 	goodbyeDone atomic.Uint64 // barriers it had completed then
 	goodbyeColl atomic.Uint32 // and the last collective call it completed
+	goodbyeLost atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
+	byeAnswered chan struct{} // closed when it answered this rank's GOODBYE, or was lost (goodbye.go)
+	byeOnce     sync.Once
 
 	via  uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
 	fwd  fwdCounter // star coordinator: bytes from this worker being forwarded
@@ -118,7 +119,7 @@ func (p *peer) ctlConn() *ioloop.Conn {
 var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
-	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{})}
+	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{}), byeAnswered: make(chan struct{})}
 	p.rdvIn, p.rdvOut, p.tombs = make(map[uint64]*recvReq), make(map[uint64]*rdvSend), make(map[uint64]struct{})
 	p.in.window = uint64(t.opts.MaxQueuedBytes)
 	p.out.init()
@@ -306,9 +307,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 	case frame.KindHeartbeat:
 		putBuffer(bb)
 	case frame.KindGoodbye:
-		p.goodbyeDone.Store(h.Offset)
-		p.goodbyeColl.Store(h.Aux)
-		p.goodbye.Store(true)
+		p.deliverGoodbye(c, h)
 		putBuffer(bb)
 	default:
 		putBuffer(bb)
@@ -392,13 +391,17 @@ func (p *peer) Closed(_ *ioloop.Conn, err error) {
 func (p *peer) lose(err error) {
 	defer p.t.announceGone(p)
 	defer p.rpcPeerLost()
+	defer p.byeAnswer()
 	switch {
 	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)
 	case p.goodbye.Load():
+		// Noted first, so that the errors of the receives failed next name
+		// the loss its GOODBYE reported (loss.go).
+		p.t.noteClosed(p.rank, p.goodbyeDone.Load(), p.goodbyeColl.Load(), int(p.goodbyeLost.Load()))
 		p.fail(ErrPeerLost, ErrPeerClosed)
-		p.t.noteClosed(p.rank, p.goodbyeDone.Load(), p.goodbyeColl.Load())
 	default:
+		p.t.noteLoss(p.rank, err) // first, as noteClosed above
 		p.fail(ErrPeerLost, err)
 		p.t.noteLost(p.rank)
 	}

@@ -31,10 +31,11 @@ func pastCall(call, tag uint32) bool {
 }
 
 // dropPastColl drops the queued messages from p of collective calls before
-// call, releasing their credit; the senders of queued RTSs are told to
-// send nothing.
+// call, releasing their credit (the senders of queued RTSs are told to
+// send nothing), and the notes of those calls that p gave up.
 func (t *NetTransport) dropPastColl(p *peer, call uint32) {
 	p.mu.Lock()
+	p.forgetAbandoned(call)
 	if len(p.tags) == 0 {
 		p.mu.Unlock()
 		return

@@ -26,7 +26,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindRPCReq:    0,
 	frame.KindRPCReply:  frame.FlagError,
 	frame.KindHeartbeat: 0,
-	frame.KindGoodbye:   0,
+	frame.KindGoodbye:   frame.FlagReply,
 	frame.KindGone:      frame.FlagError,
 	frame.KindCredit:    0,
 	frame.KindRTS:       frame.FlagError,

@@ -19,7 +19,7 @@ const (
 	KindRPCReq    Kind = 9  // RPC request; Offset is the request id
 	KindRPCReply  Kind = 10 // RPC reply; Offset is the request id
 	KindHeartbeat Kind = 11 // liveness probe, no payload
-	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed; Aux: its last collective call
+	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed; Aux: its last collective call; Tag: 1 + the first rank it knew lost, or 0; Reply: the answer
 	KindGone      Kind = 13 // star: the coordinator tells a worker that rank Src left
 	// 14 was STRIPE (protocol version 1): retired.
 	KindCredit Kind = 15 // flow control: Offset is the credit granted so far, in bytes
@@ -68,7 +68,7 @@ var kindSpecs = [...]kindSpec{
 	KindRPCReq:    {name: "RPC_REQ", fixed: -1, routed: true},
 	KindRPCReply:  {name: "RPC_REPLY", flags: FlagError, fixed: -1, routed: true},
 	KindHeartbeat: {name: "HEARTBEAT", fixed: 0},
-	KindGoodbye:   {name: "GOODBYE", fixed: 0, routed: true},
+	KindGoodbye:   {name: "GOODBYE", flags: FlagReply, fixed: 0, routed: true},
 	KindGone:      {name: "GONE", flags: FlagError, fixed: 0},
 	KindCredit:    {name: "CREDIT", fixed: 0, routed: true},
 	KindRTS:       {name: "RTS", flags: FlagError, fixed: RTSSize, routed: true},

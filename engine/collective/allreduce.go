@@ -8,13 +8,15 @@ import (
 )
 
 // AllReduce reduces data element-wise across all ranks with op, in place:
-// every rank ends with the same result, bit for bit (see AllReduceBytes).
+// every rank ends with the same result, bit for bit (see AllReduceBytes,
+// and there what a failed call means for the other ranks).
 func AllReduce[T Elem](c *Comm, data []T, op Op) error {
 	return c.AllReduceBytes(context.Background(), DTypeOf[T](), AsBytes(data), op)
 }
 
 // AllReduce16 is AllReduce for float16 or bfloat16 data stored as uint16
-// (dt Float16 or BFloat16), accumulated in float32.
+// (dt Float16 or BFloat16), accumulated in float32 (see AllReduceBytes for
+// failed calls).
 func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 	return c.AllReduceBytes(context.Background(), dt, AsBytes16(data), op)
 }
@@ -28,6 +30,26 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 // is reduced in one fixed order, and each pairwise step is commutative
 // (IEEE addition, multiplication, max and min are), so every rank ends
 // with identical bits.
+//
+// Every rank must pass the same length, element type and reduction: ranks
+// whose lengths differ fail with an error wrapping ErrMismatch and
+// ErrLengthMismatch (a *LengthMismatchError, or one saying that the ranks
+// are at different steps of the call), and other differences with a
+// *MismatchError; with more than two ranks, a rank that received no odd
+// message fails with ErrAbandoned instead.
+//
+// ctx bounds the call on this rank only. The ranks do not agree on a
+// call's outcome: a rank completes the call as soon as it has received
+// every part it needs, so others may complete a call that failed here
+// (its ctx ended, say, after it had sent its data), with results that
+// include this rank's data. This rank's error then wraps
+// ErrMayHaveCompleted (*PartialError). It does so whenever this rank had
+// handed the transport any message of the call; one that does not
+// (a ctx that had ended before the call or before its first message,
+// refused arguments) means that no rank completes the call: each fails,
+// the others with ErrAbandoned (or the same lost peer). Whatever happened, every rank's next
+// call works, with or without a ctx (see the package documentation,
+// "Failed calls").
 func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op) (err error) {
 	if err := collCheckReduce("AllReduce", dt, data, op); err != nil {
 		return c.refuse(kindAllReduce, err)
@@ -126,10 +148,12 @@ func (c *Comm) labels(algo Algorithm, size int) context.Context {
 	return c.labelCtx[algo][s]
 }
 
-// recv checks that a peer's contribution had the expected length.
+// recvCheck checks that a peer's message had the expected length: one
+// that is shorter (a longer one the transport refuses) means the ranks
+// passed different lengths.
 func (c *Comm) recvCheck(n, want, from int) error {
 	if n != want {
-		return fmt.Errorf("collective: rank %d sent %d bytes, this rank expected %d: %w", from, n, want, ErrLengthMismatch)
+		return &LengthMismatchError{Rank: from, Want: want, Got: n}
 	}
 	return nil
 }
@@ -215,16 +239,16 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 		out, in := seg((r-s+n)%n), seg((r-s-1+n)%n)
 		buf := c.scratch(len(in))
 		c.pipe = pipeState{dt: dt, op: op, dst: in, src: buf}
-		err := c.t.ExchangeCollChunks(ctx, right, left, tag+uint32(s), c.meta, out, buf, chunk, c.reduceChunk)
+		err := c.exchangeChunks(ctx, right, left, tag+uint32(s), out, buf, chunk, c.reduceChunk)
 		c.pipe = pipeState{}
 		if err != nil {
-			return explain(err)
+			return err
 		}
 	}
 	for s := 0; s < n-1; s++ {
 		out, in := seg((r+1-s+n)%n), seg((r-s+n)%n)
-		if err := c.t.ExchangeCollChunks(ctx, right, left, tag+uint32(n-1+s), c.meta, out, in, chunk, skipChunk); err != nil {
-			return explain(err)
+		if err := c.exchangeChunks(ctx, right, left, tag+uint32(n-1+s), out, in, chunk, skipChunk); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -245,9 +269,9 @@ func (c *Comm) exchangeReduce(ctx context.Context, peer int, tag uint32, dt DTyp
 		return err
 	}
 	c.pipe = pipeState{dt: dt, op: op, dst: data, src: buf}
-	err := c.t.ExchangeCollChunks(ctx, peer, peer, tag, c.meta, data, buf, c.opts.Chunk/dt.Size()*dt.Size(), c.reduceChunk)
+	err := c.exchangeChunks(ctx, peer, peer, tag, data, buf, c.opts.Chunk/dt.Size()*dt.Size(), c.reduceChunk)
 	c.pipe = pipeState{}
-	return explain(err)
+	return err
 }
 
 // pipeState is what reduceChunk works on during a pipelined step.

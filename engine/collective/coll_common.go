@@ -10,9 +10,9 @@ import (
 )
 
 // Sentinel errors of the collectives' argument checks (see also errors.go).
-// Arguments are checked before any message is sent, so a call that fails
-// them leaves the Comm as it was; but the other ranks, which did call the
-// collective, are then left waiting (until their ctx ends).
+// Arguments are checked before any message is sent; a call that fails
+// them still takes its number and is abandoned (see refuse), so the other
+// ranks, which did call the collective, fail with ErrAbandoned.
 var (
 	// ErrRoot means a root rank is outside [0, world size).
 	ErrRoot = errors.New("boltmesh: collective: root rank out of range")

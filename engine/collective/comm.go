@@ -89,6 +89,7 @@ type Comm struct {
 	meta  uint32     // the call in progress's meta (see callMeta)
 	kind  collKind   // the call in progress
 	base  uint32     // its first tag
+	sent  bool       // it has handed the transport a message (see partial)
 
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
@@ -170,12 +171,27 @@ func (c *Comm) Close() {
 // exchange sends out to rank to and receives from rank from into in,
 // concurrently, and returns the received length.
 func (c *Comm) exchange(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
+	if err := c.sending(ctx); err != nil {
+		return 0, err
+	}
 	n, err := c.t.ExchangeColl(ctx, to, from, tag, c.meta, out, in)
 	return n, explain(err)
 }
 
+// exchangeChunks is exchange in pieces of chunk bytes, calling onChunk
+// for each piece received (Transport.ExchangeCollChunks).
+func (c *Comm) exchangeChunks(ctx context.Context, to, from int, tag uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
+	if err := c.sending(ctx); err != nil {
+		return err
+	}
+	return explain(c.t.ExchangeCollChunks(ctx, to, from, tag, c.meta, out, in, chunk, onChunk))
+}
+
 // send sends p to rank to under tag, with the call's meta.
 func (c *Comm) send(ctx context.Context, to int, tag uint32, p []byte) error {
+	if err := c.sending(ctx); err != nil {
+		return err
+	}
 	return c.t.SendColl(ctx, to, tag, c.meta, p)
 }
 
@@ -201,7 +217,7 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 		c.seq = 1
 	}
 	base := ((c.seq - 1) % (collTags / tagsPerCall)) * tagsPerCall
-	c.kind, c.base = k, base
+	c.kind, c.base, c.sent = k, base, false
 	if c.calls != nil {
 		c.calls.BeginCollCall(c.seq)
 	}
@@ -214,7 +230,9 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // is abandoned, so that the ranks waiting for this rank's part of it fail
 // too instead of waiting until their own ctx ends (see callTracker). In a
 // deadline allreduce, where late ranks are the normal case, only the root
-// abandons: every other rank waits for its result.
+// abandons: every other rank waits for its result. A failure after which
+// other ranks may have completed the call becomes a *PartialError (see
+// partial.go).
 func (c *Comm) end(err *error) {
 	switch {
 	case c.calls == nil:
@@ -224,6 +242,9 @@ func (c *Comm) end(err *error) {
 		// every rank's collective receives fail of the loss themselves
 	case c.kind != kindAllReduceDeadline || c.t.Rank() == c.opts.Root:
 		c.calls.AbandonCollCall(c.base + abandonStep)
+	}
+	if *err != nil {
+		*err = c.partial(*err)
 	}
 	c.mu.Unlock()
 }

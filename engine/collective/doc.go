@@ -48,4 +48,35 @@
 // results on every rank only if every rank applies the contributions in
 // the same order, i.e. if the algorithm, not the kernel, fixes the order.
 // Max and Min do not depend on the order except for NaN payloads.
+//
+// # Failed calls
+//
+// The ranks of a collective call do not agree on its outcome (that would
+// cost another round of messages per call): a rank completes a call once
+// it has received every part it needs, whatever the others do after, and
+// fails it when its ctx ends, a peer is lost, the ranks' calls differ, or
+// another rank gave the call up (ErrAbandoned). So a call can fail on one
+// rank and succeed on others. What a rank's error says about the others:
+//
+//   - AllReduce (AllReduceBytes, AllReduce16, every algorithm), AllGather,
+//     ReduceScatter and AllToAll need every rank's data on every rank. A
+//     rank whose call fails before it hands the transport any message of
+//     the call (its ctx had ended before the call or before its first
+//     message, its arguments were refused) keeps every other rank from
+//     completing it: the call fails on every rank, and the error says
+//     nothing more. Once a rank has sent part of its data, the others may
+//     complete the call with it, and its error wraps ErrMayHaveCompleted
+//     (a *PartialError).
+//   - In Broadcast, ReduceTo, Gather, Scatter and AllReduceDeadline some
+//     ranks need nothing from some others: every error of a world of more
+//     than one rank wraps ErrMayHaveCompleted.
+//
+// An error that does not wrap ErrMayHaveCompleted therefore means that no
+// rank completed the call: every rank's call fails (the others' with
+// ErrAbandoned, or with the same lost peer) and every rank may retry it.
+// After one that does, the ranks must learn which of them completed before
+// they retry (an AllReduce of a flag with Max, say). Either way every
+// rank's next call works, with or without a ctx: the leftovers of a failed
+// call never reach a later one, and a rank that is behind fails each call
+// that a faster rank has given up, however many, when it gets there.
 package collective

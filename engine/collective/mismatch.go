@@ -36,15 +36,27 @@ func (e *MismatchError) Error() string {
 
 func (e *MismatchError) Unwrap() error { return e.Err }
 
-// lengthMismatch is the error of a message whose length differs from the
-// expected one.
-type lengthMismatch struct{ err *engine.CollLengthError }
-
-func (e lengthMismatch) Error() string {
-	return fmt.Sprintf("boltmesh: collective: rank %d sent %d bytes, this rank expected %d: %v", e.err.Rank, e.err.Got, e.err.Want, ErrMismatch)
+// LengthMismatchError reports a message of a call whose length differs
+// from the one this rank's call expects: the ranks passed different
+// lengths (or counts). It wraps ErrLengthMismatch and ErrMismatch, and
+// the transport's error when the transport found it.
+type LengthMismatchError struct {
+	Rank      int   // the sender
+	Want, Got int   // bytes
+	Err       error // the transport's error (*engine.CollLengthError), or nil
 }
 
-func (e lengthMismatch) Unwrap() []error { return []error{ErrLengthMismatch, e.err} }
+func (e *LengthMismatchError) Error() string {
+	return fmt.Sprintf("boltmesh: collective: rank %d sent %d bytes, this rank expected %d: %v", e.Rank, e.Got, e.Want, ErrMismatch)
+}
+
+// Unwrap returns ErrLengthMismatch, ErrMismatch and the transport's error.
+func (e *LengthMismatchError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrLengthMismatch, ErrMismatch}
+	}
+	return []error{ErrLengthMismatch, ErrMismatch, e.Err}
+}
 
 // explain turns a transport's mismatch error into one that says what the
 // two calls were; other errors pass unchanged.
@@ -61,7 +73,7 @@ func explain(err error) error {
 	}
 	var le *engine.CollLengthError
 	if errors.As(err, &le) {
-		return lengthMismatch{le}
+		return &LengthMismatchError{Rank: le.Rank, Want: le.Want, Got: le.Got, Err: err}
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package collective_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,42 @@ func TestCallMismatch(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAllReduceLengthsDiffer: an allreduce whose ranks pass different
+// lengths (10 against 20 elements, and sizes that take the ring) fails on
+// every rank of 2 with an error wrapping both ErrMismatch and
+// ErrLengthMismatch, whichever rank holds the shorter buffer; with 4
+// ranks, a rank that received no message of the wrong length fails with
+// ErrAbandoned instead. Every rank's next call works.
+func TestAllReduceLengthsDiffer(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		for _, lens := range [][2]int{{10, 20}, {20, 10}, {100_000, 200_000}, {1 << 18, 1<<18 + 4}} {
+			t.Run(fmt.Sprintf("n=%d/%d-%d", n, lens[0], lens[1]), func(t *testing.T) {
+				cs := newComms(t, n, collective.Options{})
+				errs := callAll(t, cs, func(ctx context.Context, r int) error {
+					l := lens[0]
+					if r == 1 {
+						l = lens[1]
+					}
+					return cs[r].AllReduceBytes(ctx, collective.Float32, make([]byte, 4*l), collective.Sum)
+				})
+				found := 0
+				for r, err := range errs {
+					switch {
+					case errors.Is(err, collective.ErrMismatch) && errors.Is(err, collective.ErrLengthMismatch):
+						found++
+					case n > 2 && errors.Is(err, collective.ErrAbandoned):
+					default:
+						t.Errorf("rank %d: got %v, want ErrMismatch and ErrLengthMismatch", r, err)
+					}
+				}
+				if found == 0 {
+					t.Error("no rank found the mismatch")
+				}
+				checkNextCall(t, cs)
+			})
+		}
 	}
 }

@@ -51,6 +51,8 @@ func procRunChild(role string) error {
 		return matrixChild(rank, addrs, ln)
 	case "deadline":
 		return deadlineChild(rank, addrs, ln)
+	case "lossloop":
+		return procLossChild(rank, addrs, ln)
 	}
 	ln.Close()
 	return fmt.Errorf("unknown role %q", role)

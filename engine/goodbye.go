@@ -1,0 +1,40 @@
+package engine
+
+import (
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// The orderly close (frame/spec.md, GOODBYE). A closing rank sends every
+// peer GOODBYE (sayGoodbye) and waits, at most goodbyeWait, for each to
+// answer GOODBYE|Reply before it shuts its connections down. A peer
+// answers once it has noted the GOODBYE, so that any later break of the
+// connection, even a write that fails because the closing rank's socket
+// was reset before the peer read on, is taken for the orderly close it is
+// (ErrPeerClosed, and the loss its GOODBYE reported; see loss.go), not for
+// a crash.
+
+// deliverGoodbye handles a GOODBYE from p that came on c: its answer to
+// this rank's, or p's own, which is noted and answered on c (p.conn and
+// p.via may not be set yet when a peer leaves while the mesh forms).
+func (p *peer) deliverGoodbye(c *ioloop.Conn, h *frame.Header) {
+	if h.Flags&frame.FlagReply != 0 {
+		p.byeAnswer()
+		return
+	}
+	p.goodbyeDone.Store(h.Offset)
+	p.goodbyeColl.Store(h.Aux)
+	p.goodbyeLost.Store(int32(p.t.goodbyeLost(p.rank, h.Tag)))
+	p.goodbye.Store(true)
+	a := frame.Header{Kind: frame.KindGoodbye, Flags: frame.FlagReply, Src: uint32(p.t.rank)}
+	if p.t.link != nil && p.rank != 0 {
+		a.Dst = uint16(p.rank + 1) // a star worker's peer, through the coordinator (p.via may not be set yet)
+	}
+	c.Post(&a, nil, false) // a lost peer needs no answer
+}
+
+// byeAnswer records that p answered this rank's GOODBYE, or that it need
+// not: it is lost.
+func (p *peer) byeAnswer() {
+	p.byeOnce.Do(func() { close(p.byeAnswered) })
+}
