@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/fuzzkit"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
@@ -286,11 +287,9 @@ func FuzzReadStream(f *testing.F) {
 			want = want[:k]
 		}
 		base := runtime.NumGoroutine()
-		wd := time.AfterFunc(12*time.Second, func() {
-			buf := make([]byte, 1<<20)
-			panic(fmt.Sprintf("HANG cfg=%d policy=%x splits=%x stream=%x\n%s", cfg, policy, splits, stream, buf[:runtime.Stack(buf, true)]))
-		})
-		defer wd.Stop()
+		defer fuzzkit.Guard(3*waitTimeout, func() string {
+			return fmt.Sprintf("cfg %#x policy % x splits % x stream % x", cfg, policy, splits, stream)
+		})()
 
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 		if err != nil {
@@ -320,7 +319,9 @@ func FuzzReadStream(f *testing.F) {
 		}
 		checkStreamFrames(t, h.got, want, policy)
 		checkStreamEnd(t, h, decodeErr)
-		waitGoroutines(t, base)
+		if err := fuzzkit.WaitGoroutines(base, 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
@@ -364,19 +365,5 @@ func checkStreamEnd(t *testing.T, h *streamHandler, decodeErr error) {
 		if ce.Op != "read" || !errors.Is(h.closeErr, ioloop.ErrEOF) {
 			t.Fatalf("Closed with %v (op %q), want the peer's EOF", h.closeErr, ce.Op)
 		}
-	}
-}
-
-// waitGoroutines fails t if more than base goroutines are still running
-// after a grace period.
-func waitGoroutines(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d, want at most %d\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
