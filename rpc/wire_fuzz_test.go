@@ -32,24 +32,24 @@ func FuzzRPCWire(f *testing.F) {
 	var m rpcMesh
 	f.Cleanup(m.close)
 	f.Add([]byte{})
-	f.Add(script(opReq, 0, 0x40, 3, 'a', 'b', 'c'))                  // echo
-	f.Add(script(opReq, 1, 0x40, 2, 'n', 'o'))                       // fail
-	f.Add(script(opReq, 2, 0x40, 1, 'x'))                            // panic
-	f.Add(script(opReq, 3, 0x40, 0))                                 // big reply
-	f.Add(script(opReq, 4, 0x40, 0, opCtl, 4, 0, 0))                 // wait, then cancel
-	f.Add(script(opReq, 5, 0x40, 0))                                 // unknown name
-	f.Add(script(opReq, 6, 0x40, 0))                                 // name length 0
-	f.Add(script(opReq, 7, 0x40, 0))                                 // name length past the payload
-	f.Add(script(opReq, 0x80, 0x40, 0))                              // above MaxRequestSize
-	f.Add(script(opCtl, 1, 0, 0, opCall, 0, opAnswer, 0, 0, 0, 0))   // goodbye, then a call
-	f.Add(script(opCall, 0, opAnswer, 0, 0, 0, 2, 'o', 'k'))         // a right reply
-	f.Add(script(opCall, 1, opAnswer, 0, 1, 1, 3, 'b', 'a', 'd'))    // error status 1
-	f.Add(script(opCall, 1, opAnswer, 0, 1, 5, 3, 1, 2, 3))          // too large, bad payload
+	f.Add(script(opReq, 0, 0x40, 3, 'a', 'b', 'c'))                // echo
+	f.Add(script(opReq, 1, 0x40, 2, 'n', 'o'))                     // fail
+	f.Add(script(opReq, 2, 0x40, 1, 'x'))                          // panic
+	f.Add(script(opReq, 3, 0x40, 0))                               // big reply
+	f.Add(script(opReq, 4, 0x40, 0, opCtl, 4, 0, 0))               // wait, then cancel
+	f.Add(script(opReq, 5, 0x40, 0))                               // unknown name
+	f.Add(script(opReq, 6, 0x40, 0))                               // name length 0
+	f.Add(script(opReq, 7, 0x40, 0))                               // name length past the payload
+	f.Add(script(opReq, 0x80, 0x40, 0))                            // above MaxRequestSize
+	f.Add(script(opCtl, 1, 0, 0, opCall, 0, opAnswer, 0, 0, 0, 0)) // goodbye, then a call
+	f.Add(script(opCall, 0, opAnswer, 0, 0, 0, 2, 'o', 'k'))       // a right reply
+	f.Add(script(opCall, 1, opAnswer, 0, 1, 1, 3, 'b', 'a', 'd'))  // error status 1
+	f.Add(script(opCall, 1, opAnswer, 0, 1, 5, 3, 1, 2, 3))        // too large, bad payload
 	f.Add(script(opCall, 1, opAnswer, 0, 1, 6, 16, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0))
-	f.Add(script(opCall, 0, opAnswer, 1, 0, 0, 0))                   // a reply to another id
-	f.Add(script(opCall, 0, opAnswer, 0, 2, 0, 0x80))                // a reply above MaxReplySize
-	f.Add(script(opCall, 0, opAnswer, 0, 1, 0, 1, 'z'))              // error flag, status 0
-	f.Add(script(opCall, 0, opCtl, 1, 0, 0, opAnswer, 0, 0, 0, 0))   // goodbye before the reply
+	f.Add(script(opCall, 0, opAnswer, 1, 0, 0, 0))                 // a reply to another id
+	f.Add(script(opCall, 0, opAnswer, 0, 2, 0, 0x80))              // a reply above MaxReplySize
+	f.Add(script(opCall, 0, opAnswer, 0, 1, 0, 1, 'z'))            // error flag, status 0
+	f.Add(script(opCall, 0, opCtl, 1, 0, 0, opAnswer, 0, 0, 0, 0)) // goodbye before the reply
 	f.Add(script(opCtl, 2, 0, 5, 1, 2, 3, 4, 5, opCtl, 3, 1, 0, opReq, 0, 0x40, 0))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
