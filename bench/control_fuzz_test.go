@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +23,8 @@ import (
 // the address list, or a verdict. Each must decode what it is sent
 // exactly, or fail with an error; never panic or hang.
 func FuzzControl(f *testing.F) {
-	var m controlMesh
-	f.Cleanup(m.close)
+	m := meshtest.Kept{N: 2, Opts: engine.Options{Logger: slog.New(slog.DiscardHandler), Spin: -1}}
+	f.Cleanup(m.Reset)
 	cfg, _ := json.Marshal(Config{Suites: []string{"p2p"}, Sizes: []int{8, 1 << 20}, Plan: Plan{Iters: 3}})
 	f.Add(uint8(ctlConfig), cfg)
 	f.Add(uint8(ctlConfig), []byte(`{"suites":["nope"]}`))
@@ -41,7 +40,7 @@ func FuzzControl(f *testing.F) {
 	f.Add(uint8(ctlVerdict), []byte("rank 1: bytes differ"))
 
 	f.Fuzz(func(t *testing.T, mode uint8, msg []byte) {
-		ts, err := m.get()
+		ts, err := m.Get()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +48,7 @@ func FuzzControl(f *testing.F) {
 		ok := false
 		defer func() {
 			if !ok {
-				m.reset() // the mesh may hold messages of this iteration
+				m.Reset() // the mesh may hold messages of this iteration
 			}
 		}()
 		r0, r1 := ts[0], control{ts[1]}
@@ -78,35 +77,6 @@ const (
 	ctlVerdict
 	ctlModes
 )
-
-// controlMesh is the 2-rank mesh of FuzzControl, made on first use and
-// again after an iteration that failed.
-type controlMesh struct {
-	mu sync.Mutex
-	ts []*engine.NetTransport
-}
-
-func (m *controlMesh) get() ([]*engine.NetTransport, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ts == nil {
-		ts, err := meshtest.Open(2, engine.Options{Logger: slog.New(slog.DiscardHandler), Spin: -1})
-		if err != nil {
-			return nil, err
-		}
-		m.ts = ts
-	}
-	return m.ts, nil
-}
-
-func (m *controlMesh) reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	meshtest.Close(m.ts)
-	m.ts = nil
-}
-
-func (m *controlMesh) close() { m.reset() }
 
 // fromRank0 sends msg from rank 0 on the control tag, after receiving
 // one control message from rank 1 if gather; it returns the error.

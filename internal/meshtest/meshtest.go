@@ -116,3 +116,38 @@ func run(n int, rank func(r int) (*engine.NetTransport, error)) (ts []*engine.Ne
 	wg.Wait()
 	return ts, errs
 }
+
+// Kept is a mesh that outlives one test, for fuzz targets: built (Open)
+// on first use, reused while it works, and built again after Reset (an
+// iteration that failed may leave it in any state). Close it when the
+// target ends, with F.Cleanup(k.Reset). Its methods are safe for
+// concurrent use.
+type Kept struct {
+	N    int            // ranks
+	Opts engine.Options // every rank's
+
+	mu sync.Mutex
+	ts []*engine.NetTransport
+}
+
+// Get returns the mesh, building it if there is none.
+func (k *Kept) Get() ([]*engine.NetTransport, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ts == nil {
+		ts, err := Open(k.N, k.Opts)
+		if err != nil {
+			return nil, err
+		}
+		k.ts = ts
+	}
+	return k.ts, nil
+}
+
+// Reset closes the mesh; the next Get builds a new one.
+func (k *Kept) Reset() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	Close(k.ts)
+	k.ts = nil
+}
