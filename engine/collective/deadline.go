@@ -45,7 +45,8 @@ type staleContribution struct {
 // ctx). A root that fails the call (a contribution of the wrong length,
 // its own refused arguments, its ctx) abandons it, so that the others
 // fail with ErrAbandoned at once. A lost peer fails the call with
-// engine.ErrPeerLost.
+// engine.ErrPeerLost. A leaf fails with ErrMismatch on a contributor set
+// from the root that lacks the root or names ranks outside the world.
 func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Contributors, error) {
 	return c.AllReduceDeadlineBytes(context.Background(), DTypeOf[T](), AsBytes(data), op, deadline)
 }
@@ -104,6 +105,9 @@ func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root i
 		return Contributors{}, err
 	}
 	mask := binary.LittleEndian.Uint64(hdr[:])
+	if n := c.t.WorldSize(); mask&(1<<root) == 0 || mask>>n != 0 {
+		return Contributors{}, fmt.Errorf("collective: root %d's contributor set %#x does not fit a world of %d with it: %w", root, mask, n, ErrMismatch)
+	}
 	m, err = c.recv(ctx, root, tag+2, data)
 	if err == nil {
 		err = c.recvCheck(m, len(data), root)
