@@ -41,10 +41,10 @@ func FuzzDeadline(f *testing.F) {
 		f.Add(mode, uint64(3), []byte{1, 2, 3, 4, 5, 6, 7, 8})
 		f.Add(mode|0x80, uint64(3), []byte{1, 2, 3, 4, 5, 6, 7, 8})
 	}
-	f.Add(uint8(dlRight), uint64(1), []byte{9, 9, 9, 9})               // the leaf left out
-	f.Add(uint8(dlRight), uint64(2), []byte{9, 9, 9, 9})               // a set without the root
-	f.Add(uint8(dlRight), uint64(1<<40|3), []byte{9, 9, 9, 9})         // ranks beyond the world
-	f.Add(uint8(dlShortHdr), uint64(3), []byte{1, 2, 3, 4})            // a 7-byte set
+	f.Add(uint8(dlRight), uint64(1), []byte{9, 9, 9, 9})                // the leaf left out
+	f.Add(uint8(dlRight), uint64(2), []byte{9, 9, 9, 9})                // a set without the root
+	f.Add(uint8(dlRight), uint64(1<<40|3), []byte{9, 9, 9, 9})          // ranks beyond the world
+	f.Add(uint8(dlShortHdr), uint64(3), []byte{1, 2, 3, 4})             // a 7-byte set
 	f.Add(uint8(dlWrongMeta|0x80), uint64(0), []byte{1, 2, 3, 4, 1, 1}) // a contribution of another call
 
 	f.Fuzz(func(t *testing.T, mode uint8, mask uint64, raw []byte) {
