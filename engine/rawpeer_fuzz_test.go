@@ -276,17 +276,13 @@ func (rp *rawPeer) takeFrames(match func(rawFrame) bool) []rawFrame {
 	return got
 }
 
-// forget drops what was received and the real ranks' answered RTSs: a
-// new script starts.
+// forget drops what was received and the real ranks' RTSs (whose sends
+// all ended with the last script): a new script starts.
 func (rp *rawPeer) forget() {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.got = nil
-	for k, st := range rp.rts {
-		if st.answered {
-			delete(rp.rts, k)
-		}
-	}
+	clear(rp.rts)
 }
 
 // deadErr returns the first read error, if a connection ended.
