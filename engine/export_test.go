@@ -107,3 +107,12 @@ func PostedRecvs(t *NetTransport, rank int) int {
 	}
 	return n
 }
+
+// ClaimedRdvs returns how many rendezvous messages from rank receives of
+// t have taken and wait for the DATA of.
+func ClaimedRdvs(t *NetTransport, rank int) int {
+	p := t.peers[rank]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.rdvIn)
+}

@@ -116,6 +116,9 @@ func (r *peerRun) opData() {
 	if ib&0x80 != 0 {
 		i = int(ib)
 	}
+	if !rdv.cts && !rdv.refused && r.fence(nil, t) {
+		r.collect() // a CTS sent before the fence has come
+	}
 	lo, hi := 0, 0
 	if k > 0 && i < k {
 		lo, hi = piece(rdv.n, k, i)
@@ -411,6 +414,28 @@ func (r *peerRun) opRaw() {
 	}
 }
 
+// awaitCTS waits (a while) until a rendezvous message of the raw rank to
+// t that had no answer has one.
+func (r *peerRun) awaitCTS(t *fuzzTarget) {
+	unanswered := func() int {
+		n := 0
+		for _, rdv := range t.rdvs {
+			if !rdv.cts && !rdv.refused {
+				n++
+			}
+		}
+		return n
+	}
+	n := unanswered()
+	for end := time.Now().Add(fuzzWait); unanswered() >= n && time.Now().Before(end) && r.w.raw.deadErr() == nil; {
+		select {
+		case <-r.w.raw.changed():
+		case <-time.After(time.Millisecond):
+		}
+		r.collect()
+	}
+}
+
 // encodeHeader returns h with Length n, encoded.
 func encodeHeader(h frame.Header, n uint64) []byte {
 	h.Length = n
@@ -432,7 +457,7 @@ func (r *peerRun) opRankRecv() {
 	}
 	t.recvs = append(t.recvs, rv)
 	r.logf("rank %d posts a receive, tag %d into %v (%d)", t.rank, tg, rv.into, rv.cap)
-	before := engine.PostedRecvs(t.tr, rawRank)
+	before, claimed := engine.PostedRecvs(t.tr, rawRank), engine.ClaimedRdvs(t.tr, rawRank)
 	defer func() {
 		deadline := time.Now().Add(fuzzWait)
 		for engine.PostedRecvs(t.tr, rawRank) <= before && time.Now().Before(deadline) {
@@ -441,6 +466,9 @@ func (r *peerRun) opRankRecv() {
 				return
 			case <-time.After(50 * time.Microsecond):
 			}
+		}
+		if engine.ClaimedRdvs(t.tr, rawRank) > claimed {
+			r.awaitCTS(t) // it took a queued RTS: its CTS is on the way
 		}
 	}()
 	r.rankOps.Go(func() {

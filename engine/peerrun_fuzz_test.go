@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -356,6 +357,30 @@ func (r *peerRun) checkHeld(tg *fuzzTarget) {
 // its own loss of the raw rank would mean, in a star), else of one real
 // rank by the other.
 func (r *peerRun) lostNow() (int, error) {
+	// Losses only accumulate, and one rank's loss that follows from
+	// another's is recorded after it: scan until two scans agree, so that
+	// a loss recorded between the checks of one scan is not missed.
+	who, err := r.scanLost()
+	for {
+		w2, e2 := r.scanLost()
+		if w2 == who && lostRank(e2) == lostRank(err) {
+			return who, err
+		}
+		who, err = w2, e2
+	}
+}
+
+// lostRank is the rank a loss names, or -1 for none.
+func lostRank(err error) int {
+	var pe *engine.PeerError
+	if !errors.As(err, &pe) {
+		return -1
+	}
+	return pe.Rank
+}
+
+// scanLost is one scan of lostNow's.
+func (r *peerRun) scanLost() (int, error) {
 	for _, tg := range r.targets {
 		if err := engine.PeerLost(tg.tr, rawRank); err != nil {
 			return tg.rank, err
