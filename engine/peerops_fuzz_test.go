@@ -401,6 +401,9 @@ func (r *peerRun) opRaw() {
 		r.routed = true
 	}
 	h.Src = uint32(rawRank) // in a star, Dst 0 is the coordinator, 2 worker 1, and 1, 3 (itself) and above are not forwarded
+	if r.w.star && h.Dst == 2 && len(r.targets) == 1 {
+		h.Dst = 3 // worker 1 is not a target (see starTargets)
+	}
 	h.Length = n
 	var p []byte
 	if derr == nil {
