@@ -5,10 +5,12 @@ PKGS    := ./...
 BENCHFLAGS ?=
 # Benchmark time per case for `make gobench`; BENCHTIME=1x is a smoke run.
 BENCHTIME ?= 1s
+# Time per target for `make fuzz`; FUZZRUN selects targets (a regexp).
 FUZZTIME  ?= 30s
+FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz clean
+.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short clean
 
 all: build
 
@@ -92,9 +94,17 @@ FLOORFLAGS ?=
 floor:
 	@d=$$(mktemp -d) && cc -O2 -o $$d/ring_floor bench/floor/ring_floor.c && $$d/ring_floor $(FLOORFLAGS); s=$$?; rm -rf $$d; exit $$s
 
+# fuzz: every fuzz target of the module, one after another (go test runs
+# one -fuzz target per invocation), FUZZTIME each (default 30s), with one
+# worker; internal/fuzzkit/fuzz.sh finds them and says how each ended.
+# FUZZRUN=regexp runs only the matching ones. A failing input is written
+# to the package's testdata/fuzz/<target>/, where it then runs as a test.
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./frame
-	$(GO) test -run='^$$' -fuzz='^FuzzHello$$' -fuzztime=$(FUZZTIME) ./frame
+	FUZZTIME=$(FUZZTIME) FUZZRUN='$(FUZZRUN)' GO=$(GO) bash internal/fuzzkit/fuzz.sh
+
+# fuzz-short: every fuzz target for 5 s, as CI runs them after make test.
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=5s
 
 clean:
 	$(GO) clean -testcache

@@ -61,6 +61,9 @@ func (w *world) loops(cfg Config, c caseID, body Body) (timed, error) {
 		spent += d
 	}
 	iters, err := w.ctl.bcastInt(cfg.Plan.iters(spent / time.Duration(warm)))
+	if err == nil && !cfg.Plan.countOK(iters) {
+		err = fmt.Errorf("bench: rank 0 asked for %d timed iterations, which plan %+v does not allow", iters, cfg.Plan)
+	}
 	if err == nil {
 		err = w.ctl.barrier()
 	}

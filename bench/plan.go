@@ -50,16 +50,32 @@ func (p Plan) iters(perIter time.Duration) int {
 	if p.Iters > 0 {
 		return p.Iters
 	}
-	lo, hi := p.MinIters, p.MaxIters
+	lo, hi := p.bounds()
+	n := hi
+	if perIter > 0 {
+		n = int(min(int64(p.Duration/perIter), int64(hi)))
+	}
+	return max(n, lo)
+}
+
+// bounds returns MinIters and MaxIters, defaults filled in.
+func (p Plan) bounds() (lo, hi int) {
+	lo, hi = p.MinIters, p.MaxIters
 	if lo == 0 {
 		lo = 5
 	}
 	if hi == 0 {
 		hi = 200000
 	}
-	n := hi
-	if perIter > 0 {
-		n = int(min(int64(p.Duration/perIter), int64(hi)))
+	return lo, hi
+}
+
+// countOK reports whether n is a count iters can return: the other ranks
+// check rank 0's count with it before they run that many iterations.
+func (p Plan) countOK(n int) bool {
+	if p.Iters > 0 {
+		return n == p.Iters
 	}
-	return max(n, lo)
+	lo, hi := p.bounds()
+	return n >= lo && n <= max(lo, hi)
 }

@@ -52,11 +52,12 @@ func (t *NetTransport) AllocCollective(size, align uint64) (SymmetricBuffer, err
 		if r == t.rank {
 			continue
 		}
-		if _, _, rerr := t.recv(r, tagAlloc, theirs[:], true, waitOpts{op: "alloc"}); rerr != nil {
+		n, _, rerr := t.recv(r, tagAlloc, theirs[:], true, waitOpts{op: "alloc"})
+		if rerr != nil {
 			err = joinErr(err, rerr)
 			continue
 		}
-		if err == nil && theirs != mine {
+		if err == nil && (n != len(theirs) || theirs != mine) {
 			other := SymmetricBuffer{Rank: r, Offset: binary.LittleEndian.Uint64(theirs[1:]), Len: binary.LittleEndian.Uint64(theirs[9:])}
 			err = &AllocMismatchError{Rank: r, Local: b, Remote: other}
 		}

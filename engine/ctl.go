@@ -74,10 +74,26 @@ func (s *ctlStream) Closed(_ *ioloop.Conn, err error) {
 
 // onStream reports whether a frame of h's kind may arrive on c, one of
 // p's connections: in a full mesh data frames come on the data streams and
-// the others on the control stream. (A star's one connection carries all.)
+// the others on the control stream, but HEARTBEAT and GOODBYE on any, and
+// a withdrawal on the control stream or data stream 0. (A star's one
+// connection carries all.)
 func (p *peer) onStream(c *ioloop.Conn, h *frame.Header) bool {
 	ctl := p.ctl.Load()
-	return ctl == nil || (c == ctl) != dataKind(h) || h.Kind == frame.KindHeartbeat || h.Kind == frame.KindGoodbye
+	switch {
+	case ctl == nil || h.Kind == frame.KindHeartbeat || h.Kind == frame.KindGoodbye:
+		return true
+	case h.Kind == frame.KindRTS && h.Flags&frame.FlagError != 0:
+		return c == ctl || c == p.connOf(0) // a withdrawal: either (see withdrawRTS)
+	}
+	return (c == ctl) != dataKind(h)
+}
+
+// connOf returns data stream i, under mu: adopt may still be filling the
+// streams in.
+func (p *peer) connOf(i int) *ioloop.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.streams[i]
 }
 
 // maybeDefer defers the eager SEND h on the data stream c, if nothing can

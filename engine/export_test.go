@@ -1,5 +1,12 @@
 package engine
 
+import (
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
 // Unexported pieces the external tests (package engine_test) check.
 var (
 	KeylessExposed = keylessExposed
@@ -11,3 +18,101 @@ const (
 	RefusalBurst = refusalBurst
 	RefusalEvery = refusalEvery
 )
+
+// The reserved tags of the barrier and of AllocCollective, for the fuzz
+// targets that play a peer's part in them (payload_fuzz_test.go).
+const (
+	TagAlloc   = tagAlloc
+	TagBarrier = tagBarrier
+)
+
+// SendTag is Send on any tag, reserved ones included.
+func SendTag(t *NetTransport, to int, tag uint32, p []byte) error { return t.send(nil, to, tag, p) }
+
+// RecvTag is RecvTimeout on any tag, reserved ones included.
+func RecvTag(t *NetTransport, from int, tag uint32, d time.Duration) ([]byte, error) {
+	_, b, err := t.recv(from, tag, nil, false, waitOpts{op: "recv", timeout: d})
+	return b, err
+}
+
+// PeerLost returns why t lost rank, or nil while it has not.
+func PeerLost(t *NetTransport, rank int) error { return t.peers[rank].lostErr("probe") }
+
+// QueuedBytes returns the credit (frame.Cost) of the messages from rank
+// that t holds queued for receives not yet posted: eager payloads and
+// RTSs.
+func QueuedBytes(t *NetTransport, rank int) uint64 {
+	p := t.peers[rank]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n uint64
+	for _, q := range p.tags {
+		q.msgs.each(func(m queuedMsg) { n += m.cost() })
+	}
+	return n
+}
+
+// HeldCredit returns the credit of rank's frames that t has not
+// released: what rank may not send again until t releases it.
+func HeldCredit(t *NetTransport, rank int) uint64 {
+	c := &t.peers[rank].in
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used - c.freed
+}
+
+// DrainPeer drops every message from rank queued at t, as dropPastColl
+// drops a collective call's: their credit is released and the senders of
+// queued RTSs are told to send nothing.
+func DrainPeer(t *NetTransport, rank int) {
+	p := t.peers[rank]
+	p.mu.Lock()
+	var freed uint64
+	var answer []uint64
+	for tag, q := range p.tags {
+		for {
+			m, ok := q.msgs.pop()
+			if !ok {
+				break
+			}
+			freed += m.cost()
+			if m.bb != nil {
+				ioloop.PutBuffer(m.bb)
+			} else {
+				answer = append(answer, m.id)
+			}
+		}
+		p.tidy(tag, q)
+	}
+	p.mu.Unlock()
+	for _, id := range answer {
+		p.answerRTS(id, false) // releases the RTS's credit
+		freed -= frame.Cost(0)
+	}
+	p.freeCredit(freed)
+}
+
+// PostedRecvs returns how many receives from rank t has posted and not
+// completed: waiting for a message, or taking one's payload.
+func PostedRecvs(t *NetTransport, rank int) int {
+	p := t.peers[rank]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.rdvIn)
+	if p.claimed != nil {
+		n++
+	}
+	for _, q := range p.tags {
+		n += q.recvs.len()
+	}
+	return n
+}
+
+// ClaimedRdvs returns how many rendezvous messages from rank receives of
+// t have taken and wait for the DATA of.
+func ClaimedRdvs(t *NetTransport, rank int) int {
+	p := t.peers[rank]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.rdvIn)
+}

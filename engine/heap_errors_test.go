@@ -239,18 +239,18 @@ func TestHeapRemoteRefusal(t *testing.T) {
 	barrierAll(t, ts)
 }
 
-// rawPeer is a raw client joined to a mesh as a rank: its data stream
+// rawJoined is a raw client joined to a mesh as a rank: its data stream
 // (SEND, RTS, DATA) and its control stream (everything else), as
 // frame/spec.md's full mesh has for Streams 1.
-type rawPeer struct{ data, ctl net.Conn }
+type rawJoined struct{ data, ctl net.Conn }
 
 // rawJoin joins the mesh at addr as rank rank of world with raw sockets,
 // following the handshake of frame/spec.md as badpeer_test.go's raw dialer
 // does, once for the data stream and once for the control stream, and
 // returns the connections ready for frames, the rank's window granted.
-func rawJoin(t *testing.T, addr string, rank, world int, key []byte) rawPeer {
+func rawJoin(t *testing.T, addr string, rank, world int, key []byte) rawJoined {
 	t.Helper()
-	rp := rawPeer{data: rawStream(t, addr, rank, world, 0, key), ctl: rawStream(t, addr, rank, world, 1, key)}
+	rp := rawJoined{data: rawJoinStream(t, addr, rank, world, 0, key), ctl: rawJoinStream(t, addr, rank, world, 1, key)}
 	// The first frame on the control stream grants the peer its window.
 	if h, _, err := readFrame(rp.ctl); err != nil || h.Kind != frame.KindCredit || h.Offset == 0 {
 		t.Fatalf("want the first CREDIT, got %+v: %v", h, err)
@@ -259,8 +259,8 @@ func rawJoin(t *testing.T, addr string, rank, world int, key []byte) rawPeer {
 	return rp
 }
 
-// rawStream connects and shakes hands as stream s of rank.
-func rawStream(t *testing.T, addr string, rank, world, s int, key []byte) net.Conn {
+// rawJoinStream connects and shakes hands as stream s of rank.
+func rawJoinStream(t *testing.T, addr string, rank, world, s int, key []byte) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {

@@ -130,11 +130,14 @@ func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.Byte
 	req, err := frame.DecodeGetReq(bb.B)
 	ioloop.PutBuffer(bb)
 	if err != nil {
-		c.Close()
+		p.violation(c, err)
 		return
 	}
 	reply := frame.Header{Kind: frame.KindGetReply, Dst: p.via, Src: uint32(p.t.rank), Offset: req.ID}
 	s, code, why := p.heapRange(h.Offset, req.Length)
+	if code == 0 && req.Length > p.t.opts.MaxFrame {
+		s, code, why = nil, codeOutOfBounds, fmt.Sprintf("a get of %d bytes is longer than a frame may be (%d)", req.Length, p.t.opts.MaxFrame)
+	}
 	if code != 0 {
 		reply.Flags, reply.Aux = frame.FlagError, code
 		c.Post(&reply, []byte(why), true)

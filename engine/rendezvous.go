@@ -241,7 +241,12 @@ func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.By
 	}
 	tag, id := h.Tag, h.Offset
 	p.mu.Lock()
-	p.maxRTS = max(p.maxRTS, id)
+	if id <= p.maxRTS {
+		p.mu.Unlock()
+		p.violation(c, fmt.Errorf("%w: RTS with send id %d after %d (ids grow)", ErrProtocol, id, p.maxRTS))
+		return
+	}
+	p.maxRTS = id
 	if _, ok := p.tombs[id]; ok { // withdrawn before it came: answered then
 		delete(p.tombs, id)
 		p.mu.Unlock()
@@ -369,14 +374,15 @@ func (p *peer) dataPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	p.mu.Lock()
 	r := p.rdvIn[h.Offset]
 	var dst []byte
-	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == len(p.streams)) && r.seen&(1<<i) == 0 {
+	ok := false
+	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == len(p.streams)) && (r.pieces == 0 || r.pieces == k) && r.seen&(1<<i) == 0 {
 		if lo, hi := piece(len(r.dst), k, i); uint64(hi-lo) == h.Length {
-			r.seen |= 1 << i
-			dst = r.dst[lo:hi]
+			r.pieces, r.seen = k, r.seen|1<<i
+			dst, ok = r.dst[lo:hi], true
 		}
 	}
 	p.mu.Unlock()
-	if dst == nil {
+	if !ok {
 		p.violation(c, fmt.Errorf("%w: DATA for send %d (tag %d, piece %d of %d, %d bytes) that no receive took", ErrProtocol, h.Offset, h.Tag, i, k, h.Length))
 		c.Discard()
 	}

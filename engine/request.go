@@ -17,21 +17,22 @@ const (
 
 // recvReq is one pending receive. It is recycled through a pool.
 type recvReq struct {
-	into  bool   // RecvInto: fill dst; otherwise hand over data
-	dst   []byte // RecvInto destination
-	from  int
-	tag   int
-	n     int    // bytes received
-	aux   uint32 // the message header's Aux
-	coll  bool   // a collective receive, expecting meta
-	meta  uint32
-	data  []byte // Recv: the message
-	left  int    // rendezvous: bytes of DATA still to come
-	seen  uint32 // rendezvous: the DATA pieces that came, a bit each
-	err   error
-	state atomic.Uint32
-	done  chan struct{} // buffered 1: completion token
-	timer *time.Timer
+	into   bool   // RecvInto: fill dst; otherwise hand over data
+	dst    []byte // RecvInto destination
+	from   int
+	tag    int
+	n      int    // bytes received
+	aux    uint32 // the message header's Aux
+	coll   bool   // a collective receive, expecting meta
+	meta   uint32
+	data   []byte // Recv: the message
+	left   int    // rendezvous: bytes of DATA still to come
+	seen   uint32 // rendezvous: the DATA pieces that came, a bit each
+	pieces int    // rendezvous: the number of pieces, from the first that came
+	err    error
+	state  atomic.Uint32
+	done   chan struct{} // buffered 1: completion token
+	timer  *time.Timer
 }
 
 func newRecvReq() any { return &recvReq{done: make(chan struct{}, 1)} }
@@ -66,6 +67,6 @@ func (r *recvReq) truncated(n int) *TruncatedError {
 }
 
 func (r *recvReq) reset() {
-	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta, r.left, r.seen = nil, nil, nil, 0, 0, false, 0, 0, 0
+	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta, r.left, r.seen, r.pieces = nil, nil, nil, 0, 0, false, 0, 0, 0, 0
 	r.state.Store(reqPosted)
 }

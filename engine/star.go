@@ -190,8 +190,7 @@ func (p *peer) forward(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteB
 	to := int(h.Dst) - 1
 	if !t.star || t.rank != 0 {
 		putBuffer(bb)
-		t.opts.Logger.Warn("boltmesh: a peer sent a routed frame to a rank that is not a star's coordinator; dropping it", "rank", p.rank, "kind", h.Kind)
-		c.Close()
+		p.violation(c, fmt.Errorf("%w: a routed %v frame (Dst %d) to a rank that is not a star's coordinator", ErrProtocol, h.Kind, h.Dst))
 		return
 	}
 	if to <= 0 || to >= t.world || to == p.rank || !t.starReady.Load() {

@@ -50,7 +50,10 @@ func (s *stripeStream) Closed(_ *ioloop.Conn, err error) {
 // closeStreams closes the peer's streams other than the first, and its
 // control stream.
 func (p *peer) closeStreams() {
-	for _, s := range p.streams[1:] {
+	p.mu.Lock()
+	streams := append([]*ioloop.Conn(nil), p.streams[1:]...) // adopt may still be filling them in
+	p.mu.Unlock()
+	for _, s := range streams {
 		if s != nil {
 			s.Close()
 		}

@@ -108,7 +108,10 @@ func (a *Agent) decode(c *Call, f engine.RPCFrame, p engine.RPCPayload) ([]byte,
 	case statusClosed:
 		return nil, c.fail(ErrClosed)
 	case statusRequestTooLarge, statusReplyTooLarge:
-		size, limit, _ := getPair(b)
+		size, limit, ok := getPair(b)
+		if !ok {
+			return nil, c.fail(fmt.Errorf("%w: reply status %d with %d bytes, not a size and a limit", ErrProtocol, f.Aux, len(b)))
+		}
 		what := "reply"
 		if st == statusRequestTooLarge {
 			what = "request"

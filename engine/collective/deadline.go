@@ -54,7 +54,9 @@ type staleContribution struct {
 // lost rank is left out of the rounds that follow, as a late one is; a
 // lost root fails the others' calls with engine.ErrPeerLost. (Over other
 // transports a lost peer fails the call with engine.ErrPeerLost, and the
-// root sends each result in turn.)
+// root sends each result in turn.) A leaf fails with ErrMismatch on a
+// contributor set from the root that lacks the root or names ranks outside
+// the world.
 func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Contributors, error) {
 	return c.AllReduceDeadlineBytes(context.Background(), DTypeOf[T](), AsBytes(data), op, deadline)
 }
@@ -134,6 +136,9 @@ func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root i
 		return Contributors{}, err
 	}
 	mask := binary.LittleEndian.Uint64(hdr[:])
+	if n := c.t.WorldSize(); mask&(1<<root) == 0 || mask>>n != 0 {
+		return Contributors{}, fmt.Errorf("collective: root %d's contributor set %#x does not fit a world of %d with it: %w", root, mask, n, ErrMismatch)
+	}
 	m, err = c.recv(ctx, root, tag+2, data)
 	if err == nil {
 		err = c.recvCheck(m, len(data), root)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"time"
 
@@ -116,6 +117,9 @@ func (c *Comm) deadlineLeafAsync(ctx context.Context, dl deadlineTransport, tag 
 		return Contributors{}, ErrBehind
 	}
 	mask := binary.LittleEndian.Uint64(hdr[:8])
+	if n := c.t.WorldSize(); mask&(1<<root) == 0 || n < 64 && mask>>n != 0 {
+		return Contributors{}, fmt.Errorf("collective: root %d's contributor set %#x does not fit a world of %d with it: %w", root, mask, n, ErrMismatch)
+	}
 	m, err = dl.RecvCollFrom(ctx, root, tag+2, c.meta, data, nil)
 	if err == nil {
 		err = c.recvCheck(m, len(data), root)

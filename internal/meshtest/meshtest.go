@@ -1,9 +1,13 @@
 // Package meshtest builds loopback meshes for the tests of boltmesh's
 // packages: listeners on ephemeral ports, and n-rank NetTransports in one
-// process that close at the test's cleanup.
+// process that close at the test's cleanup (Mesh, Star) or when the
+// caller says (Open, for fuzz targets that keep a mesh across
+// iterations).
 package meshtest
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -37,6 +41,41 @@ func Mesh(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 	})
 }
 
+// Open builds an n-rank mesh in this process, every rank with opts, on
+// loopback listeners. The caller closes it (Close); on error nothing is
+// left open.
+func Open(n int, opts engine.Options) ([]*engine.NetTransport, error) {
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, l := range lns[:i] {
+				l.Close()
+			}
+			return nil, err
+		}
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	ts, errs := run(n, func(r int) (*engine.NetTransport, error) {
+		return engine.FromListener(r, n, lns[r], addrs, opts)
+	})
+	if err := errors.Join(errs...); err != nil {
+		Close(ts)
+		return nil, err
+	}
+	return ts, nil
+}
+
+// Close closes every transport of ts that is not nil.
+func Close(ts []*engine.NetTransport) {
+	for _, tr := range ts {
+		if tr != nil {
+			tr.Close()
+		}
+	}
+}
+
 // Star builds an n-rank star in this process (rank 0 the coordinator on
 // a loopback listener, ranks 1..n-1 dialing it), every rank with opts,
 // and closes it at cleanup.
@@ -55,24 +94,60 @@ func Star(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 // at cleanup, and fails the test on any rank's error.
 func build(t testing.TB, n int, rank func(r int) (*engine.NetTransport, error)) []*engine.NetTransport {
 	t.Helper()
-	ts := make([]*engine.NetTransport, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		wg.Go(func() { ts[r], errs[r] = rank(r) })
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		for _, tr := range ts {
-			if tr != nil {
-				tr.Close()
-			}
-		}
-	})
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
+	ts, errs := run(n, rank)
+	t.Cleanup(func() { Close(ts) })
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	return ts
+}
+
+// run runs rank(r) for every rank at once; errs[r] names its rank.
+func run(n int, rank func(r int) (*engine.NetTransport, error)) (ts []*engine.NetTransport, errs []error) {
+	ts, errs = make([]*engine.NetTransport, n), make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			if ts[r], errs[r] = rank(r); errs[r] != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, errs[r])
+			}
+		})
+	}
+	wg.Wait()
+	return ts, errs
+}
+
+// Kept is a mesh that outlives one test, for fuzz targets: built (Open)
+// on first use, reused while it works, and built again after Reset (an
+// iteration that failed may leave it in any state). Close it when the
+// target ends, with F.Cleanup(k.Reset). Its methods are safe for
+// concurrent use.
+type Kept struct {
+	N    int            // ranks
+	Opts engine.Options // every rank's
+
+	mu sync.Mutex
+	ts []*engine.NetTransport
+}
+
+// Get returns the mesh, building it if there is none.
+func (k *Kept) Get() ([]*engine.NetTransport, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ts == nil {
+		ts, err := Open(k.N, k.Opts)
+		if err != nil {
+			return nil, err
+		}
+		k.ts = ts
+	}
+	return k.ts, nil
+}
+
+// Reset closes the mesh; the next Get builds a new one.
+func (k *Kept) Reset() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	Close(k.ts)
+	k.ts = nil
 }

@@ -1,0 +1,292 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/fuzzkit"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
+)
+
+// The engine's own payloads, as a rank decodes what a peer sends: the
+// allocation a collective allocation compares, and the epoch a barrier
+// signal carries. Rank 0 of a 2-rank mesh in this process (kept across
+// iterations) runs the operation; rank 1 plays its part by hand with the
+// payload the fuzzer says, on the operation's reserved tag.
+
+// payloadMesh is the mesh both targets use.
+func payloadMesh() *meshtest.Kept {
+	return &meshtest.Kept{N: 2, Opts: engine.Options{HeapSize: 1 << 20, Logger: discardLogger, Spin: -1}}
+}
+
+// fuzzWait bounds each wait of these targets.
+const fuzzWait = 10 * time.Second
+
+// FuzzAllocPayload: rank 0 calls AllocCollective and rank 1 answers its
+// 17-byte allocation (ok byte, offset, length) with the same bytes,
+// with one byte changed, cut short, extended, or the fuzzer's bytes.
+// AllocCollective must succeed exactly when the answer is rank 0's own
+// 17 bytes and rank 0's allocation succeeded; otherwise fail, with
+// ErrAllocMismatch for another 17-byte allocation, ErrTruncated for a
+// longer one, and leave the heap as it was.
+func FuzzAllocPayload(f *testing.F) {
+	m := payloadMesh()
+	f.Cleanup(m.Reset)
+	for mode := range uint8(allocModes) {
+		f.Add(uint16(100), uint8(3), mode, uint8(5), []byte{1, 2, 3})
+	}
+	f.Add(uint16(100), uint8(3), uint8(allocCut), uint8(16), []byte{})      // the length's high byte cut off
+	f.Add(uint16(100), uint8(3), uint8(allocCut), uint8(9), []byte{})       // the length cut off
+	f.Add(uint16(0), uint8(3), uint8(allocEcho), uint8(0), []byte{})        // rank 0's Alloc fails
+	f.Add(uint16(100), uint8(3), uint8(allocFlip), uint8(0), []byte{1})     // "my Alloc failed"
+	f.Add(uint16(65535), uint8(12), uint8(allocExtend), uint8(0), []byte{}) // one byte too many
+
+	f.Fuzz(func(t *testing.T, size uint16, alignExp, mode, pos uint8, raw []byte) {
+		ts, err := m.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fuzzkit.Guard(3*fuzzWait, func() string {
+			return fmt.Sprintf("size %d align 2^%d mode %d pos %d raw % x", size, alignExp, mode, pos, raw)
+		})()
+		ok := false
+		defer func() {
+			if !ok {
+				m.Reset()
+			}
+		}()
+		align := uint64(1) << (alignExp % 16)
+		before := ts[0].Heap().InUse()
+		type result struct {
+			b   engine.SymmetricBuffer
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			b, err := ts[0].AllocCollective(uint64(size), align)
+			done <- result{b, err}
+		}()
+		mine, err := engine.RecvTag(ts[1], 0, engine.TagAlloc, fuzzWait)
+		if err != nil || len(mine) != 17 || mine[0] > 1 {
+			t.Fatalf("rank 0's allocation message % x: %v", mine, err)
+		}
+		answer := allocAnswer(mine, mode, pos, raw)
+		if err := engine.SendTag(ts[1], 0, engine.TagAlloc, answer); err != nil {
+			t.Fatal(err)
+		}
+		res := <-done
+		checkAlloc(t, ts[0], mine, answer, res.b, res.err, uint64(size), align, before)
+		ok = !t.Failed()
+	})
+}
+
+// How rank 1 answers (mode modulo allocModes).
+const (
+	allocEcho   = iota // rank 0's own bytes: agreement
+	allocFlip          // one byte xor raw[0]|1
+	allocCut           // the first pos bytes
+	allocExtend        // rank 0's bytes, then raw (at least one byte)
+	allocRaw           // the fuzzer's bytes
+	allocModes
+)
+
+func allocAnswer(mine []byte, mode, pos uint8, raw []byte) []byte {
+	a := bytes.Clone(mine)
+	switch mode % allocModes {
+	case allocFlip:
+		x := byte(1)
+		if len(raw) > 0 {
+			x = raw[0] | 1
+		}
+		a[int(pos)%len(a)] ^= x
+	case allocCut:
+		a = a[:int(pos)%len(a)]
+	case allocExtend:
+		a = append(append(a, raw...), 0)
+	case allocRaw:
+		a = raw
+	}
+	return a
+}
+
+// checkAlloc checks AllocCollective's outcome on rank 0 given its own
+// message mine and rank 1's answer, and restores the heap.
+func checkAlloc(t *testing.T, tr *engine.NetTransport, mine, answer []byte, b engine.SymmetricBuffer, err error, size, align, before uint64) {
+	t.Helper()
+	agreed := mine[0] == 1 && bytes.Equal(answer, mine)
+	if agreed {
+		if err != nil {
+			t.Fatalf("rank 1 agreed (% x) but AllocCollective failed: %v", answer, err)
+		}
+		if b.Rank != 0 || b.Len != size || b.Offset%align != 0 || binary.LittleEndian.Uint64(mine[1:]) != b.Offset || binary.LittleEndian.Uint64(mine[9:]) != b.Len {
+			t.Fatalf("AllocCollective(%d, %d) = %+v, announced as % x", size, align, b, mine)
+		}
+		if got := tr.Heap().InUse(); got != before+b.Len {
+			t.Fatalf("heap in use %d after an allocation of %d from %d", got, b.Len, before)
+		}
+		if err := tr.Free(b); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("AllocCollective succeeded with %+v, but rank 0 announced % x and rank 1 answered % x", b, mine, answer)
+	}
+	var me *engine.AllocMismatchError
+	switch {
+	case len(answer) > len(mine):
+		if !errors.Is(err, engine.ErrTruncated) {
+			t.Fatalf("an answer of %d bytes: %v, want ErrTruncated", len(answer), err)
+		}
+		// The answer stays queued, as every message too long for its receive.
+		if got, err := engine.RecvTag(tr, 1, engine.TagAlloc, fuzzWait); err != nil || !bytes.Equal(got, answer) {
+			t.Fatalf("the too long answer is not left queued: % x, %v", got, err)
+		}
+	case mine[0] == 0:
+		// rank 0's own Alloc failed: that is its error
+	case len(answer) == len(mine):
+		if !errors.As(err, &me) || me.Rank != 1 || me.Remote.Offset != binary.LittleEndian.Uint64(answer[1:]) || me.Remote.Len != binary.LittleEndian.Uint64(answer[9:]) {
+			t.Fatalf("answer % x to % x: %v, want an *AllocMismatchError naming it", answer, mine, err)
+		}
+	case !errors.Is(err, engine.ErrAllocMismatch):
+		t.Fatalf("an answer of %d bytes: %v, want ErrAllocMismatch", len(answer), err)
+	}
+	if got := tr.Heap().InUse(); got != before {
+		t.Fatalf("heap in use %d after a failed AllocCollective, was %d", got, before)
+	}
+}
+
+// FuzzBarrierPayload: rank 0 enters a barrier and rank 1 answers its
+// signal (the epoch, 8 bytes) with a sequence of signals the fuzzer
+// describes (the right epoch, an earlier or a later one, shorter or
+// longer ones, any 8 bytes), then the right one. Rank 0 must take them in
+// order: drop an earlier epoch and wait on, complete on its own, fail
+// with ErrBarrierSkew on a later one, with a LengthMismatchError on a
+// short one and ErrTruncated on a long one (which stays queued); and
+// after a failure the next barrier must complete where it stopped.
+func FuzzBarrierPayload(f *testing.F) {
+	m := payloadMesh()
+	f.Cleanup(m.Reset)
+	f.Add([]byte{})
+	f.Add([]byte{0, 0xff})                      // epoch - 1, dropped
+	f.Add([]byte{0, 1})                         // epoch + 1: skew
+	f.Add([]byte{1, 3})                         // 3 bytes
+	f.Add([]byte{2, 0})                         // 9 bytes
+	f.Add([]byte{3, 0, 0, 0, 0, 0, 0, 0, 0x80}) // 2^63
+	f.Add([]byte{0, 0xfe, 0, 0xff, 0, 0})       // two stale, then the epoch
+
+	f.Fuzz(func(t *testing.T, script []byte) {
+		ts, err := m.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fuzzkit.Guard(3*fuzzWait, func() string { return fmt.Sprintf("script % x", script) })()
+		ok := false
+		defer func() {
+			if !ok {
+				m.Reset()
+			}
+		}()
+		done := make(chan error, 1)
+		barrier := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), fuzzWait)
+			defer cancel()
+			done <- ts[0].BarrierContext(ctx)
+		}
+		go barrier()
+		sig, err := engine.RecvTag(ts[1], 0, engine.TagBarrier, fuzzWait)
+		if err != nil || len(sig) != 8 {
+			t.Fatalf("rank 0's barrier signal % x: %v", sig, err)
+		}
+		epoch := binary.LittleEndian.Uint64(sig)
+		msgs := barrierSignals(script, epoch)
+		for _, p := range msgs {
+			if err := engine.SendTag(ts[1], 0, engine.TagBarrier, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = <-done
+		decisive, want := barrierOutcome(msgs, epoch)
+		checkBarrierErr(t, msgs[decisive], epoch, err, want)
+		left := msgs[decisive+1:]
+		if errors.Is(want, engine.ErrTruncated) {
+			left = msgs[decisive:]
+		}
+		for _, p := range left { // what rank 0 has not taken is queued, in order
+			if got, err := engine.RecvTag(ts[0], 1, engine.TagBarrier, fuzzWait); err != nil || !bytes.Equal(got, p) {
+				t.Fatalf("queued signal: % x, %v; want % x", got, err, p)
+			}
+		}
+		if want != nil { // the failed barrier completes on the next call
+			go barrier()
+			if err := engine.SendTag(ts[1], 0, engine.TagBarrier, sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("the barrier after a failed one: %v", err)
+			}
+		}
+		ok = !t.Failed()
+	})
+}
+
+// barrierSignals decodes the script into signals relative to epoch, and
+// ends them with the right one.
+func barrierSignals(script []byte, epoch uint64) [][]byte {
+	var msgs [][]byte
+	for len(script) >= 2 {
+		class, arg := script[0], script[1]
+		script = script[2:]
+		p := binary.LittleEndian.AppendUint64(nil, epoch+uint64(int64(int8(arg))))
+		switch class % 4 {
+		case 1:
+			p = p[:arg%8]
+		case 2:
+			p = append(p, make([]byte, 1+arg%8)...)
+		case 3: // arg and the next 7 bytes
+			k := min(7, len(script))
+			p = append(append([]byte{arg}, script[:k]...), make([]byte, 7-k)...)
+			script = script[k:]
+		}
+		msgs = append(msgs, p)
+	}
+	return append(msgs, binary.LittleEndian.AppendUint64(nil, epoch))
+}
+
+// barrierOutcome is what rank 0's barrier must do with msgs: the index
+// of the signal that ends it, and the sentinel it fails with (nil: it
+// completes).
+func barrierOutcome(msgs [][]byte, epoch uint64) (int, error) {
+	for i, p := range msgs {
+		switch {
+		case len(p) > 8:
+			return i, engine.ErrTruncated
+		case len(p) < 8:
+			return i, engine.ErrLengthMismatch
+		case binary.LittleEndian.Uint64(p) == epoch:
+			return i, nil
+		case binary.LittleEndian.Uint64(p) > epoch:
+			return i, engine.ErrBarrierSkew
+		}
+	}
+	panic("the script ends with the right epoch")
+}
+
+func checkBarrierErr(t *testing.T, p []byte, epoch uint64, err, want error) {
+	t.Helper()
+	var le *engine.LengthMismatchError
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("barrier %d, signal % x: %v, want success", epoch, p, err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("barrier %d, signal % x: %v, want %v", epoch, p, err, want)
+	case errors.Is(want, engine.ErrLengthMismatch) && (!errors.As(err, &le) || le.Expected != 8 || le.Got != uint64(len(p))):
+		t.Fatalf("barrier %d, signal % x: %v, want a LengthMismatchError of %d bytes", epoch, p, err, len(p))
+	}
+}

@@ -1,0 +1,358 @@
+package engine_test
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+)
+
+// A raw rank for the fuzz targets of peer_fuzz_test.go: it joins a mesh
+// or a star by the spec's handshake over plain sockets, and then sends
+// whatever frames it is told while a reader per connection takes in what
+// the real ranks send: it grants back at once the credit of what they
+// send it (it holds nothing), answers a withdrawn RTS it had not answered
+// with CTS|Error (as the spec asks of a receiver), and records the rest
+// for the fuzz target to look at.
+
+// rawStream is one connection of the raw rank.
+type rawStream struct {
+	nc  net.Conn
+	wmu sync.Mutex // one frame written at a time
+}
+
+// write writes one frame: h (its Length as given) and payload, which may
+// be shorter than h.Length only for a frame the receiver must refuse
+// before reading its payload.
+func (s *rawStream) write(h frame.Header, payload []byte) error {
+	var hb [frame.HeaderSize]byte
+	h.Encode(&hb)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.nc.SetWriteDeadline(time.Now().Add(rawWriteWait))
+	_, err := (&net.Buffers{hb[:], payload}).WriteTo(s.nc)
+	return err
+}
+
+// rawWriteWait bounds one frame's write: a rank that stops reading for
+// that long is stuck.
+const rawWriteWait = 10 * time.Second
+
+// rawFrame is a frame the raw rank received.
+type rawFrame struct {
+	h frame.Header
+	p []byte
+}
+
+// rawPeer is the raw rank: rank, in a world of world, with streams[r]
+// the connections to real rank r (a star worker has one, to rank 0, which
+// forwards the frames of and to the other workers).
+type rawPeer struct {
+	rank, world int
+	star        bool
+	streams     map[int][]*rawStream
+
+	mu       sync.Mutex
+	cond     chan struct{}  // closed and replaced when anything arrives
+	granted  map[int]uint64 // cumulative credit each real rank granted
+	given    map[int]uint64 // cumulative credit granted to each real rank
+	got      []rawFrame     // received frames not yet taken
+	rts      map[rtsKey]*rtsState
+	dead     error // the first read error
+	deadFrom int
+	complete bool // star: the coordinator said the world is complete (HEARTBEAT)
+	readers  sync.WaitGroup
+}
+
+// rtsKey names an RTS a real rank sent the raw rank.
+type rtsKey struct {
+	from int
+	id   uint64
+}
+
+// rtsState is what became of such an RTS.
+type rtsState struct {
+	tag, aux uint32
+	n        uint64
+	answered bool // the raw rank sent its CTS (or CTS|Error)
+	data     bool // the answer was a CTS: the DATA follows
+}
+
+// rawFuzzKey is the mesh key of the fuzz targets' meshes.
+var rawFuzzKey = []byte("fuzz mesh key")
+
+// rawDial joins as rank via rank to at addr, stream s of streams, in a
+// mesh or a star, proving rawFuzzKey. It returns the connection ready for
+// frames (before any CREDIT).
+func rawDial(addr string, rank, to, world, s, streams int, star bool) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	m := frame.Hello{Version: frame.Version, World: uint32(world), Rank: uint32(rank), Stream: uint16(s), Streams: uint16(streams), MeshID: testMeshID("boltmesh")}
+	if star {
+		m.Topology = frame.TopologyStar
+	}
+	rand.Read(m.Nonce[:])
+	var helloD [frame.HelloSize]byte
+	m.Encode(&helloD)
+	fail := func(err error) (net.Conn, error) {
+		c.Close()
+		return nil, fmt.Errorf("raw rank %d stream %d to rank %d: %w", rank, s, to, err)
+	}
+	if _, err := c.Write(encodeFrame(frame.KindHello, 0, helloD[:])); err != nil {
+		return fail(err)
+	}
+	h, helloA, err := readFrame(c)
+	if err != nil || h.Kind != frame.KindHello || h.Flags != frame.FlagReply {
+		return fail(fmt.Errorf("want HELLO|Reply, got %v flags %#x: %v", h.Kind, h.Flags, err))
+	}
+	if _, err := c.Write(encodeFrame(frame.KindAuth, 0, handshakeMAC(rawFuzzKey, "boltmesh dialer", helloD[:], helloA))); err != nil {
+		return fail(err)
+	}
+	h, macA, err := readFrame(c)
+	if err != nil || h.Kind != frame.KindAuth || h.Flags != frame.FlagReply || !hmac.Equal(macA, handshakeMAC(rawFuzzKey, "boltmesh acceptor", helloD[:], helloA)) {
+		return fail(fmt.Errorf("want AUTH|Reply with the acceptor's proof, got %v flags %#x: %v", h.Kind, h.Flags, err))
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+func newRawPeer(rank, world int, star bool) *rawPeer {
+	return &rawPeer{
+		rank: rank, world: world, star: star, streams: make(map[int][]*rawStream),
+		cond: make(chan struct{}), granted: make(map[int]uint64), given: make(map[int]uint64), rts: make(map[rtsKey]*rtsState),
+	}
+}
+
+// rawWindow is the credit the raw rank grants each real rank, and what
+// it grants back as it takes their frames.
+const rawWindow = 1 << 20
+
+// add adopts the connections to real rank r, starts their readers, and
+// grants r its window on the first.
+func (rp *rawPeer) add(r int, conns []net.Conn) error {
+	for _, c := range conns {
+		rp.streams[r] = append(rp.streams[r], &rawStream{nc: c})
+	}
+	for i, s := range rp.streams[r] {
+		rp.readers.Go(func() { rp.read(r, i, s) })
+	}
+	return rp.grant(r, rawWindow)
+}
+
+// grant grants rank to n more bytes of credit (the first grant is the
+// window).
+func (rp *rawPeer) grant(to int, n uint64) error {
+	rp.mu.Lock()
+	rp.given[to] += n
+	total := rp.given[to]
+	rp.mu.Unlock()
+	return rp.send(to, 0, frame.Header{Kind: frame.KindCredit, Offset: total}, nil)
+}
+
+// dst is the Dst of a frame for rank to.
+func (rp *rawPeer) dst(to int) uint16 {
+	if rp.star && to != 0 {
+		return uint16(to + 1)
+	}
+	return 0
+}
+
+// conn returns the stream that carries h to rank to: in a mesh, data
+// stream s for data frames (SEND, RTS, DATA; see frame/spec.md,
+// "Streams"), and the control stream, the last, for the others.
+func (rp *rawPeer) conn(to, s int, h frame.Header) *rawStream {
+	if rp.star {
+		return rp.streams[0][0]
+	}
+	ss := rp.streams[to]
+	switch {
+	case !rawDataKind(h):
+		return ss[len(ss)-1]
+	case h.Kind != frame.KindData:
+		return ss[0] // SEND and RTS take data stream 0
+	}
+	return ss[s%(len(ss)-1)]
+}
+
+// rawDataKind reports whether h goes on a data stream. The raw rank sends
+// its withdrawals (RTS|Error) there too, behind their RTS, where they use
+// no credit and leave no tombstone (frame/spec.md, "Streams").
+func rawDataKind(h frame.Header) bool {
+	switch h.Kind {
+	case frame.KindSend:
+		return !(h.Length == 0 && h.Aux == 0xB0FF0000) // an abandon takes the control stream
+	case frame.KindRTS, frame.KindData:
+		return true
+	}
+	return false
+}
+
+// send sends a frame to rank to on stream s, filling in Src, Dst (unless
+// h has one) and Length.
+func (rp *rawPeer) send(to, s int, h frame.Header, payload []byte) error {
+	h.Src = uint32(rp.rank)
+	if h.Dst == 0 {
+		h.Dst = rp.dst(to)
+	}
+	h.Length = uint64(len(payload))
+	return rp.conn(to, s, h).write(h, payload)
+}
+
+// changed returns the channel the next arrival closes.
+func (rp *rawPeer) changed() <-chan struct{} {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.cond
+}
+
+func (rp *rawPeer) notify() {
+	close(rp.cond)
+	rp.cond = make(chan struct{})
+}
+
+// origin is the rank a frame from connection r comes from.
+func (rp *rawPeer) origin(r int, h frame.Header) int {
+	if rp.star {
+		return int(h.Src)
+	}
+	return r
+}
+
+// read takes in the frames of stream i of the connection to rank r.
+func (rp *rawPeer) read(r, i int, s *rawStream) {
+	for {
+		h, p, err := readFrame(s.nc)
+		if err != nil {
+			rp.mu.Lock()
+			if rp.dead == nil {
+				rp.dead, rp.deadFrom = err, r
+			}
+			rp.notify()
+			rp.mu.Unlock()
+			return
+		}
+		rp.take(rp.origin(r, h), h, p)
+	}
+}
+
+// take handles one arrival from rank from.
+func (rp *rawPeer) take(from int, h frame.Header, p []byte) {
+	var back uint64
+	var refuse *rtsKey
+	rp.mu.Lock()
+	switch {
+	case h.Kind == frame.KindCredit:
+		rp.granted[from] = max(rp.granted[from], h.Offset)
+	case h.Kind == frame.KindHeartbeat && rp.star && from == 0:
+		rp.complete = true
+	case h.Kind == frame.KindRTS:
+		k := rtsKey{from, h.Offset}
+		if h.Flags&frame.FlagError == 0 {
+			n, _ := frame.DecodeRTS(p, 0)
+			rp.rts[k] = &rtsState{tag: h.Tag, aux: h.Aux, n: n}
+			back = frame.Cost(0)
+		} else if st := rp.rts[k]; st != nil && !st.answered {
+			st.answered = true
+			refuse = &k
+		}
+	case frame.Credited(h.Kind, h.Flags) && !(h.Kind == frame.KindSend && h.Length == 0 && h.Aux == 0xB0FF_0000):
+		back = frame.Cost(h.Length)
+	}
+	if h.Kind != frame.KindCredit && h.Kind != frame.KindHeartbeat {
+		rp.got = append(rp.got, rawFrame{h, p})
+	}
+	rp.notify()
+	rp.mu.Unlock()
+	if back > 0 {
+		rp.grant(from, back)
+	}
+	if refuse != nil {
+		rp.send(from, 0, frame.Header{Kind: frame.KindCTS, Flags: frame.FlagError, Offset: refuse.id}, nil)
+	}
+}
+
+// takeFrames removes and returns the received frames that match.
+func (rp *rawPeer) takeFrames(match func(rawFrame) bool) []rawFrame {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	var got, rest []rawFrame
+	for _, f := range rp.got {
+		if match(f) {
+			got = append(got, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	rp.got = rest
+	return got
+}
+
+// forget drops what was received and the real ranks' RTSs (whose sends
+// all ended with the last script): a new script starts.
+func (rp *rawPeer) forget() {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.got = nil
+	clear(rp.rts)
+}
+
+// deadErr returns the first read error, if a connection ended.
+func (rp *rawPeer) deadErr() error {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.dead
+}
+
+// credit returns the credit rank to has granted the raw rank in all.
+func (rp *rawPeer) credit(to int) uint64 {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.granted[to]
+}
+
+// waitFor waits until cond (called with rp.mu held) holds, a connection
+// ends, or d passes; it reports whether cond held.
+func (rp *rawPeer) waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.After(d)
+	for {
+		rp.mu.Lock()
+		ok, dead, ch := cond(), rp.dead != nil, rp.cond
+		rp.mu.Unlock()
+		if ok {
+			return true
+		}
+		if dead {
+			return false
+		}
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Millisecond): // cond may watch more than arrivals
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// close closes every connection and waits for the readers.
+func (rp *rawPeer) close() {
+	for _, ss := range rp.streams {
+		for _, s := range ss {
+			s.nc.Close()
+		}
+	}
+	rp.readers.Wait()
+}
+
+// isClosedErr reports whether err is a connection's orderly or abrupt end.
+func isClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, new(*net.OpError))
+}

@@ -1,0 +1,122 @@
+package frame_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/bits"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/frame"
+)
+
+// requireDecodeErr fails unless err is a *DecodeError with exactly these
+// fields wrapping sentinel.
+func requireDecodeErr(t *testing.T, what string, err, sentinel error, want frame.DecodeError) {
+	t.Helper()
+	var de *frame.DecodeError
+	if !errors.As(err, &de) || !errors.Is(err, sentinel) {
+		t.Fatalf("%s: error %v (%T), want a *DecodeError wrapping %v", what, err, err, sentinel)
+	}
+	want.Err = de.Err
+	if *de != want {
+		t.Fatalf("%s: got %+v, want %+v", what, *de, want)
+	}
+}
+
+// FuzzGetReq fuzzes GET_REQ payloads: fewer than GetReqSize bytes are
+// ErrShort naming the payload's length; anything longer decodes to the
+// two little-endian words of its first 16 bytes, which re-encode to them,
+// whatever follows.
+func FuzzGetReq(f *testing.F) {
+	var b [frame.GetReqSize]byte
+	(&frame.GetReq{ID: 42, Length: 4096}).Encode(&b)
+	f.Add(b[:])
+	f.Add(b[:15])
+	f.Add([]byte{})
+	f.Add(append(b[:], 0xff))
+	(&frame.GetReq{ID: math.MaxUint64, Length: math.MaxUint64}).Encode(&b)
+	f.Add(b[:])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := frame.DecodeGetReq(data)
+		if len(data) < frame.GetReqSize {
+			requireDecodeErr(t, "DecodeGetReq", err, frame.ErrShort, frame.DecodeError{Kind: frame.KindGetReq, Field: "payload", Value: uint64(len(data)), Limit: frame.GetReqSize})
+			return
+		}
+		if err != nil {
+			t.Fatalf("DecodeGetReq of %d bytes: %v", len(data), err)
+		}
+		if g.ID != binary.LittleEndian.Uint64(data) || g.Length != binary.LittleEndian.Uint64(data[8:]) {
+			t.Fatalf("DecodeGetReq(% x) = %+v", data[:frame.GetReqSize], g)
+		}
+		var out [frame.GetReqSize]byte
+		g.Encode(&out)
+		if !bytes.Equal(out[:], data[:frame.GetReqSize]) {
+			t.Fatalf("re-encode mismatch:\n in % x\nout % x", data[:frame.GetReqSize], out)
+		}
+	})
+}
+
+// FuzzRTS fuzzes RTS payloads under several limits: fewer than RTSSize
+// bytes are ErrShort; a length above the limit (0: DefaultMaxLength) is
+// ErrTooLarge naming it; any other decodes to the little-endian word and
+// re-encodes to it. It also checks frame.Cost, the credit a receiver
+// charges for the length: MsgOverhead plus the least power of two at
+// least the length (plus nothing for 0), for every length a decoder can
+// pass.
+func FuzzRTS(f *testing.F) {
+	var b [frame.RTSSize]byte
+	for _, n := range []uint64{0, 1, 4096, 1<<20 + 1, frame.DefaultMaxLength, frame.DefaultMaxLength + 1, 1 << 62, 1<<62 + 1, math.MaxUint64} {
+		frame.EncodeRTS(&b, n)
+		f.Add(b[:])
+	}
+	f.Add(b[:7])
+	f.Add([]byte{})
+	f.Add(append(b[:], 1, 2, 3))
+	maxes := []uint64{0, 1, 4096, 1 << 20, 1 << 62, math.MaxUint64}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, max := range maxes {
+			n, err := frame.DecodeRTS(data, max)
+			limit := max
+			if limit == 0 {
+				limit = frame.DefaultMaxLength
+			}
+			switch {
+			case len(data) < frame.RTSSize:
+				requireDecodeErr(t, "DecodeRTS", err, frame.ErrShort, frame.DecodeError{Kind: frame.KindRTS, Field: "payload", Value: uint64(len(data)), Limit: frame.RTSSize})
+				continue
+			case binary.LittleEndian.Uint64(data) > limit:
+				requireDecodeErr(t, "DecodeRTS", err, frame.ErrTooLarge, frame.DecodeError{Kind: frame.KindRTS, Field: "message length", Value: binary.LittleEndian.Uint64(data), Limit: limit})
+				continue
+			}
+			if err != nil || n != binary.LittleEndian.Uint64(data) {
+				t.Fatalf("DecodeRTS(% x, %d) = %d, %v", data[:frame.RTSSize], max, n, err)
+			}
+			var out [frame.RTSSize]byte
+			frame.EncodeRTS(&out, n)
+			if !bytes.Equal(out[:], data[:frame.RTSSize]) {
+				t.Fatalf("re-encode mismatch:\n in % x\nout % x", data[:frame.RTSSize], out)
+			}
+			if n <= 1<<62 {
+				checkCost(t, n)
+			}
+		}
+	})
+}
+
+// checkCost checks frame.Cost(n) for n <= 2^62.
+func checkCost(t *testing.T, n uint64) {
+	t.Helper()
+	c := frame.Cost(n)
+	if c < frame.MsgOverhead {
+		t.Fatalf("Cost(%d) = %d, below MsgOverhead", n, c)
+	}
+	p := c - frame.MsgOverhead
+	switch {
+	case n == 0 && p != 0:
+		t.Fatalf("Cost(0) = %d, want MsgOverhead", c)
+	case n > 0 && (bits.OnesCount64(p) != 1 || p < n || p/2 >= n):
+		t.Fatalf("Cost(%d) = %d: %d is not the least power of two >= %d", n, c, p, n)
+	}
+}

@@ -1,0 +1,40 @@
+// Package fuzzkit holds what the fuzz targets of boltmesh's packages
+// share: a guard that turns an iteration that hangs into a crash the
+// fuzzing engine records (it would otherwise only stall), and a check
+// that an iteration left no goroutine behind.
+package fuzzkit
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Guard panics, with every goroutine's stack and what, unless the
+// returned stop is called within d. A fuzz iteration that deadlocks then
+// kills its worker, and the engine saves the input as a crasher.
+func Guard(d time.Duration, what func() string) (stop func() bool) {
+	t := time.AfterFunc(d, func() {
+		panic(fmt.Sprintf("fuzz iteration still running after %v: %s\n%s", d, what(), Stacks()))
+	})
+	return t.Stop
+}
+
+// Stacks returns the stacks of every goroutine.
+func Stacks() string {
+	buf := make([]byte, 4<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// WaitGoroutines waits up to d until at most base goroutines run, and
+// otherwise returns an error with their stacks.
+func WaitGoroutines(base int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("goroutines: %d, want at most %d\n%s", runtime.NumGoroutine(), base, Stacks())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
