@@ -19,10 +19,12 @@ import (
 // buffer. Released credit goes back to the sender in cumulative CREDIT
 // frames. So a peer can make this rank hold at most the window, however
 // fast it sends; past it the sender waits for credit, and a peer that
-// sends without credit breaks the protocol and is dropped. Since nothing a
-// peer sends ever has to stay unread for lack of memory, connections are
-// always read: one-sided operations and control frames never wait behind
-// messages that nobody has received.
+// sends without credit breaks the protocol and is dropped. Nothing a peer
+// sends ever has to stay unread for lack of memory: the control stream is
+// always read, and a data stream waits only for the application (a large
+// message left in its socket until its receive is posted, ctl.go), so
+// one-sided operations and control frames never wait behind messages
+// that nobody has received.
 
 // outCredit is the credit this rank holds for sending to one peer. Lock
 // rule: mu guards every field; waiters take wake under mu and wait on it

@@ -16,7 +16,9 @@
 // that arrived before their receive (and RPC requests not yet taken) hold
 // it until taken, so a flooding peer waits for credit instead of growing
 // this rank's memory, and no connection is ever left unread for lack of
-// memory. Messages above Options.EagerMax go by rendezvous: their bytes
+// memory. One-sided operations, RPC and control frames have a stream of
+// their own, so they never wait behind a message. Messages above
+// Options.EagerMax go by rendezvous: their bytes
 // move once a receive has taken them, straight into its buffer (Send then
 // returns once the receiver has posted a receive; SendNB does not wait).
 // The path of a message:

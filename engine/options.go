@@ -23,8 +23,9 @@ type Options struct {
 	// entry and tag state). It is the flow-control window this rank grants
 	// the peer (see frame/spec.md): a sender waits for credit rather than
 	// exceed it, and a peer that exceeds it is dropped (ErrFlowControl).
-	// Every connection is always read, so one-sided operations and control
-	// frames never wait behind unreceived messages. Answers this rank
+	// Nothing is ever left unread for lack of memory, and one-sided
+	// operations and control frames, which have a stream of their own,
+	// never wait behind unreceived messages. Answers this rank
 	// queues for a peer that does not read them (replies to its gets and
 	// RPC requests) are bounded apart, by MaxQueuedBytes/8 (at least 1
 	// MiB), past which this rank stops reading that peer. Every rank must
