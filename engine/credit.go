@@ -191,7 +191,7 @@ func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op 
 	if p.out.take(cost) {
 		return nil
 	}
-	if t.spinUntil(p, func() bool { return p.out.take(cost) }) {
+	if t.spinUntil(p, onCtl, func() bool { return p.out.take(cost) }) {
 		return nil
 	}
 	for {

@@ -104,22 +104,16 @@ func (p *peer) maybeDefer(c *ioloop.Conn, h *frame.Header) bool {
 	if h.Length < deferMin || p.posted > 0 || len(p.rdvIn) > 0 || p.ctl.Load() == nil || c != p.conn {
 		return false
 	}
-	p.deferred, p.charged = true, true
+	p.deferred = true
+	p.charged.Store(true)
 	c.Defer()
 	return true
 }
 
-// chargedDeferred reports whether the SEND whose payload c's reader asks
-// for again is the one it deferred, whose credit was used already.
-func (p *peer) chargedDeferred(c *ioloop.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c != p.conn {
-		return false
-	}
-	was := p.charged
-	p.charged = false
-	return was
+// chargedDeferred reports whether the SEND whose payload the data stream's
+// reader asks for again is the one it deferred, whose credit was used.
+func (p *peer) chargedDeferred() bool {
+	return p.charged.Load() && p.charged.CompareAndSwap(true, false) // only data stream 0 defers
 }
 
 // undefer reports whether the data stream must be read again because a

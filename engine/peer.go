@@ -104,7 +104,7 @@ type peer struct {
 	windowOpen bool                        // the first CREDIT went out; guarded by mu
 	posted     int                         // receives posted in the tags' recvs queues; guarded by mu
 	deferred   bool                        // a payload on conn waits in the socket for a receive; guarded by mu
-	charged    bool                        // the deferred SEND's credit is used; guarded by mu
+	charged    atomic.Bool                 // the deferred SEND's credit is used (the data stream's reader's)
 }
 
 // ctlConn returns the connection that carries p's control frames: the
@@ -206,7 +206,7 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 		if isAbandon(h) {
 			return nil
 		}
-		if !p.chargedDeferred(c) && !p.useCredit(c, frame.Cost(h.Length)) {
+		if !p.chargedDeferred() && !p.useCredit(c, frame.Cost(h.Length)) {
 			return nil
 		}
 		return p.sendPayload(c, h)

@@ -121,7 +121,7 @@ func (t *NetTransport) startGet(p *peer, off uint64, dst []byte) (*getReq, error
 // waitGet waits for g's reply, reading the socket itself first as a
 // receive does, and recycles g.
 func (t *NetTransport) waitGet(p *peer, g *getReq) error {
-	t.spin(p, &g.state)
+	t.spin(p, &g.state, onCtl)
 	<-g.done
 	err := g.err
 	g.reset()

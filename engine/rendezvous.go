@@ -127,7 +127,7 @@ func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-
 // once its writes have started (they then finish in the background).
 func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) error {
 	defer func() { s.reset(); t.rdvs.Put(s) }()
-	if t.spinUntil(p, func() bool { return s.state.Load() != rdvWaiting }) {
+	if t.spinUntil(p, onCtl, func() bool { return s.state.Load() != rdvWaiting }) {
 		<-s.done
 		return t.rdvAnswered(p, s, false, cancel)
 	}

@@ -267,7 +267,7 @@ func (t *NetTransport) SpinRPC(from int, done func() bool) bool {
 	if t.checkRank(from) != nil {
 		return done()
 	}
-	return t.spinUntil(t.peers[from], done)
+	return t.spinUntil(t.peers[from], onCtl, done)
 }
 
 // rpcHeader checks an outgoing RPC frame and returns its header and peer.
