@@ -13,7 +13,8 @@ import (
 // ctx ended: anything but a lost peer, which every rank sees itself)
 // tells every peer with
 // an abandon: a zero-length SEND on a tag of the call, with collAbandonAux
-// as its meta. A peer fails its collective receives from that rank for the
+// as its meta and why (what the collective layer says made it give up) in
+// its Offset. A peer fails its collective receives from that rank for the
 // call, those posted and those posted later, instead of waiting for a part
 // that will never come; the collective layer then abandons in turn, so the
 // news reaches ranks that wait on a third rank. A peer notes every call
@@ -35,6 +36,7 @@ var ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective
 type CollAbandonError struct {
 	Rank int    // the rank that gave up
 	Tag  uint32 // the receive's collective tag
+	Why  uint64 // what the rank said made it give up (AbandonCollCall), 0 if nothing
 }
 
 func (e *CollAbandonError) Error() string {
@@ -46,10 +48,15 @@ func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
 
 // AbandonCollCall tells every peer that this rank gave up the collective
 // call that owns tag, without waiting: a peer that waits for this rank's
-// part of it fails instead (CollAbandonError). Package collective calls it
-// when a call fails of anything but a lost peer. Nothing is sent to lost
-// peers.
-func (t *NetTransport) AbandonCollCall(tag uint32) {
+// part of it fails instead (CollAbandonError, with why, which the engine
+// carries without reading it). Package collective calls it when a call
+// fails of anything but a lost peer. Nothing is sent to lost peers.
+//
+// The abandon travels on the control stream, so that it never waits
+// behind a message that nobody receives, and may therefore arrive before
+// messages of the call sent ahead of it: why lets a peer fail with the
+// cause it would have found in them.
+func (t *NetTransport) AbandonCollCall(tag uint32, why uint64) {
 	if tag >= CollTags {
 		return
 	}
@@ -57,7 +64,7 @@ func (t *NetTransport) AbandonCollCall(tag uint32) {
 		if p.conn == nil {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindSend, Dst: p.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: collAbandonAux}
+		h := frame.Header{Kind: frame.KindSend, Dst: p.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: collAbandonAux, Offset: why}
 		p.ctlConn().Post(&h, nil, false) // a lost peer needs no news
 	}
 }
@@ -67,31 +74,41 @@ func (t *NetTransport) AbandonCollCall(tag uint32) {
 // noted so that those posted later fail too (abandonedErr). A peer may
 // give up several calls before this rank reaches the first (its ctx ends
 // at once in each), so every one is noted, until this rank has left it
-// behind (forgetAbandoned). p.mu is held.
-func (p *peer) abandon(tag uint32) {
+// behind (forgetAbandoned); why is the abandon's. p.mu is held.
+func (p *peer) abandon(tag uint32, why uint64) {
 	p.forgetAbandoned(p.t.collCall.Load())
-	if call := (tag - collTagBase) / collCallTags; !slices.Contains(p.abandoned, call) {
-		p.abandoned = append(p.abandoned, call)
+	call := (tag - collTagBase) / collCallTags
+	if !slices.ContainsFunc(p.abandoned, func(a abandonNote) bool { return a.call == call }) {
+		p.abandoned = append(p.abandoned, abandonNote{call: call, why: why})
 	}
 	p.failCallRecvs(tag, false, func(u uint32, _ *recvReq) error {
-		return &CollAbandonError{Rank: p.rank, Tag: u - collTagBase}
+		return &CollAbandonError{Rank: p.rank, Tag: u - collTagBase, Why: why}
 	})
+}
+
+// abandonNote is a collective call that a peer gave up, by index in the
+// tag space, and why it said it did.
+type abandonNote struct {
+	call uint32
+	why  uint64
 }
 
 // abandonedErr returns the error of a collective receive from p for tag
 // if p gave up the call that owns tag, else nil. p.mu is held.
 func (p *peer) abandonedErr(tag uint32) error {
-	if !slices.Contains(p.abandoned, (tag-collTagBase)/collCallTags) {
+	call := (tag - collTagBase) / collCallTags
+	i := slices.IndexFunc(p.abandoned, func(a abandonNote) bool { return a.call == call })
+	if i < 0 {
 		return nil
 	}
-	return &CollAbandonError{Rank: p.rank, Tag: tag - collTagBase}
+	return &CollAbandonError{Rank: p.rank, Tag: tag - collTagBase, Why: p.abandoned[i].why}
 }
 
 // forgetAbandoned drops the notes of the calls p gave up that are behind
 // this rank's call number call (see pastCall): their tags may come round
 // again for calls p has not given up. p.mu is held.
 func (p *peer) forgetAbandoned(call uint32) {
-	p.abandoned = slices.DeleteFunc(p.abandoned, func(c uint32) bool {
-		return pastCall(call, collTagBase+c*collCallTags)
+	p.abandoned = slices.DeleteFunc(p.abandoned, func(a abandonNote) bool {
+		return pastCall(call, collTagBase+a.call*collCallTags)
 	})
 }

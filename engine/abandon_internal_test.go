@@ -24,8 +24,12 @@ func TestAbandonedNotes(t *testing.T) {
 		return err != nil
 	}
 	tr.BeginCollCall(5)
-	p.abandon(tag(8, collCallTags-1))
-	p.abandon(tag(9, collCallTags-1))
+	p.abandon(tag(8, collCallTags-1), 0)
+	p.abandon(tag(9, collCallTags-1), 7)
+	var ae *CollAbandonError
+	if !errors.As(p.abandonedErr(tag(9, 0)), &ae) || ae.Why != 7 {
+		t.Fatalf("call 9's abandon: %+v, want the why it carried (7)", ae)
+	}
 	if !abandoned(8) || !abandoned(9) || abandoned(7) || abandoned(10) {
 		t.Fatalf("abandoned 7, 8, 9, 10: %v %v %v %v, want false true true false", abandoned(7), abandoned(8), abandoned(9), abandoned(10))
 	}

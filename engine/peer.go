@@ -66,7 +66,7 @@ type peer struct {
 	claimed *recvReq    // receive whose buffer an eager payload is being read into
 	lost    *PeerError  // why the peer is gone, once it is
 
-	abandoned []uint32 // the collective calls the peer gave up, by index in the tag space (abandon.go)
+	abandoned []abandonNote // the collective calls the peer gave up, by index in the tag space (abandon.go)
 
 	gets       map[uint64]*getReq // gets waiting for their reply, by id
 	claimedGet *getReq            // get whose reply is being read into its buffer
@@ -275,7 +275,7 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 		switch {
 		case isAbandon(h):
 			p.mu.Lock()
-			p.abandon(h.Tag)
+			p.abandon(h.Tag, h.Offset)
 			p.mu.Unlock()
 			putBuffer(bb)
 		case bb == nil:

@@ -234,6 +234,7 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // other ranks may have completed the call becomes a *PartialError (see
 // partial.go).
 func (c *Comm) end(err *error) {
+	*err = c.withCause(*err) // an abandon's cause, which the next abandon relays
 	switch {
 	case c.calls == nil:
 	case *err == nil:
@@ -241,7 +242,7 @@ func (c *Comm) end(err *error) {
 	case errors.Is(*err, engine.ErrPeerLost):
 		// every rank's collective receives fail of the loss themselves
 	case c.kind != kindAllReduceDeadline || c.t.Rank() == c.opts.Root:
-		c.calls.AbandonCollCall(c.base + abandonStep)
+		c.calls.AbandonCollCall(c.base+abandonStep, c.abandonWhy(*err))
 	}
 	if *err != nil {
 		*err = c.partial(*err)
@@ -280,10 +281,16 @@ type callTracker interface {
 	BeginCollCall(call uint32)
 	EndCollCall(call uint32)
 	// AbandonCollCall tells every peer, without waiting, that this rank
-	// gave up the call that owns tag: their receives from it for that
-	// call fail with an error wrapping ErrAbandoned.
-	AbandonCollCall(tag uint32)
+	// gave up the call that owns tag (why: see abandonWhy): their
+	// receives from it for that call fail with an error wrapping
+	// ErrAbandoned (an *engine.CollAbandonError that carries why).
+	AbandonCollCall(tag uint32, why uint64)
 }
+
+var (
+	_ callTracker       = (*engine.NetTransport)(nil)
+	_ deadlineTransport = (*engine.NetTransport)(nil)
+)
 
 // scratch returns a receive buffer of n bytes.
 func (c *Comm) scratch(n int) []byte {

@@ -23,17 +23,18 @@ import (
 // AllReduceDeadline over int32 Sum and the other plays its part by hand
 // on the call's tags:
 //
-//   - as the root, to leaf rank 1: the contributor set (8 bytes: a mask
-//     of ranks) and the result, each of the right or another length,
-//     with the call's meta or another, or an abandon, or nothing;
+//   - as the root, to leaf rank 1: the header (16 bytes: a mask of
+//     ranks, then flags) and the result, each of the right or another
+//     length, with the call's meta or another, or a header that says the
+//     leaf is behind and no result, or an abandon, or nothing;
 //   - as leaf rank 1, to root rank 0: the contribution, of the right or
 //     another length, with the call's meta or another, late (after the
 //     root's result), an abandon, or nothing.
 //
 // The rank under test must return exactly what the spec of its side
 // says: the result and the set of contributors, or the error of the
-// first thing wrong (ErrMismatch, ErrLengthMismatch, ErrAbandoned, its
-// context's).
+// first thing wrong (ErrMismatch, ErrLengthMismatch, ErrAbandoned,
+// ErrBehind, its context's).
 func FuzzDeadline(f *testing.F) {
 	var m deadlineMesh
 	f.Cleanup(m.close)
@@ -41,11 +42,12 @@ func FuzzDeadline(f *testing.F) {
 		f.Add(mode, uint64(3), []byte{1, 2, 3, 4, 5, 6, 7, 8})
 		f.Add(mode|0x80, uint64(3), []byte{1, 2, 3, 4, 5, 6, 7, 8})
 	}
-	f.Add(uint8(dlRight), uint64(1), []byte{9, 9, 9, 9})                // the leaf left out
-	f.Add(uint8(dlRight), uint64(2), []byte{9, 9, 9, 9})                // a set without the root
-	f.Add(uint8(dlRight), uint64(1<<40|3), []byte{9, 9, 9, 9})          // ranks beyond the world
-	f.Add(uint8(dlShortHdr), uint64(3), []byte{1, 2, 3, 4})             // a 7-byte set
-	f.Add(uint8(dlWrongMeta|0x80), uint64(0), []byte{1, 2, 3, 4, 1, 1}) // a contribution of another call
+	f.Add(uint8(dlRight), uint64(1), []byte{9, 9, 9, 9})                   // the leaf left out
+	f.Add(uint8(dlRight), uint64(2), []byte{9, 9, 9, 9})                   // a set without the root
+	f.Add(uint8(dlRight), uint64(1<<40|3), []byte{9, 9, 9, 9})             // ranks beyond the world
+	f.Add(uint8(dlShortHdr), uint64(3), []byte{1, 2, 3, 4})                // a 4-byte header
+	f.Add(uint8(dlShortHdr), uint64(3), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9}) // a 9-byte header
+	f.Add(uint8(dlWrongMeta|0x80), uint64(0), []byte{1, 2, 3, 4, 1, 1})    // a contribution of another call
 
 	f.Fuzz(func(t *testing.T, mode uint8, mask uint64, raw []byte) {
 		w, err := m.get()
@@ -53,16 +55,18 @@ func FuzzDeadline(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer fuzzkit.Guard(60*time.Second, func() string { return fmt.Sprintf("mode %#x mask %#x raw % x", mode, mask, raw) })()
+		defer func() { // also after t.Fatal: a failed run leaves the mesh in any state
+			w.sync()
+			if t.Failed() {
+				m.reset()
+			}
+		}()
 		d := &deadlineRun{w: w, mode: mode % dlModes, mask: mask, raw: raw}
 		d.data = int32s(raw, 1+len(raw)/4%8)
 		if mode&0x80 == 0 {
 			d.leafSubject(t)
 		} else {
 			d.rootSubject(t)
-		}
-		w.sync()
-		if t.Failed() {
-			m.reset()
 		}
 	})
 }
@@ -76,6 +80,7 @@ const (
 	dlBadData          // leaf side: a result of another length; root side: a late contribution
 	dlAbandon          // an abandon instead
 	dlNothing          // nothing at all
+	dlBehind           // leaf side: a header that says the leaf is behind; root side: as dlRight
 	dlModes
 )
 
@@ -190,9 +195,14 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 		t.Fatalf("the leaf's contribution % x: %v", in, err)
 	}
 	hdr := binary.LittleEndian.AppendUint64(nil, d.mask)
+	var flags uint64
+	if d.mode == dlBehind {
+		flags = flagBehind
+	}
+	hdr = binary.LittleEndian.AppendUint64(hdr, flags)
 	switch d.mode {
 	case dlShortHdr:
-		hdr = hdr[:len(d.raw)%8]
+		hdr = hdr[:len(d.raw)%deadlineHeaderSize]
 	case dlLongHdr:
 		hdr = append(hdr, d.raw...)
 		hdr = append(hdr, 0)
@@ -203,8 +213,10 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 	}
 	switch d.mode {
 	case dlAbandon:
-		root.AbandonCollCall(tag + abandonStep)
+		root.AbandonCollCall(tag+abandonStep, 0)
 	case dlNothing:
+	case dlBehind:
+		sendColl(t, root, 1, tag+1, meta, hdr)
 	default:
 		sendColl(t, root, 1, tag+1, d.meta(meta), hdr)
 		sendColl(t, root, 1, tag+2, d.meta(meta), AsBytes(res))
@@ -236,8 +248,10 @@ func checkLeaf(t *testing.T, d *deadlineRun, hdr []byte, result, data []int32, g
 		want(errors.Is(err, context.DeadlineExceeded), "its context's end")
 	case d.mode == dlWrongMeta:
 		want(errors.Is(err, ErrMismatch), "ErrMismatch")
-	case len(hdr) != 8:
-		want(errors.Is(err, ErrLengthMismatch), "ErrLengthMismatch (the set)")
+	case len(hdr) != deadlineHeaderSize:
+		want(errors.Is(err, ErrLengthMismatch), "ErrLengthMismatch (the header)")
+	case d.mode == dlBehind:
+		want(errors.Is(err, ErrBehind), "ErrBehind")
 	case d.mask&1 == 0 || d.mask>>2 != 0:
 		want(errors.Is(err, ErrMismatch), "ErrMismatch: a set without the root, or with ranks outside the world")
 	case d.mode == dlBadData:
@@ -283,7 +297,7 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	}
 	switch d.mode {
 	case dlAbandon:
-		leaf.AbandonCollCall(tag + abandonStep)
+		leaf.AbandonCollCall(tag+abandonStep, 0)
 	case dlNothing, dlBadData: // dlBadData: late, after the result
 	default:
 		sendColl(t, leaf, 0, tag, d.meta(meta), p)
@@ -292,14 +306,14 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	// The leaf takes the root's set and result, if it sent them.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hdr, res := make([]byte, 8), make([]int32, len(d.data))
+	hdr, res := make([]byte, deadlineHeaderSize), make([]int32, len(d.data))
 	_, herr := leaf.RecvCollInto(ctx, 0, tag+1, meta, hdr)
 	_, derr := leaf.RecvCollInto(ctx, 0, tag+2, meta, AsBytes(res))
 	if d.mode == dlBadData {
 		sendColl(t, leaf, 0, tag, meta, p) // late: the root must drop it
 	}
 	checkRoot(t, d, contrib, p, mine, r.got, r.err)
-	if r.err == nil && (herr != nil || derr != nil || binary.LittleEndian.Uint64(hdr) != r.got.Mask || !equalInt32s(res, mine)) {
+	if r.err == nil && (herr != nil || derr != nil || binary.LittleEndian.Uint64(hdr) != r.got.Mask || binary.LittleEndian.Uint64(hdr[8:]) != 0 || !equalInt32s(res, mine)) {
 		t.Fatalf("root returned %+v and %v, the leaf got set % x and %v (%v, %v)", r.got, mine, hdr, res, herr, derr)
 	}
 	if r.err != nil && !errors.Is(herr, ErrAbandoned) {
