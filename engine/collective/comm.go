@@ -234,7 +234,9 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // other ranks may have completed the call becomes a *PartialError (see
 // partial.go).
 func (c *Comm) end(err *error) {
-	*err = c.withCause(*err) // an abandon's cause, which the next abandon relays
+	if *err != nil {
+		*err = c.withCause(*err) // an abandon's cause, which the next abandon relays
+	}
 	switch {
 	case c.calls == nil:
 	case *err == nil:
