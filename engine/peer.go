@@ -80,7 +80,7 @@ type peer struct {
 	rts    [2][frame.RTSSize]byte // an RTS payload being read: on the data, on the control stream
 	maxRTS uint64                 // the highest send id of an RTS from the peer (ids grow on the wire)
 	rtsMu  sync.Mutex             // held while an RTS to the peer takes its id and is queued; never with mu
-	tombs  map[uint64]struct{}    // RTSs withdrawn before they came (withdrawRTS)
+	tombs  tombs                  // RTSs withdrawn before they came (tombs.go)
 
 	rpcCost uint64 // the credit of the RPC request being read
 	rpcDrop bool   // the RPC frame being read is discarded (RPCFrame.Dropped)
@@ -120,7 +120,7 @@ var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
 	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{}), byeAnswered: make(chan struct{})}
-	p.rdvIn, p.rdvOut, p.tombs = make(map[uint64]*recvReq), make(map[uint64]*rdvSend), make(map[uint64]struct{})
+	p.rdvIn, p.rdvOut = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
 	p.in.window = uint64(t.opts.MaxQueuedBytes)
 	p.out.init()
 	p.streams = make([]*ioloop.Conn, t.opts.Streams)
@@ -431,7 +431,7 @@ func (p *peer) fail(sentinel, cause error) {
 		p.tidy(tag, q)
 	}
 	p.failRdv()
-	clear(p.tombs)
+	p.tombs = nil
 	if g := p.claimedGet; g != nil {
 		p.claimedGet = nil
 		g.complete(p.errFor("get"))

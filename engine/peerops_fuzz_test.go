@@ -158,13 +158,27 @@ func (r *peerRun) opData() {
 	r.send(t, s, frame.Header{Kind: frame.KindData, Tag: rdv.tag, Aux: uint32(k)<<16 | uint32(i), Offset: rdv.id}, p)
 }
 
+// opWithdraw withdraws one of the raw rank's rendezvous messages (or an
+// unknown one): on data stream 0, behind its RTS, without credit; or, in
+// a mesh when the script says so, on the control stream, credited, where
+// it may overtake its RTS and leave a tombstone that drops the RTS when it
+// comes (frame/spec.md, "Streams"). A tombstone of an unknown send holds
+// its credit for good: the raw rank's model counts it used.
 func (r *peerRun) opWithdraw() {
-	t, which := r.target(r.u8()), r.u8()
+	t, which, how := r.target(r.u8()), r.u8(), r.u8()
 	var p [frame.RTSSize]byte
+	s := 0
+	if how&1 != 0 && !r.w.raw.star {
+		sent, _ := r.credited(t, frame.Cost(0), how&2 != 0)
+		if !sent {
+			return
+		}
+		s = ctlStreamIndex
+	}
 	if len(t.rdvs) == 0 || which&0x80 != 0 {
 		id := r.nextID()
-		r.logf("RTS|Error to %d for unknown send %d", t.rank, id)
-		r.send(t, 0, frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Tag: 1, Offset: id}, p[:])
+		r.logf("RTS|Error to %d for unknown send %d on stream %d", t.rank, id, s)
+		r.send(t, s, frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Tag: 1, Offset: id}, p[:])
 		return
 	}
 	rdv := t.rdvs[int(which)%len(t.rdvs)]
@@ -173,8 +187,8 @@ func (r *peerRun) opWithdraw() {
 	}
 	rdv.withdrawn = true
 	frame.EncodeRTS(&p, uint64(rdv.n))
-	r.logf("RTS|Error to %d send %d", t.rank, rdv.id)
-	r.send(t, 0, frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Tag: rdv.tag, Offset: rdv.id}, p[:])
+	r.logf("RTS|Error to %d send %d on stream %d", t.rank, rdv.id, s)
+	r.send(t, s, frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Tag: rdv.tag, Offset: rdv.id}, p[:])
 }
 
 func (r *peerRun) opCTS() {

@@ -37,7 +37,9 @@ func peerSeeds(star bool) [][]byte {
 		s(st(opSend, 0, 0, sz64K, 1)),                                       // beyond the window: a credit overrun
 		s(st(opData, 0, 0x80, 0, 0, 40)),                                    // DATA for an unknown send id
 		s(st(opCTS, 0, 0x80, 0)),                                            // a CTS for nothing
-		s(st(opRTS, 0, 0, sz(8), 0, 0), st(opWithdraw, 0, 0), fence),        // a withdrawal
+		s(st(opRTS, 0, 0, sz(8), 0, 0), st(opWithdraw, 0, 0, 0), fence),     // a withdrawal
+		s(st(opRTS, 0, 0, sz(8), 0, 0), st(opWithdraw, 0, 0, 1), fence),     // on the control stream (mesh)
+		s(st(opWithdraw, 0, 0x80, 1), fence, st(opRTS, 0, 0, sz(8), 0, 0)),  // of an unknown send: a tombstone
 		s(st(opRankSend, 0, 0, sz8K, 0), fence, st(opCTS, 0, 0, 0), fence),  // the rank's rendezvous send, answered
 		s(st(opRankSend, 0, 0, sz8K, 0), fence, st(opCTS, 0, 0, 1), fence),  // refused
 		s(st(opRankGet, 0, 0, 0, 0, sz(8)), fence, st(opGetReply, 0, 0, 0)), // the rank's get, answered

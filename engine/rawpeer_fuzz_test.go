@@ -166,16 +166,21 @@ func (rp *rawPeer) dst(to int) uint16 {
 	return 0
 }
 
+// ctlStreamIndex, as the stream of rawPeer.send, sends any frame on the
+// control stream (in a mesh).
+const ctlStreamIndex = -1
+
 // conn returns the stream that carries h to rank to: in a mesh, data
 // stream s for data frames (SEND, RTS, DATA; see frame/spec.md,
-// "Streams"), and the control stream, the last, for the others.
+// "Streams"), and the control stream, the last, for the others and when
+// s is ctlStreamIndex.
 func (rp *rawPeer) conn(to, s int, h frame.Header) *rawStream {
 	if rp.star {
 		return rp.streams[0][0]
 	}
 	ss := rp.streams[to]
 	switch {
-	case !rawDataKind(h):
+	case s == ctlStreamIndex || !rawDataKind(h):
 		return ss[len(ss)-1]
 	case h.Kind != frame.KindData:
 		return ss[0] // SEND and RTS take data stream 0
@@ -185,7 +190,8 @@ func (rp *rawPeer) conn(to, s int, h frame.Header) *rawStream {
 
 // rawDataKind reports whether h goes on a data stream. The raw rank sends
 // its withdrawals (RTS|Error) there too, behind their RTS, where they use
-// no credit and leave no tombstone (frame/spec.md, "Streams").
+// no credit and leave no tombstone (frame/spec.md, "Streams"), unless the
+// script sends one on the control stream (opWithdraw).
 func rawDataKind(h frame.Header) bool {
 	switch h.Kind {
 	case frame.KindSend:

@@ -247,11 +247,14 @@ func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.By
 		return
 	}
 	p.maxRTS = id
-	if _, ok := p.tombs[id]; ok { // withdrawn before it came: answered then
-		delete(p.tombs, id)
+	stale, own := p.tombs.arrive(id)
+	if own > 0 { // withdrawn before it came: answered then
 		p.mu.Unlock()
-		p.freeCredit(2 * frame.Cost(0)) // the RTS's and the withdrawal's
+		p.freeCredit(uint64(stale+own+1) * frame.Cost(0)) // the withdrawals' and the RTS's
 		return
+	}
+	if stale > 0 { // withdrawals of RTSs that never came: once p.mu is released
+		defer p.freeCredit(uint64(stale) * frame.Cost(0))
 	}
 	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
 		p.mu.Unlock()
@@ -352,7 +355,7 @@ func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	_, taken := p.rdvIn[id]
 	tomb := !found && !taken && credited && id > p.maxRTS
 	if tomb {
-		p.tombs[id] = struct{}{}
+		p.tombs.add(id)
 	}
 	p.mu.Unlock()
 	switch {
