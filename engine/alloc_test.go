@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
@@ -11,7 +12,7 @@ import (
 // long-lived goroutine (a large send blocks until the receiver reads), so
 // that the measured function creates no goroutine itself.
 func TestSteadyStateAllocs(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
 	if testing.Short() {

@@ -3,9 +3,9 @@ package engine_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 	"net"
 	"os"
-	"os/exec"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -62,7 +62,7 @@ func newHeapBenchPeer(b *testing.B, op string, size, n int) (t *engine.NetTransp
 
 // benchWatchdog makes a run of b that lasts longer than d dump the
 // goroutines of the child (SIGQUIT) and of this process, and exit.
-func benchWatchdog(b *testing.B, cmd *exec.Cmd, d time.Duration) {
+func benchWatchdog(b *testing.B, cmd *childproc.Proc, d time.Duration) {
 	w := time.AfterFunc(d, func() {
 		fmt.Fprintf(os.Stderr, "%s: no progress after %v; goroutines of the child, then of rank 0:\n", b.Name(), d)
 		cmd.Process.Signal(syscall.SIGQUIT)

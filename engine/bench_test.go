@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,22 +165,13 @@ func benchDone(end benchEnd) error {
 // waitChild waits for the child to exit and closes rank 0's end; a child
 // that fails or does not exit in time fails the benchmark. After a failure
 // the end is closed first, so that a child waiting for rank 0 exits.
-func waitChild(b *testing.B, cmd *exec.Cmd, end benchEnd) {
+func waitChild(b *testing.B, child *childproc.Proc, end benchEnd) {
 	defer end.Close()
 	if b.Failed() {
 		end.Close()
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			b.Errorf("benchmark peer: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		b.Error("benchmark peer did not exit")
+	if err := child.WaitFor(30 * time.Second); err != nil {
+		b.Errorf("benchmark peer: %v", err)
 	}
 }
 

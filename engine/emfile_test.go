@@ -4,11 +4,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -68,15 +67,12 @@ func runEmfileChild(addrs []string, ln net.Listener) error {
 func TestAcceptSurvivesEMFILE(t *testing.T) {
 	lns, addrs := listeners(t, 2)
 	lns[1].Close()
-	f, err := lns[0].(*net.TCPListener).File()
+	cmd, err := childproc.Command(childproc.Spec{Role: "emfile", Rank: 0, Addrs: addrs, Listener: lns[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lns[0].Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), childRoleEnv+"=emfile", childRankEnv+"=0", childAddrsEnv+"="+strings.Join(addrs, ","), childListenerEnv+"=1")
-	cmd.ExtraFiles = []*os.File{f}
-	cmd.Stderr = os.Stderr
+	f := cmd.ExtraFiles[0]
+	cmd.Stdout = nil
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -220,9 +220,11 @@ type floodRun struct {
 func startFlood(t testing.TB, shape string) *floodRun {
 	t.Helper()
 	lns, addrs := listeners(t, 2)
-	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), childRoleEnv+"=flood-"+shape, childRankEnv+"=1", childAddrsEnv+"="+strings.Join(addrs, ","))
-	cmd.Stderr = os.Stderr
+	cmd, err := childproc.Command(childproc.Spec{Role: "flood-" + shape, Rank: 1, Addrs: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = nil
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"sync"
 	"testing"
 
@@ -9,7 +10,7 @@ import (
 )
 
 func TestHeapSteadyStateAllocs(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
 	ts := watchedMesh(t, 2, engine.Options{HeapSize: 8 << 20})

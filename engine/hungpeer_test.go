@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 	"math/rand/v2"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -79,7 +79,7 @@ func (h *hungOps) requireLost(t *testing.T, stopped time.Time, victim int, silen
 // connections are as in a long run (idle, the last thing heard a
 // heartbeat, at any point of its period: at most 1.25 KeepAlive), then
 // stops the child's process and returns when it did.
-func stopChild(t *testing.T, child *exec.Cmd) time.Time {
+func stopChild(t *testing.T, child *childproc.Proc) time.Time {
 	t.Helper()
 	time.Sleep(time.Second + rand.N(1250*time.Millisecond))
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"net"
 	"runtime"
 	"sync"
@@ -53,7 +54,7 @@ func peerOpts() engine.Options {
 // otherwise reports known defect 5 (see strictFuzz) as soon as a peer
 // with stripe streams is dropped.
 func meshStreams() int {
-	if raceEnabled && !strictFuzz {
+	if racedetect.Enabled && !strictFuzz {
 		return 1
 	}
 	return 2

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"strings"
 	"sync"
 	"testing"
@@ -80,7 +81,7 @@ type fuzzTarget struct {
 // detector, which otherwise reports known defect 7 (see strictFuzz) on
 // the first frame for worker 1.
 func starTargets() []int {
-	if raceEnabled && !strictFuzz {
+	if racedetect.Enabled && !strictFuzz {
 		return []int{0}
 	}
 	return []int{0, 1}

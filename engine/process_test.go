@@ -1,27 +1,13 @@
 package engine_test
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
-)
-
-// Child processes: the test binary re-executes itself with these variables
-// set, and TestMain runs the role instead of the tests. The child's
-// listener is inherited as fd 3.
-const (
-	childRoleEnv  = "BOLTMESH_TEST_ROLE"
-	childRankEnv  = "BOLTMESH_TEST_RANK"
-	childAddrsEnv = "BOLTMESH_TEST_ADDRS"
-	// set when the child inherits a listener as fd 3
-	childListenerEnv = "BOLTMESH_TEST_LISTENER"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 )
 
 // Exchange parameters shared by parent and children.
@@ -31,18 +17,9 @@ const procTags, procMsgs, procMax = 2, 4, 8 << 20
 // rank 0 until it is killed.
 const floodTag, floodSize = 1, 64 << 20
 
-func runChild(role string) error {
-	rank, err := strconv.Atoi(os.Getenv(childRankEnv))
-	if err != nil {
-		return err
-	}
-	addrs := strings.Split(os.Getenv(childAddrsEnv), ",")
-	var ln net.Listener
-	if os.Getenv(childListenerEnv) != "" {
-		if ln, err = net.FileListener(os.NewFile(3, "listener")); err != nil {
-			return err
-		}
-	}
+// runChild runs the role of a child process (see startChild).
+func runChild(c childproc.Child) error {
+	role, rank, addrs, ln := c.Role, c.Rank, c.Addrs, c.Listener
 	if role == "emfile" {
 		return runEmfileChild(addrs, ln)
 	}
@@ -91,42 +68,21 @@ func runChild(role string) error {
 
 // startChild runs rank as a child process with the given role; the
 // listener is passed down and closed here.
-func startChild(t testing.TB, role string, rank int, ln net.Listener, addrs []string) *exec.Cmd {
+func startChild(t testing.TB, role string, rank int, ln net.Listener, addrs []string) *childproc.Proc {
 	return startChildEnv(t, role, rank, ln, addrs, nil)
 }
 
 // startChildEnv is startChild with extra environment variables; ln may be
 // nil. The child is killed and reaped at cleanup if still running.
-func startChildEnv(t testing.TB, role string, rank int, ln net.Listener, addrs, env []string) *exec.Cmd {
+func startChildEnv(t testing.TB, role string, rank int, ln net.Listener, addrs, env []string) *childproc.Proc {
 	t.Helper()
-	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childRankEnv+"="+strconv.Itoa(rank), childAddrsEnv+"="+strings.Join(addrs, ","))
-	cmd.Env = append(cmd.Env, env...)
-	if ln != nil {
-		f, err := ln.(*net.TCPListener).File()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		ln.Close()
-		cmd.ExtraFiles = []*os.File{f}
-		cmd.Env = append(cmd.Env, childListenerEnv+"=1")
-	}
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd
+	return childproc.Start(t, childproc.Spec{Role: role, Rank: rank, Addrs: addrs, Listener: ln, Env: env})
 }
 
 func TestMeshAllPairsProcesses(t *testing.T) {
 	const ranks = 4
 	lns, addrs := listeners(t, ranks)
-	cmds := make([]*exec.Cmd, 0, ranks-1)
+	cmds := make([]*childproc.Proc, 0, ranks-1)
 	for r := 1; r < ranks; r++ {
 		cmds = append(cmds, startChild(t, "exchange", r, lns[r], addrs))
 	}

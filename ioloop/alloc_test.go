@@ -1,6 +1,7 @@
 package ioloop_test
 
 import (
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -33,7 +34,7 @@ func (h *intoHandler) Closed(*ioloop.Conn, error) {}
 // TestSteadyStateAllocs: Send and delivery of a 4 KiB frame into a
 // handler-named buffer allocate nothing once warm.
 func TestSteadyStateAllocs(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
 	for _, family := range families {

@@ -1,20 +1,11 @@
 package rpc_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 )
 
-func TestMain(m *testing.M) {
-	if role := os.Getenv(childRoleEnv); role != "" {
-		if err := runChild(role); err != nil {
-			fmt.Fprintf(os.Stderr, "child %s: %v\n", role, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	goleak.VerifyTestMain(m)
-}
+// TestMain runs a child role (runChild) when the test binary was started
+// as a rank of a multi-process test (startChild), else the tests.
+func TestMain(m *testing.M) { childproc.Main(m, runChild) }

@@ -3,11 +3,8 @@ package rpc_test
 import (
 	"context"
 	"errors"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 	"net"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,31 +12,12 @@ import (
 	"github.com/boltmesh/boltmesh/rpc"
 )
 
-// Child processes: the test binary re-executes itself with these variables
-// set, and TestMain runs the role instead of the tests. The child's
-// listener, if any, is inherited as fd 3.
-const (
-	childRoleEnv     = "BOLTMESH_RPC_TEST_ROLE"
-	childRankEnv     = "BOLTMESH_RPC_TEST_RANK"
-	childAddrsEnv    = "BOLTMESH_RPC_TEST_ADDRS"
-	childListenerEnv = "BOLTMESH_RPC_TEST_LISTENER"
-)
-
 // childLife bounds how long a child serves if nobody kills it.
 const childLife = time.Minute
 
-func runChild(role string) error {
-	rank, err := strconv.Atoi(os.Getenv(childRankEnv))
-	if err != nil {
-		return err
-	}
-	addrs := strings.Split(os.Getenv(childAddrsEnv), ",")
-	var ln net.Listener
-	if os.Getenv(childListenerEnv) != "" {
-		if ln, err = net.FileListener(os.NewFile(3, "listener")); err != nil {
-			return err
-		}
-	}
+// runChild runs the role of a child process (see startChild).
+func runChild(c childproc.Child) error {
+	role, rank, addrs, ln := c.Role, c.Rank, c.Addrs, c.Listener
 	t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{})
 	if err != nil {
 		return err
@@ -59,29 +37,9 @@ func runChild(role string) error {
 // startChild runs rank as a child process with the given role; ln is
 // passed down (and closed here) unless nil. The child is killed and reaped
 // at cleanup if still running.
-func startChild(t testing.TB, role string, rank int, ln net.Listener, addrs []string) *exec.Cmd {
+func startChild(t testing.TB, role string, rank int, ln net.Listener, addrs []string) *childproc.Proc {
 	t.Helper()
-	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), childRoleEnv+"="+role, childRankEnv+"="+strconv.Itoa(rank), childAddrsEnv+"="+strings.Join(addrs, ","))
-	if ln != nil {
-		f, err := ln.(*net.TCPListener).File()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		ln.Close()
-		cmd.ExtraFiles = []*os.File{f}
-		cmd.Env = append(cmd.Env, childListenerEnv+"=1")
-	}
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd
+	return childproc.Start(t, childproc.Spec{Role: role, Rank: rank, Addrs: addrs, Listener: ln})
 }
 
 // lostWithin is how promptly a killed peer must fail the calls pending on

@@ -3,6 +3,7 @@ package collective_test
 import (
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -196,7 +197,7 @@ func TestAllReduceLengthMismatch(t *testing.T) {
 }
 
 func TestAllReduceSteadyStateAllocs(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
 	cs := newComms(t, 2, collective.Options{})

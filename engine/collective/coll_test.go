@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"math"
 	"slices"
 	"testing"
@@ -668,7 +669,7 @@ func collSteadyAllocs(t *testing.T, cs []*collective.Comm, call func(r int) erro
 }
 
 func TestCollSteadyStateAllocs(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("the race detector's sync.Pool drops items at random, so the transport allocates")
 	}
 	const elems = 1 << 10 // 4 KiB of float32 per rank

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"net"
 	"os"
 	"strconv"
@@ -176,9 +177,9 @@ func dlRun(t *testing.T, n, size, rounds int, mode string) ([][]dlOutcome, []tim
 	if mode == "stop" {
 		go func() { // stop the late rank for longer than its peers take to drop it
 			time.Sleep(time.Until(start) + time.Second)
-			children[late-1].cmd.Process.Signal(syscall.SIGSTOP)
+			children[late-1].Process.Signal(syscall.SIGSTOP)
 			time.Sleep(6 * time.Second)
-			children[late-1].cmd.Process.Signal(syscall.SIGCONT)
+			children[late-1].Process.Signal(syscall.SIGCONT)
 		}()
 	}
 	data := make([]float32, max(size/4, 1))
@@ -201,11 +202,11 @@ func dlRun(t *testing.T, n, size, rounds int, mode string) ([][]dlOutcome, []tim
 		t.Fatalf("final barrier: %v", err)
 	}
 	for _, ch := range children {
-		if mode == "stop" && ch.rank == late {
+		if mode == "stop" && ch.Rank == late {
 			continue // stopped and dropped: what it does after is not this test's (cleanup kills it)
 		}
-		if err := ch.wait(60 * time.Second); err != nil {
-			t.Errorf("rank %d: %v", ch.rank, err)
+		if err := ch.WaitFor(60 * time.Second); err != nil {
+			t.Errorf("rank %d: %v", ch.Rank, err)
 		}
 	}
 	if mode != "stop" {
@@ -239,7 +240,7 @@ func TestAllReduceDeadlineProcesses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/ranks=%d/size=%d", tc.mode, tc.n, tc.size), func(t *testing.T) {
-			if raceEnabled && tc.size > 1<<20 {
+			if racedetect.Enabled && tc.size > 1<<20 {
 				t.Skip("the race detector is too slow for this size's deadline; make deadline runs it without")
 			}
 			rounds := 6
@@ -289,7 +290,7 @@ func TestAllReduceDeadlineProcesses(t *testing.T) {
 // for 6 s, past the others' liveness bound, the root and the other ranks
 // go on every round: late while it is stopped, lost after they drop it.
 func TestAllReduceDeadlineStoppedRank(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("the race detector is too slow for this size's deadline; make deadline runs it without")
 	}
 	const rounds = 60 // a round every 150 ms: 9 s, the stop from 1 s to 7 s

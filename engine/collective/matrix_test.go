@@ -3,6 +3,7 @@ package collective_test
 import (
 	"context"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"math"
 	"net"
 	"os"
@@ -328,7 +329,7 @@ func TestMatrix(t *testing.T) {
 		cs := newComms(t, n, collective.Options{})
 		for _, length := range matrixLengths {
 			t.Run(fmt.Sprintf("n=%d/len=%d", n, length), func(t *testing.T) {
-				if length == matrixLong && (raceEnabled || testing.Short()) {
+				if length == matrixLong && (racedetect.Enabled || testing.Short()) {
 					t.Skip("minutes under the race detector or -short; make test runs it without")
 				}
 				if err := onAll(n, func(r int) error { return matrixRank(cs[r], r, n, length) }); err != nil {
@@ -345,7 +346,7 @@ const matrixLengthsEnv = "BOLTMESH_COLL_MATRIX_LENGTHS"
 // matrixProcLengths are the lengths of TestMatrixProcesses: all of them,
 // but without the longest under the race detector or -short.
 func matrixProcLengths() []int {
-	if raceEnabled || testing.Short() {
+	if racedetect.Enabled || testing.Short() {
 		return matrixLengths[:len(matrixLengths)-1]
 	}
 	return matrixLengths

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,7 +126,7 @@ func TestOneSidedBitIdentical(t *testing.T) {
 // TestOneSidedSteadyStateAllocs: once its heap area exists, a one-sided
 // allreduce allocates nothing, at 4 KiB and 4 MiB.
 func TestOneSidedSteadyStateAllocs(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("the race detector's sync.Pool drops items at random, so the transport allocates")
 	}
 	for _, n := range []int{2, 3} {

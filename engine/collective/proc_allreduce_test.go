@@ -190,7 +190,7 @@ func TestAllReduceProcChildMismatchExits(t *testing.T) {
 	if err := tr.Barrier(); err != nil {
 		t.Errorf("final barrier: %v", err)
 	}
-	err := child.wait(30 * time.Second)
+	err := child.WaitFor(30 * time.Second)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("child expecting wrong results: got %v, want exit status 1", err)
@@ -251,7 +251,7 @@ func testRankKilled(t *testing.T, sigstop bool) {
 	}
 
 	if sigstop {
-		if err := child.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -277,7 +277,7 @@ func testRankKilled(t *testing.T, sigstop bool) {
 	case <-time.After(300 * time.Millisecond): // well into the transfer
 	}
 	killed := time.Now()
-	if err := child.cmd.Process.Kill(); err != nil {
+	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	for range victim {
@@ -299,7 +299,7 @@ func testRankKilled(t *testing.T, sigstop bool) {
 			t.Fatalf("AllReduce still blocked %v after rank %d was killed", killedWithin, victim)
 		}
 	}
-	if err := child.wait(killedWithin); err == nil {
+	if err := child.WaitFor(killedWithin); err == nil {
 		t.Error("killed child exited cleanly")
 	}
 	closeAll()

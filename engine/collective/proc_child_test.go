@@ -2,12 +2,10 @@ package collective_test
 
 import (
 	"fmt"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,30 +13,16 @@ import (
 	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
-// Child processes: the test binary re-executes itself with these variables
-// set, and TestMain runs the role instead of the tests. The child's
-// listener is inherited as fd 3; its stdin is a pipe whose write end the
-// parent holds, so that a child waiting on it exits when the parent dies.
-const (
-	procRoleEnv  = "BOLTMESH_COLL_TEST_ROLE"
-	procRankEnv  = "BOLTMESH_COLL_TEST_RANK"
-	procAddrsEnv = "BOLTMESH_COLL_TEST_ADDRS"
-)
-
 // procOpts are the transport options of every rank of these tests: a small
 // symmetric heap, as the collectives do not use it.
 var procOpts = engine.Options{HeapSize: 1 << 20}
 
-// procRunChild runs one child role; a non-nil error makes the child exit 1.
-func procRunChild(role string) error {
-	rank, err := strconv.Atoi(os.Getenv(procRankEnv))
-	if err != nil {
-		return err
-	}
-	addrs := strings.Split(os.Getenv(procAddrsEnv), ",")
-	ln, err := net.FileListener(os.NewFile(3, "listener"))
-	if err != nil {
-		return err
+// procRunChild runs one child role (see procStart); a non-nil error makes
+// the child exit 1.
+func procRunChild(c childproc.Child) error {
+	role, rank, addrs, ln := c.Role, c.Rank, c.Addrs, c.Listener
+	if ln == nil {
+		return fmt.Errorf("role %q: no listener inherited", role)
 	}
 	switch role {
 	case "allreduce":
@@ -76,13 +60,7 @@ func procListeners(t testing.TB, n int) ([]net.Listener, []string) {
 }
 
 // procChild is a rank running in a child process.
-type procChild struct {
-	rank  int
-	cmd   *exec.Cmd
-	stdin *os.File // write end of the child's stdin
-	done  chan struct{}
-	err   error // cmd.Wait's, once done is closed
-}
+type procChild = childproc.Proc
 
 // procStart runs rank as a child process with the given role and extra
 // environment; the listener ln is passed down as fd 3 and closed here.
@@ -95,63 +73,15 @@ func procStart(t testing.TB, role string, rank int, ln net.Listener, addrs []str
 // procStartWith is procStart with the child's stdout going to stdout.
 func procStartWith(t testing.TB, role string, rank int, ln net.Listener, addrs []string, stdout *os.File, env ...string) *procChild {
 	t.Helper()
-	f, err := ln.(*net.TCPListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ln.Close()
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdinR.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), procRoleEnv+"="+role, procRankEnv+"="+strconv.Itoa(rank), procAddrsEnv+"="+strings.Join(addrs, ","))
-	cmd.Env = append(cmd.Env, env...)
-	cmd.ExtraFiles = []*os.File{f}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		stdinW.Close()
-		t.Fatal(err)
-	}
-	c := &procChild{rank: rank, cmd: cmd, stdin: stdinW, done: make(chan struct{})}
-	go func() {
-		c.err = cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		c.stdin.Close()
-		select {
-		case <-c.done:
-		default:
-			cmd.Process.Kill()
-			<-c.done
-		}
-	})
-	return c
-}
-
-// wait waits up to timeout for the child to exit and returns its error
-// (an *exec.ExitError for a non-zero exit); a child still running after
-// timeout is killed.
-func (c *procChild) wait(timeout time.Duration) error {
-	select {
-	case <-c.done:
-		return c.err
-	case <-time.After(timeout):
-		c.cmd.Process.Kill()
-		<-c.done
-		return fmt.Errorf("rank %d did not exit within %v", c.rank, timeout)
-	}
+	return childproc.Start(t, childproc.Spec{Role: role, Rank: rank, Addrs: addrs, Listener: ln, Env: env, Stdout: stdout})
 }
 
 // procWaitAll waits for every child and reports each failure.
 func procWaitAll(t testing.TB, children []*procChild, timeout time.Duration) {
 	t.Helper()
 	for _, c := range children {
-		if err := c.wait(timeout); err != nil {
-			t.Errorf("rank %d (child process): %v", c.rank, err)
+		if err := c.WaitFor(timeout); err != nil {
+			t.Errorf("rank %d (child process): %v", c.Rank, err)
 		}
 	}
 }

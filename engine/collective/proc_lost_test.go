@@ -131,7 +131,7 @@ func lossRound(t *testing.T, n, victim int) error {
 		tr.Close()
 		return errors.New("rank 0's loop did not get going")
 	}
-	if err := children[victim].cmd.Process.Kill(); err != nil {
+	if err := children[victim].Process.Kill(); err != nil {
 		tr.Close()
 		return err
 	}
@@ -148,7 +148,7 @@ func lossRound(t *testing.T, n, victim int) error {
 	}
 	c.Close()
 	for r := 1; r < n; r++ {
-		err := children[r].wait(killedWithin)
+		err := children[r].WaitFor(killedWithin)
 		if r == victim {
 			if err == nil {
 				errs = append(errs, errors.New("the killed rank exited cleanly"))

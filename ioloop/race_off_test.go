@@ -1,5 +1,0 @@
-//go:build !race
-
-package ioloop_test
-
-const raceEnabled = false
