@@ -33,9 +33,9 @@ type Header struct {
 	Flags  Flags  // modifiers allowed for Kind
 	Dst    uint16 // in a star, 1 + the rank the coordinator forwards the frame to; else 0
 	Src    uint32 // rank of the sender
-	Tag    uint32 // message tag (SEND), handler id (RPC) or 0
-	Aux    uint32 // kind-specific: sequence number or stripe index
-	Offset uint64 // heap offset (PUT, GET request) or request id (replies, RPC)
+	Tag    uint32 // kind-specific (spec.md, the table of kinds): a message's tag (SEND, RTS, DATA), the RPC layer's, else 0
+	Aux    uint32 // kind-specific: a collective call's meta (SEND, RTS), a DATA piece's place, the RPC layer's, a refusal code, else 0
+	Offset uint64 // kind-specific: heap offset (PUT, GET request), request id (replies, RPC), send id (RTS, CTS, DATA), credit (CREDIT), else 0
 	Length uint64 // payload length in bytes
 }
 

@@ -1,8 +1,7 @@
 package ioloop_test
 
-// Tests for defects found while reviewing the package; see the comment on
-// each test for the cause. TestEOFWithDataInOneEdge is a regression test
-// for a defect fixed since; the others fail until their defect is fixed.
+// Regression tests for defects found while reviewing the package, all
+// fixed since; the comment on each test names the cause.
 
 import (
 	"bytes"
