@@ -75,11 +75,12 @@ func (rpcReleaser) RPCPeerLost(int, error)                                  {}
 
 // fuzzWorld is a world of real ranks and the raw rank.
 type fuzzWorld struct {
-	star bool
-	ts   []*engine.NetTransport // the real ranks, 0 and 1
-	raw  *rawPeer
-	ids  uint64    // the raw rank's request and send ids, unique across iterations
-	used [2]uint64 // the credit the raw rank used at each real rank
+	star  bool
+	ts    []*engine.NetTransport // the real ranks, 0 and 1
+	raw   *rawPeer
+	ids   uint64    // the raw rank's request and send ids, unique across iterations
+	used  [2]uint64 // the credit the raw rank used at each real rank
+	tombs [2]int    // the raw rank's withdrawals on the control stream of sends it never announced, since its last RTS to each real rank: each holds Cost(0) of credit there until an RTS with a higher id comes (tombs.go)
 }
 
 // openFuzzWorld builds a mesh (or a star) of real ranks 0 and 1 and the

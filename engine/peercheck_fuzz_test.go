@@ -71,8 +71,9 @@ func (r *peerRun) finish(t *testing.T) bool {
 		return false
 	}
 	for _, tg := range r.targets {
-		if q, held := engine.QueuedBytes(tg.tr, rawRank), engine.HeldCredit(tg.tr, rawRank); q != 0 || held != 0 {
-			t.Fatalf("rank %d, drained, still holds %d bytes of queued messages and %d of the raw rank's credit\n%s", tg.rank, q, held, r.trace())
+		tombs := uint64(*tg.tombs) * frame.Cost(0)
+		if q, held := engine.QueuedBytes(tg.tr, rawRank), engine.HeldCredit(tg.tr, rawRank); q != 0 || held != tombs {
+			t.Fatalf("rank %d, drained, still holds %d bytes of queued messages and %d of the raw rank's credit (want its tombstones' %d)\n%s", tg.rank, q, held, tombs, r.trace())
 		}
 	}
 	return !t.Failed()

@@ -84,6 +84,7 @@ func (r *peerRun) opRTS() {
 	var p [frame.RTSSize]byte
 	frame.EncodeRTS(&p, uint64(sz))
 	r.logf("RTS to %d tag %d id %d, %d bytes", t.rank, tg, id, sz)
+	*t.tombs = 0 // its id is above theirs: they are dropped
 	r.send(t, 0, frame.Header{Kind: frame.KindRTS, Tag: tg, Offset: id}, p[:])
 }
 
@@ -177,6 +178,9 @@ func (r *peerRun) opWithdraw() {
 	}
 	if len(t.rdvs) == 0 || which&0x80 != 0 {
 		id := r.nextID()
+		if s == ctlStreamIndex {
+			*t.tombs++ // a tombstone, for good unless an RTS comes after it
+		}
 		r.logf("RTS|Error to %d for unknown send %d on stream %d", t.rank, id, s)
 		r.send(t, s, frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Tag: 1, Offset: id}, p[:])
 		return

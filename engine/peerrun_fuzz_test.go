@@ -69,6 +69,7 @@ type fuzzTarget struct {
 	rank  int
 	tr    *engine.NetTransport
 	used  *uint64 // credit the raw rank used at it (since the world began)
+	tombs *int    // its tombstones that hold credit (fuzzWorld.tombs)
 	rdvs  []*rawRdv
 	tags  map[uint32][]*fuzzMsg
 	recvs []*fuzzRecv
@@ -123,7 +124,7 @@ func newPeerRun(w *fuzzWorld, script []byte) *peerRun {
 		targets, r.streams = starTargets(), 1
 	}
 	for _, rank := range targets {
-		r.targets = append(r.targets, &fuzzTarget{rank: rank, tr: w.ts[rank], used: &w.used[rank], tags: make(map[uint32][]*fuzzMsg), gets: make(map[uint64]*fuzzOp)})
+		r.targets = append(r.targets, &fuzzTarget{rank: rank, tr: w.ts[rank], used: &w.used[rank], tombs: &w.tombs[rank], tags: make(map[uint32][]*fuzzMsg), gets: make(map[uint64]*fuzzOp)})
 	}
 	return r
 }
