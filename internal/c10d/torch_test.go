@@ -35,8 +35,13 @@ func TestRealTorchStore(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
-	defer cancel()
+	waited := false
+	defer func() {
+		if !waited {
+			cancel()
+			cmd.Wait()
+		}
+	}()
 	lines := bufio.NewScanner(out)
 	line := func() string {
 		if !lines.Scan() {
@@ -90,6 +95,7 @@ func TestRealTorchStore(t *testing.T) {
 	}
 	for lines.Scan() {
 	}
+	waited = true
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the store script: %v\nstderr:\n%s", err, stderr.String())
 	}
