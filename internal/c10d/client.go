@@ -28,8 +28,9 @@ type Client struct {
 }
 
 // Dial connects to the store at addr ("host:port") and, unless
-// o.Protocol names one, detects its protocol. ctx bounds the whole dial
-// (o.Timeout if ctx has no deadline).
+// o.Protocol names one, detects its protocol. A refused connection is
+// retried, as torch's client does, until ctx ends (o.Timeout if ctx has
+// no deadline), which bounds the whole dial.
 func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 	o, err := o.withDefaults()
 	if err != nil {

@@ -255,6 +255,48 @@ func TestForcedProtocol(t *testing.T) {
 	}
 }
 
+// TestDialRetries: Dial retries a refused connection until its context
+// ends, and reaches a store that starts listening meanwhile.
+func TestDialRetries(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := c10d.Dial(ctx, addr, c10d.Options{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Dial with nothing listening = %v, want context.DeadlineExceeded", err)
+	}
+	started := make(chan error, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		started <- err
+		if err != nil {
+			return
+		}
+		defer ln.Close()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.ReadFull(c, make([]byte, 1))                   // the probe: GETNUMKEYS
+		c.Write(binary.NativeEndian.AppendUint64(nil, 0)) // no keys
+		io.Copy(io.Discard, c)
+	}()
+	c, err := c10d.Dial(context.Background(), addr, c10d.Options{Timeout: 30 * time.Second})
+	if serr := <-started; serr != nil {
+		t.Skipf("the port was taken meanwhile: %v", serr)
+	}
+	if err != nil {
+		t.Fatalf("Dial to a store that starts later: %v", err)
+	}
+	c.Close()
+}
+
 func TestOptionErrors(t *testing.T) {
 	for _, c := range []struct {
 		o     c10d.Options

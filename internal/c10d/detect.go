@@ -29,8 +29,7 @@ func dialProtocol(ctx context.Context, addr string, o Options) (net.Conn, *bufio
 	}
 	var errs []error
 	for _, p := range try {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", addr)
+		conn, err := connect(ctx, addr)
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -56,6 +55,23 @@ func dialProtocol(ctx context.Context, addr string, o Options) (net.Conn, *bufio
 		errs = append(errs, fmt.Errorf("as %v: %w", p, err))
 	}
 	return nil, nil, 0, fmt.Errorf("%w: %w", ErrNotStore, joined(errs))
+}
+
+// connect dials addr, retrying with backoff until ctx ends, as torch's
+// client does: the store may not be serving yet.
+func connect(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // open sends what protocol p sends first: VALIDATE, or nothing.

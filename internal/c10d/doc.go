@@ -38,10 +38,11 @@
 //
 //   - ProtocolLegacy, spoken by torch 1.x and 2.0: no handshake, and SET=0,
 //     COMPARE_SET=1, GET=2, ADD=3, CHECK=4, WAIT=5, GETNUMKEYS=6,
-//     WATCH_KEY=7, DELETE_KEY=8 (2.0 adds APPEND=9 to CANCEL_WAIT=12;
-//     1.13 closes the connection on those). This is what Debian's
-//     python3-torch 1.13 serves, and the tests run against it.
-//   - ProtocolValidate, spoken by later 2.x releases (read from their
+//     WATCH_KEY=7, DELETE_KEY=8 (releases after 1.13 add APPEND=9 to
+//     CANCEL_WAIT=12, on which 1.13 closes the connection; this client
+//     uses none of them). This is what Debian's python3-torch 1.13
+//     serves, and the tests run against it.
+//   - ProtocolValidate, spoken by the 2.x releases after 2.0 (read from their
 //     sources; the tests check it only against c10dtest's fake): the first
 //     query on a connection must be VALIDATE with the magic number
 //     0x3C85F7CE, or the store closes it; WATCH_KEY is gone, so the types

@@ -64,13 +64,13 @@ func TestRealTorchStore(t *testing.T) {
 	if v, err := c.Get(ctx, "/py/key"); err != nil || string(v) != "from python" {
 		t.Fatalf("Get(/py/key) = %q, %v", v, err)
 	}
+	for _, d := range [][2]int64{{40, 40}, {2, 42}} { // before go/key, which the script waits for
+		if sum, err := c.Add(ctx, "/go/count", d[0]); err != nil || sum != d[1] {
+			t.Fatalf("Add(%d) = %d, %v; want %d", d[0], sum, err, d[1])
+		}
+	}
 	if err := c.Set(ctx, "/go/key", []byte("from go")); err != nil {
 		t.Fatal(err)
-	}
-	for _, d := range []int64{40, 2} {
-		if _, err := c.Add(ctx, "/go/count", d); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if got := line(); got != "go/key from go" {
 		t.Errorf("python read %q, want %q", got, "go/key from go")

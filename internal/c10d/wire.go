@@ -26,7 +26,7 @@ func (p Protocol) String() string {
 	case ProtocolLegacy:
 		return "legacy (torch 1.x-2.0)"
 	case ProtocolValidate:
-		return "validate (torch 2.1+)"
+		return "validate (later torch 2.x)"
 	}
 	return fmt.Sprintf("Protocol(%d)", int(p))
 }
