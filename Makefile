@@ -109,8 +109,8 @@ fuzz-short:
 # torch: install Debian's python3-torch (torch 1.13) when no python3
 # imports torch.distributed, for the tests against a real c10d TCPStore
 # (internal/c10d's TestRealTorchStore, cmd/boltmesh's
-# TestTorchrunAgentStore), which skip without it. It fetches about 190 MB
-# (some 230 packages) and took 4 minutes here, so .ci/run does not call it.
+# TestTorchrunAgentStore), which skip without it. It is a large install
+# (some 230 packages, about 190 MB), so .ci/run does not call it.
 torch:
 	@if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || python3 -c 'import torch.distributed' 2>/dev/null; then \
 		echo "torch: already importable"; \

@@ -143,7 +143,9 @@ func viaStore(ctx context.Context, at master, m membership, self string, why err
 	leave := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), storeGrace)
 		defer cancel()
-		st.Delete(ctx, storeKey(prefix, m.rank)) // tidiness only: a later attempt has its own prefix
+		// Best effort: a later attempt has a prefix of its own, and a later
+		// run in this attempt is only spared a stale address.
+		st.Delete(ctx, storeKey(prefix, m.rank))
 		st.Close()
 	}
 	if err != nil {
