@@ -31,7 +31,7 @@ var torchrunBench = []string{"bench", "--quick", "--suite", "barrier", "--progre
 func TestTorchrunAgentStore(t *testing.T) {
 	py, err := c10dtest.TorchPython()
 	if errors.Is(err, c10dtest.ErrNoTorch) {
-		t.Skipf("%v; .ci/run installs it", err)
+		t.Skipf("%v; `make torch` installs it", err)
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.json")

@@ -21,7 +21,7 @@ import (
 func TestRealTorchStore(t *testing.T) {
 	py, err := c10dtest.TorchPython()
 	if errors.Is(err, c10dtest.ErrNoTorch) {
-		t.Skipf("%v: .ci/run installs it", err)
+		t.Skipf("%v; `make torch` installs it", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
