@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short clean
+.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short torch torch-test clean
 
 all: build
 
@@ -105,6 +105,22 @@ fuzz:
 # fuzz-short: every fuzz target for 5 s, as CI runs them after make test.
 fuzz-short:
 	$(MAKE) fuzz FUZZTIME=5s
+
+# torch: install Debian's python3-torch (torch 1.13) when no python3
+# imports torch.distributed, for the tests against a real c10d TCPStore
+# (internal/c10d's TestRealTorchStore, cmd/boltmesh's
+# TestTorchrunAgentStore), which skip without it. It is a large install
+# (some 230 packages, about 190 MB), so .ci/run does not call it.
+torch:
+	@if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || python3 -c 'import torch.distributed' 2>/dev/null; then \
+		echo "torch: already importable"; \
+	else \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch >/dev/null; \
+	fi
+
+# torch-test: the tests against a real TCPStore, after `make torch`.
+torch-test: torch
+	$(GO) test -count=1 -run 'TestRealTorchStore|TestTorchrunAgentStore' ./internal/c10d ./cmd/boltmesh
 
 clean:
 	$(GO) clean -testcache

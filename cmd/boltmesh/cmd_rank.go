@@ -13,7 +13,8 @@ Joins a mesh as rank 1..n-1 and runs whatever rank 0 ("boltmesh bench")
 asks for, then exits. Give the rank's place with --rank and --world, and
 either --peers (every rank's host:port) or --rendezvous (rank 0's
 rendezvous address); or run it under mpirun, srun or torchrun, whose
-environment gives both.
+environment gives both (under torchrun, through its agent's TCPStore on
+MASTER_PORT when one holds it: see "boltmesh bench --help").
 
 Example, two machines:
   hostB$ boltmesh rank  --rank 1 --world 2 --peers hostA:7000,hostB:7000

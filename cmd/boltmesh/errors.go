@@ -28,6 +28,12 @@ var (
 	// errBadHello means a hello names a world, rank or address that does
 	// not fit this rendezvous.
 	errBadHello = errors.New("hello does not fit this rendezvous")
+	// errSilent means what a rank reached at rank 0's rendezvous address
+	// sent no challenge: it may be a TCPStore, which never speaks first.
+	errSilent = errors.New("no challenge at the rendezvous address")
+	// errBadEntry means a rank's entry in torchrun's TCPStore does not fit
+	// this rendezvous: another world size, or no address.
+	errBadEntry = errors.New("store entry does not fit this rendezvous")
 )
 
 // usageErr returns a usage error with a message.

@@ -41,12 +41,13 @@ func joinMesh(f *meshFlags, m membership, opts engine.Options, rln net.Listener)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	peers, err := exchangePeers(f, m, ln, rv, opts.MeshKey, rln)
+	peers, leave, err := exchangePeers(f, m, ln, rv, opts.MeshKey, rln)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
 	t, err := engine.FromListener(m.rank, m.world, ln, peers, opts)
+	leave()
 	if err != nil {
 		return nil, fmt.Errorf("rank %d of %d joining %v: %w", m.rank, m.world, peers, err)
 	}
@@ -81,27 +82,34 @@ func joinStar(f *meshFlags, m membership, opts engine.Options, ln net.Listener) 
 }
 
 // exchangePeers returns every rank's address: the given list, or the
-// rendezvous's.
-func exchangePeers(f *meshFlags, m membership, ln net.Listener, rv string, key []byte, rln net.Listener) ([]string, error) {
+// rendezvous's (under torchrun maybe through its store: meetAtMaster).
+// leave is to be called once the mesh is formed or failed.
+func exchangePeers(f *meshFlags, m membership, ln net.Listener, rv string, key []byte, rln net.Listener) (peers []string, leave func(), err error) {
 	self := ln.Addr().String()
+	nothing := func() {}
 	switch {
 	case m.peers != nil:
-		return m.peers, nil
+		return m.peers, nothing, nil
 	case m.world == 1:
 		if rln != nil {
 			rln.Close()
 		}
-		return []string{self}, nil
-	case m.rank != 0:
-		return joinRendezvous(rv, m.rank, m.world, self, key, f.timeout)
+		return []string{self}, nothing, nil
+	}
+	if at, ok := masterStore(f, m, os.Getenv); ok && rln == nil {
+		return meetAtMaster(f, m, self, key, at)
+	}
+	if m.rank != 0 {
+		peers, err = joinRendezvous(rv, m.rank, m.world, self, key, f.timeout)
+		return peers, nothing, err
 	}
 	if rln == nil {
-		var err error
 		if rln, err = net.Listen("tcp", rv); err != nil {
-			return nil, fmt.Errorf("rendezvous: rank 0 listening at %s: %w", rv, err)
+			return nil, nil, fmt.Errorf("rendezvous: rank 0 listening at %s: %w", rv, err)
 		}
 	}
-	return serveRendezvous(rln, m.world, self, key, f.timeout)
+	peers, err = serveRendezvous(rln, m.world, self, key, f.timeout)
+	return peers, nothing, err
 }
 
 // bindAddr is this rank's listen address: --bind, else its entry in the

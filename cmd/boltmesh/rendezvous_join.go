@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 )
@@ -15,14 +16,26 @@ import (
 // other connections and close this one before its challenge), answers
 // rank 0's challenge with its own address self and returns the mesh's.
 func joinRendezvous(addr string, rank, world int, self string, key []byte, timeout time.Duration) ([]string, error) {
-	deadline := time.Now().Add(timeout)
+	return joinRendezvousAt(addr, rank, world, self, key, time.Now().Add(timeout), 0)
+}
+
+// joinRendezvousAt is joinRendezvous until deadline. With sniff > 0 it
+// first waits that long on each connection for rank 0's challenge, and
+// fails with errSilent if none comes: what holds addr may be a TCPStore,
+// which never speaks first.
+func joinRendezvousAt(addr string, rank, world int, self string, key []byte, deadline time.Time, sniff time.Duration) ([]string, error) {
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
 		c, err := dialRetry(addr, deadline)
 		if err != nil {
 			return nil, fmt.Errorf("rendezvous with rank 0 at %s: %w", addr, err)
 		}
+		br := bufio.NewReader(c)
+		if sniff > 0 && silent(c, br, sniff) {
+			c.Close()
+			return nil, fmt.Errorf("rendezvous with rank 0 at %s: %w", addr, errSilent)
+		}
 		c.SetDeadline(deadline)
-		peers, err := exchangeHello(c, hello{Rank: rank, World: world, Addr: fillHost(self, c.LocalAddr())}, key)
+		peers, err := exchangeHelloBuf(c, br, hello{Rank: rank, World: world, Addr: fillHost(self, c.LocalAddr())}, key)
 		c.Close()
 		if err == nil {
 			return peers, nil
@@ -37,7 +50,11 @@ func joinRendezvous(addr string, rank, world int, self string, key []byte, timeo
 // exchangeHello reads rank 0's challenge on c, sends h answering it, and
 // reads and checks the peer list.
 func exchangeHello(c net.Conn, h hello, key []byte) ([]string, error) {
-	br := bufio.NewReader(c)
+	return exchangeHelloBuf(c, bufio.NewReader(c), h, key)
+}
+
+// exchangeHelloBuf is exchangeHello reading c through br.
+func exchangeHelloBuf(c net.Conn, br *bufio.Reader, h hello, key []byte) ([]string, error) {
 	var ch challenge
 	if err := readLine(br, maxChallenge, &ch); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
@@ -86,4 +103,12 @@ func dialRetry(addr string, deadline time.Time) (net.Conn, error) {
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
+}
+
+// silent reports whether c sends nothing for wait: no challenge, nor a
+// hang-up (which exchangeHello classifies).
+func silent(c net.Conn, br *bufio.Reader, wait time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(wait))
+	_, err := br.Peek(1)
+	return errors.Is(err, os.ErrDeadlineExceeded)
 }
