@@ -425,8 +425,13 @@ func (p *peer) failRdv() {
 	}
 }
 
-// violation drops p, which broke the protocol with err.
+// violation drops p, which broke the protocol with err on c: every stream
+// of it, not just c. (The control stream ending alone does not lose a
+// peer that said GOODBYE: its data stream would stay open.)
 func (p *peer) violation(c *ioloop.Conn, err error) {
 	p.t.opts.Logger.Warn("boltmesh: a peer broke the protocol; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
 	c.Abort(err)
+	if m := p.conn; m != nil && m != c {
+		m.Abort(err)
+	}
 }
