@@ -44,7 +44,7 @@ func FuzzControl(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer fuzzkit.Guard(30*time.Second, func() string { return fmt.Sprintf("mode %#x message %q", mode, msg) })()
+		defer fuzzkit.Guard(9*time.Second, func() string { return fmt.Sprintf("mode %#x message %q", mode, msg) })()
 		ok := false
 		defer func() {
 			if !ok {

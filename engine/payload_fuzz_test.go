@@ -25,8 +25,11 @@ func payloadMesh() *meshtest.Kept {
 	return &meshtest.Kept{N: 2, Opts: engine.Options{HeapSize: 1 << 20, Logger: discardLogger, Spin: -1}}
 }
 
-// fuzzWait bounds each wait of these targets.
-const fuzzWait = 10 * time.Second
+// fuzzWait bounds each wait of these targets: well under the 10 s the
+// fuzzing engine allows one input before it kills the worker as hung
+// without a word (go.dev/issue/56238), so that a wait that runs out
+// fails the iteration with its own message first.
+const fuzzWait = 3 * time.Second
 
 // FuzzAllocPayload: rank 0 calls AllocCollective and rank 1 answers its
 // 17-byte allocation (ok byte, offset, length) with the same bytes,
@@ -52,7 +55,7 @@ func FuzzAllocPayload(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer fuzzkit.Guard(3*fuzzWait, func() string {
+		defer fuzzkit.Guard(9*time.Second, func() string {
 			return fmt.Sprintf("size %d align 2^%d mode %d pos %d raw % x", size, alignExp, mode, pos, raw)
 		})()
 		ok := false
@@ -186,7 +189,7 @@ func FuzzBarrierPayload(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer fuzzkit.Guard(3*fuzzWait, func() string { return fmt.Sprintf("script % x", script) })()
+		defer fuzzkit.Guard(9*time.Second, func() string { return fmt.Sprintf("script % x", script) })()
 		ok := false
 		defer func() {
 			if !ok {

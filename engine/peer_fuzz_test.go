@@ -213,7 +213,7 @@ func fuzzPeer(f *testing.F, star bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer fuzzkit.Guard(2*time.Minute, func() string { return fmt.Sprintf("script % x", script) })()
+		defer fuzzkit.Guard(9*time.Second, func() string { return fmt.Sprintf("script % x", script) })()
 		base := runtime.NumGoroutine()
 		keep := false
 		defer func() {

@@ -57,7 +57,7 @@ func FuzzRPCWire(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer fuzzkit.Guard(60*time.Second, func() string { return fmt.Sprintf("script % x", data) })()
+		defer fuzzkit.Guard(9*time.Second, func() string { return fmt.Sprintf("script % x", data) })()
 		run := &rpcRun{w: w, in: data}
 		ctx, cancel := context.WithCancel(context.Background())
 		for len(run.in) > 0 && !t.Failed() {

@@ -54,7 +54,7 @@ func FuzzDeadline(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer fuzzkit.Guard(60*time.Second, func() string { return fmt.Sprintf("mode %#x mask %#x raw % x", mode, mask, raw) })()
+		defer fuzzkit.Guard(9*time.Second, func() string { return fmt.Sprintf("mode %#x mask %#x raw % x", mode, mask, raw) })()
 		defer func() { // also after t.Fatal: a failed run leaves the mesh in any state
 			w.sync()
 			if t.Failed() {

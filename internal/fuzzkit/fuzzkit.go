@@ -6,16 +6,28 @@ package fuzzkit
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 )
 
 // Guard panics, with every goroutine's stack and what, unless the
 // returned stop is called within d. A fuzz iteration that deadlocks then
-// kills its worker, and the engine saves the input as a crasher.
+// kills its worker, and the engine saves the input as a crasher. The
+// engine does not show a worker's dying words, so the panic's text is
+// also written to a file, boltmesh-fuzz-hang-PID.txt in os.TempDir(),
+// whose name the panic gives. Keep d under 10 s: the engine kills a
+// worker that spends longer on one input first, silently
+// (go.dev/issue/56238).
 func Guard(d time.Duration, what func() string) (stop func() bool) {
 	t := time.AfterFunc(d, func() {
-		panic(fmt.Sprintf("fuzz iteration still running after %v: %s\n%s", d, what(), Stacks()))
+		msg := fmt.Sprintf("fuzz iteration still running after %v: %s\n%s", d, what(), Stacks())
+		name := filepath.Join(os.TempDir(), fmt.Sprintf("boltmesh-fuzz-hang-%d.txt", os.Getpid()))
+		if err := os.WriteFile(name, []byte(msg), 0o644); err == nil {
+			msg = "(also in " + name + ") " + msg
+		}
+		panic(msg)
 	})
 	return t.Stop
 }
