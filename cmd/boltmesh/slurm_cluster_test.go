@@ -25,10 +25,10 @@ const slurmStartTimeout = 30 * time.Second
 // slurmCluster is a one-node Slurm (munged, slurmctld, slurmd) started
 // by startSlurm in a temporary directory and stopped at the test's end.
 type slurmCluster struct {
-	dir  string // holds slurm.conf, the munge key and socket, spool, state, logs
-	conf string // slurm.conf, as $SLURM_CONF for srun and sinfo
-	node string // the node's name: this host's short hostname
-	logs []*daemon
+	dir     string    // holds slurm.conf, the munge key and socket, spool, state, logs
+	conf    string    // slurm.conf, as $SLURM_CONF for srun and sinfo
+	node    string    // the node's name: this host's short hostname
+	daemons []*daemon // in start order: munged, slurmctld, slurmd
 }
 
 // daemon is one process the cluster runs in the foreground, its output
@@ -176,7 +176,7 @@ func (c *slurmCluster) start(t *testing.T, name string, args ...string) {
 		t.Skipf("%s does not start: %v", name, err)
 	}
 	go func() { d.done <- d.cmd.Wait() }()
-	c.logs = append(c.logs, d)
+	c.daemons = append(c.daemons, d)
 }
 
 // env is the environment for Slurm's programs: this process's without
@@ -214,7 +214,7 @@ func (c *slurmCluster) await(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(slurmStartTimeout)
 	for !ok() {
-		for _, d := range c.logs {
+		for _, d := range c.daemons {
 			select {
 			case err := <-d.done:
 				d.done <- err
@@ -234,7 +234,7 @@ func (c *slurmCluster) skip(t *testing.T, format string, args ...any) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "cannot run Slurm here: "+format, args...)
-	for _, d := range c.logs {
+	for _, d := range c.daemons {
 		out, _ := os.ReadFile(d.out)
 		fmt.Fprintf(&b, "\n--- %s:\n%s", d.name, tail(string(out), 20))
 	}
@@ -259,8 +259,8 @@ func (c *slurmCluster) srun(t *testing.T, tasks int, env []string, args ...strin
 
 // stop ends the daemons, slurmd first: SIGTERM, then SIGKILL after 10 s.
 func (c *slurmCluster) stop() {
-	for i := len(c.logs) - 1; i >= 0; i-- {
-		d := c.logs[i]
+	for i := len(c.daemons) - 1; i >= 0; i-- {
+		d := c.daemons[i]
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-d.done:
