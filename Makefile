@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short torch torch-test clean
+.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short torch torch-test slurm slurm-test clean
 
 all: build
 
@@ -121,6 +121,24 @@ torch:
 # torch-test: the tests against a real TCPStore, after `make torch`.
 torch-test: torch
 	$(GO) test -count=1 -run 'TestRealTorchStore|TestTorchrunAgentStore' ./internal/c10d ./cmd/boltmesh
+
+# slurm: install Debian's slurm-wlm and munge when slurmctld, slurmd,
+# srun or munged is missing, for cmd/boltmesh's TestSrun, which brings up
+# a one-node Slurm of its own as root (munged, slurmctld and slurmd under
+# a temporary directory, on free ports) and skips without them. Some 34
+# packages; .ci/run calls it.
+slurm:
+	@export PATH="$$PATH:/usr/sbin:/sbin"; \
+	if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null && command -v munged >/dev/null; then \
+		echo "slurm: already installed"; \
+	else \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; \
+	fi
+
+# slurm-test: srun -N1 -n2 boltmesh bench on that one-node Slurm, after
+# `make slurm`.
+slurm-test: slurm
+	$(GO) test -count=1 -race -run 'TestSrun$$' -v ./cmd/boltmesh
 
 clean:
 	$(GO) clean -testcache

@@ -26,7 +26,8 @@ the cores, GOMAXPROCS = cores/ranks, unless GOMAXPROCS is set). To span
 machines, start every rank with --rank/--world/--peers (other hosts may
 run "boltmesh rank"), or under a launcher: mpirun (OMPI_COMM_WORLD_RANK/SIZE), srun (SLURM_PROCID/NTASKS)
 or torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; ranks then meet
-at rank 0's --rendezvous address. Under torchrun, whose agent may hold a
+at rank 0's --rendezvous address (under srun by default the step's first
+node, at a port derived from the job and step ids). Under torchrun, whose agent may hold a
 c10d TCPStore on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True, or found
 there), each rank listens on a port of its own and the ranks swap
 addresses through that store instead. Rank 0 prints the results; the exit
@@ -38,6 +39,7 @@ Examples:
   boltmesh bench --ranks 4 --suite allreduce --sizes 8,64K,1M,16M --plot plots
   boltmesh bench --suite rpc --sizes 8,1K,64K,1M
   mpirun -np 4 boltmesh bench --suite allreduce
+  srun -N 2 -n 4 boltmesh bench --suite allreduce
   torchrun --nproc_per_node 2 --no_python boltmesh bench --suite allreduce
 `
 

@@ -32,7 +32,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.rank, "rank", -1, "this process's rank (with --world and --peers, or --rendezvous)")
 	fs.IntVar(&f.world, "world", -1, "number of ranks in the mesh")
 	fs.StringVar(&f.peers, "peers", "", "every rank's `host:port`, comma-separated, in rank order")
-	fs.StringVar(&f.rendezvous, "rendezvous", "", "rank 0's rendezvous `host:port`: rank 0 listens there, the others send their address and get the peer list\n(default $BOLTMESH_RENDEZVOUS, else MASTER_ADDR:MASTER_PORT, or torchrun's TCPStore there, else "+defaultRendezvous+")")
+	fs.StringVar(&f.rendezvous, "rendezvous", "", "rank 0's rendezvous `host:port`: rank 0 listens there, the others send their address and get the peer list\n(default $BOLTMESH_RENDEZVOUS, else MASTER_ADDR:MASTER_PORT, or torchrun's TCPStore there,\nunder srun the step's first node at a port from SLURM_JOB_ID and SLURM_STEP_ID, else "+defaultRendezvous+")")
 	fs.StringVar(&f.coordinator, "coordinator", "", "star topology: rank 0 listens at `host:port` as the coordinator, the others dial it (only outbound connections;\nworker-to-worker traffic goes through the coordinator). In a local run, port 0 picks a free one")
 	fs.StringVar(&f.bind, "bind", "", "this rank's listen `address` (default: from --peers, else 127.0.0.1:0 for a loopback rendezvous, else :0)")
 	fs.StringVar(&f.transport, "transport", "tcp", "transport: tcp, or thunderbolt (TCP with defaults for fast point-to-point links: 2 streams per pair, 4 MiB socket buffers)")

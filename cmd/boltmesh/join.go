@@ -104,8 +104,8 @@ func exchangePeers(f *meshFlags, m membership, ln net.Listener, rv string, key [
 		return peers, nothing, err
 	}
 	if rln == nil {
-		if rln, err = net.Listen("tcp", rv); err != nil {
-			return nil, nil, fmt.Errorf("rendezvous: rank 0 listening at %s: %w", rv, err)
+		if rln, err = net.Listen("tcp", rendezvousListen(rv, m)); err != nil {
+			return nil, nil, fmt.Errorf("rendezvous: rank 0 listening at %s: %w", rendezvousListen(rv, m), err)
 		}
 	}
 	peers, err = serveRendezvous(rln, m.world, self, key, f.timeout)

@@ -8,7 +8,7 @@ import (
 )
 
 // defaultRendezvous is rank 0's rendezvous address when nothing names one:
-// right for mpirun or srun on one machine.
+// right for mpirun on one machine.
 const defaultRendezvous = "127.0.0.1:29517"
 
 // membership is where this process stands in the mesh: its rank, the
@@ -17,6 +17,7 @@ type membership struct {
 	rank, world int
 	peers       []string // every rank's address, if known up front
 	rendezvous  string   // rank 0's rendezvous address, from the launcher
+	derived     bool     // rendezvous derived from the Slurm step, not named (slurmRendezvous)
 	source      string   // "flags", "openmpi", "slurm", "pmi", "torchrun"
 }
 
@@ -67,7 +68,9 @@ func rankSizeEnv(rankVar, sizeVar string) func(func(string) string) (membership,
 	}
 }
 
-// slurmEnv reads srun's SLURM_PROCID and SLURM_NTASKS (or SLURM_NPROCS).
+// slurmEnv reads srun's SLURM_PROCID and SLURM_NTASKS (or SLURM_NPROCS),
+// and takes the rendezvous from MASTER_ADDR:MASTER_PORT, else derives it
+// from the step (slurmRendezvous).
 func slurmEnv(getenv func(string) string) (membership, bool, error) {
 	r := getenv("SLURM_PROCID")
 	sizeVar := "SLURM_NTASKS"
@@ -79,7 +82,14 @@ func slurmEnv(getenv func(string) string) (membership, bool, error) {
 		return membership{}, false, nil
 	}
 	m, err := rankWorld("SLURM_PROCID", r, sizeVar, s)
-	return m, err == nil, err
+	if err != nil {
+		return m, false, err
+	}
+	if m.rendezvous = masterAddr(getenv); m.rendezvous == "" {
+		m.rendezvous = slurmRendezvous(getenv)
+		m.derived = m.rendezvous != ""
+	}
+	return m, true, nil
 }
 
 // torchrunEnv reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT.
@@ -161,8 +171,9 @@ func splitList(s string) []string {
 }
 
 // rendezvousAddr picks rank 0's rendezvous address: the flag, then
-// $BOLTMESH_RENDEZVOUS, then the launcher's (MASTER_ADDR:MASTER_PORT),
-// then defaultRendezvous.
+// $BOLTMESH_RENDEZVOUS, then the launcher's (MASTER_ADDR:MASTER_PORT, or
+// under srun the step's first node, slurmRendezvous), then
+// defaultRendezvous.
 func rendezvousAddr(flagValue string, m membership, getenv func(string) string) string {
 	for _, a := range []string{flagValue, getenv("BOLTMESH_RENDEZVOUS"), m.rendezvous} {
 		if a != "" {

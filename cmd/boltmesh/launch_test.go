@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -56,6 +57,13 @@ func TestLauncherSlurm(t *testing.T) {
 		{"batch script", []string{"SLURM_PROCID", "0"}, false, false, membership{}},
 		{"zero tasks", []string{"SLURM_PROCID", "0", "SLURM_NTASKS", "0"}, false, true, membership{}},
 		{"master", []string{"SLURM_PROCID", "1", "SLURM_NTASKS", "2", "MASTER_ADDR", "node1", "MASTER_PORT", "29500"}, true, false, membership{rank: 1, world: 2, source: "slurm", rendezvous: "node1:29500"}},
+		{"step", []string{"SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_STEP_NODELIST", "node[07-09,12],gpu1", "SLURM_JOB_ID", "4242", "SLURM_STEP_ID", "1"},
+			true, false, membership{rank: 3, world: 4, source: "slurm", rendezvous: "node07:" + strconv.Itoa(slurmPort("4242", "1"))}},
+		{"job nodelist", []string{"SLURM_PROCID", "0", "SLURM_NTASKS", "2", "SLURM_JOB_NODELIST", "c1", "SLURM_JOBID", "7"},
+			true, false, membership{rank: 0, world: 2, source: "slurm", rendezvous: "c1:" + strconv.Itoa(slurmPort("7", ""))}},
+		{"master beats step", []string{"SLURM_PROCID", "1", "SLURM_NTASKS", "2", "SLURM_STEP_NODELIST", "node1", "SLURM_JOB_ID", "9", "MASTER_ADDR", "head", "MASTER_PORT", "29500"},
+			true, false, membership{rank: 1, world: 2, source: "slurm", rendezvous: "head:29500"}},
+		{"no job id", []string{"SLURM_PROCID", "1", "SLURM_NTASKS", "2", "SLURM_STEP_NODELIST", "node1"}, true, false, membership{rank: 1, world: 2, source: "slurm"}},
 	})
 }
 

@@ -34,11 +34,14 @@ func cli(t *testing.T, args ...string) (stdout, stderr string, err error) {
 }
 
 // cliCmd runs cmd (this test binary, maybe under a launcher) as the CLI,
-// with a watchdog.
+// with a watchdog; cmd.Env, if set, replaces this process's environment.
 func cliCmd(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, cliEnv+"=1")
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
