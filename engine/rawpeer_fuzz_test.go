@@ -82,6 +82,7 @@ type rtsState struct {
 	n        uint64
 	answered bool // the raw rank sent its CTS (or CTS|Error)
 	data     bool // the answer was a CTS: the DATA follows
+	tomb     bool // withdrawn before it came (on the control stream): answered then, dropped when it comes
 }
 
 // rawFuzzKey is the mesh key of the fuzz targets' meshes.
@@ -143,7 +144,8 @@ func (rp *rawPeer) add(r int, conns []net.Conn) error {
 		rp.streams[r] = append(rp.streams[r], &rawStream{nc: c})
 	}
 	for i, s := range rp.streams[r] {
-		rp.readers.Go(func() { rp.read(r, i, s) })
+		ctl := !rp.star && i == len(conns)-1 // a mesh's last stream is the control stream
+		rp.readers.Go(func() { rp.read(r, i, s, ctl) })
 	}
 	return rp.grant(r, rawWindow)
 }
@@ -233,8 +235,9 @@ func (rp *rawPeer) origin(r int, h frame.Header) int {
 	return r
 }
 
-// read takes in the frames of stream i of the connection to rank r.
-func (rp *rawPeer) read(r, i int, s *rawStream) {
+// read takes in the frames of stream i of the connection to rank r (the
+// control stream if ctl).
+func (rp *rawPeer) read(r, i int, s *rawStream, ctl bool) {
 	for {
 		h, p, err := readFrame(s.nc)
 		if err != nil {
@@ -246,12 +249,12 @@ func (rp *rawPeer) read(r, i int, s *rawStream) {
 			rp.mu.Unlock()
 			return
 		}
-		rp.take(rp.origin(r, h), h, p)
+		rp.take(rp.origin(r, h), h, p, ctl)
 	}
 }
 
-// take handles one arrival from rank from.
-func (rp *rawPeer) take(from int, h frame.Header, p []byte) {
+// take handles one arrival from rank from, on the control stream if ctl.
+func (rp *rawPeer) take(from int, h frame.Header, p []byte, ctl bool) {
 	var back uint64
 	var refuse *rtsKey
 	rp.mu.Lock()
@@ -262,13 +265,26 @@ func (rp *rawPeer) take(from int, h frame.Header, p []byte) {
 		rp.complete = true
 	case h.Kind == frame.KindRTS:
 		k := rtsKey{from, h.Offset}
-		if h.Flags&frame.FlagError == 0 {
+		st := rp.rts[k]
+		switch {
+		case h.Flags&frame.FlagError == 0 && st != nil && st.tomb:
+			delete(rp.rts, k) // withdrawn before it came, and answered then
+			back = frame.Cost(0)
+		case h.Flags&frame.FlagError == 0:
 			n, _ := frame.DecodeRTS(p, 0)
 			rp.rts[k] = &rtsState{tag: h.Tag, aux: h.Aux, n: n}
 			back = frame.Cost(0)
-		} else if st := rp.rts[k]; st != nil && !st.answered {
+		case st != nil && !st.answered:
 			st.answered = true
 			refuse = &k
+		case st == nil && ctl:
+			// A withdrawal on the control stream that overtook its RTS:
+			// answered at once, as a real rank does (a tombstone).
+			rp.rts[k] = &rtsState{answered: true, tomb: true}
+			refuse = &k
+		}
+		if h.Flags&frame.FlagError != 0 && ctl {
+			back = frame.Cost(0) // a withdrawal there uses credit
 		}
 	case frame.Credited(h.Kind, h.Flags) && !(h.Kind == frame.KindSend && h.Length == 0 && h.Aux == 0xB0FF_0000):
 		back = frame.Cost(h.Length)
