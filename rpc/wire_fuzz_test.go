@@ -514,12 +514,20 @@ func (c *rpcCall) check(t *testing.T) {
 }
 
 // fence waits until rank 0 has processed every frame rank 1 sent before:
-// a message sent after them has arrived.
+// on the data stream, a message sent after them has arrived; on the
+// control stream, which carries the RPC frames (and may run ahead of the
+// data stream), a put sent after them was applied (Quiet).
 func (r *rpcRun) fence(t *testing.T) {
 	if err := r.w.ts[1].Send(0, fenceTag, nil); err != nil {
 		t.Fatalf("fence: %v", err)
 	}
 	if _, err := r.w.ts[0].RecvTimeout(1, fenceTag, 10*time.Second); err != nil {
+		t.Fatalf("fence: %v", err)
+	}
+	if err := r.w.ts[1].Put(engine.SymmetricBuffer{Rank: 0, Offset: 0, Len: 1}, []byte{1}); err != nil {
+		t.Fatalf("fence: %v", err)
+	}
+	if err := r.w.ts[1].Quiet(); err != nil {
 		t.Fatalf("fence: %v", err)
 	}
 }
