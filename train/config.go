@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"time"
+
+	"github.com/boltmesh/boltmesh/engine/collective"
 )
 
 // Config is one training run's settings. The zero value selects every
@@ -20,11 +22,16 @@ type Config struct {
 	Seed uint64
 	// Shards is the number of pieces each global batch is cut into, and
 	// so the reduction order of its gradient: each rank takes Shards/world
-	// consecutive pieces. Default: the world size. It must be a multiple
-	// of the world size and, for the order to be the allreduce's, a power
-	// of two; a run with the same Shards computes the same bits at every
-	// world size that divides it.
+	// consecutive pieces and sums their gradients pairwise. Default: the
+	// world size. It must be a multiple of the world size. Runs with the
+	// same Shards compute the same bits at world sizes 1 and 2, and at
+	// every power-of-two world size that divides a power-of-two Shards
+	// when Algorithm is collective.AlgorithmDoubling (whose order is the
+	// same pairwise tree; the ring's is not).
 	Shards int
+	// Algorithm is the gradient allreduce's algorithm
+	// (collective.Options.Algorithm). Default collective.AlgorithmAuto.
+	Algorithm collective.Algorithm
 	// CheckEvery is the number of steps between checks that every rank
 	// holds the same weights; the last step of each epoch is always
 	// checked. Default 100.

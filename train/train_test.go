@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/engine/collective"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
@@ -73,6 +74,23 @@ func TestOneRankMatchesTwo(t *testing.T) {
 	}
 	if two[0][1].Contributed != two[0][1].Steps {
 		t.Errorf("rank 0 contributed to %d of %d steps", two[0][1].Contributed, two[0][1].Steps)
+	}
+}
+
+// TestOneRankMatchesFour: with recursive doubling, whose order is the
+// pairwise tree a rank sums its shards in, 4 ranks compute the bits of 1
+// rank and of 2 ranks with the same 4 shards.
+func TestOneRankMatchesFour(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Epochs, cfg.Shards, cfg.Algorithm = 1, 4, collective.AlgorithmDoubling
+	_, p1 := runRanks(t, 1, cfg, 512, 10)
+	_, p2 := runRanks(t, 2, cfg, 512, 10)
+	_, p4 := runRanks(t, 4, cfg, 512, 10)
+	if i := firstDiff(p1[0], p4[0]); i >= 0 {
+		t.Errorf("1 rank and 4 ranks differ first at parameter %d", i)
+	}
+	if i := firstDiff(p1[0], p2[0]); i >= 0 {
+		t.Errorf("1 rank and 2 ranks differ first at parameter %d", i)
 	}
 }
 

@@ -63,7 +63,7 @@ func New(t collective.Transport, trainSet, testSet *Dataset, cfg Config) (*Train
 		return nil, &ConfigError{Field: "Batch", Reason: fmt.Sprintf("%d is more than the %d training samples", cfg.Batch, trainSet.Len())}
 	}
 	tr := &Trainer{
-		cfg: cfg, comm: collective.New(t, collective.Options{}), rank: t.Rank(), world: world,
+		cfg: cfg, comm: collective.New(t, collective.Options{Algorithm: cfg.Algorithm}), rank: t.Rank(), world: world,
 		model: NewModel(cfg.Seed), trainSet: trainSet, testSet: testSet,
 		perm: make([]int, trainSet.Len()), shardRows: cfg.Batch / cfg.Shards,
 		grad: make([]float32, NumParams+tail), check: make([]int64, 3),
