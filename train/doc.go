@@ -12,6 +12,8 @@
 // Config.CheckEvery steps the ranks compare a hash of their weights
 // (AllReduce Max and Min) and fail with ErrDiverged if they differ.
 //
+// See Example for one rank's part and examples/train for a whole run.
+//
 // Because a rank sums its shards' gradients in the order the allreduce
 // would (pairwise, by shard), one rank training with Shards = 2 computes
 // the very bits that two ranks compute: see TestOneRankMatchesTwo.
