@@ -12,6 +12,7 @@ type stepStats struct {
 	loss          float64 // mean loss of the step's contributing samples
 	compute, comm time.Duration
 	contributed   bool
+	result        bool // false: the round went on without this rank (ErrBehind)
 }
 
 // step runs step s of the current epoch: this rank's shards' gradients,
@@ -35,7 +36,7 @@ func (tr *Trainer) step(s int) (stepStats, error) {
 	case err != nil:
 		return st, err
 	}
-	st.contributed = contrib
+	st.contributed, st.result = contrib, true
 	n := tr.grad[NumParams+2]
 	st.loss = float64(tr.grad[NumParams]) / float64(n)
 	tr.update(1 / n)

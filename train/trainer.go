@@ -11,7 +11,7 @@ import (
 // Epoch is one epoch's record on one rank.
 type Epoch struct {
 	Epoch        int     `json:"epoch"`         // 1, 2, ...
-	Loss         float64 `json:"loss"`          // mean training loss over the epoch's steps
+	Loss         float64 `json:"loss"`          // mean training loss over the epoch's steps that this rank got a result of
 	TestAccuracy float64 `json:"test_accuracy"` // fraction of the test set right after the epoch
 	ComputeS     float64 `json:"compute_s"`     // seconds in forward, backward and update
 	CommS        float64 `json:"comm_s"`        // seconds in the allreduces and checks
@@ -118,12 +118,16 @@ func (tr *Trainer) epoch(e int) (Epoch, error) {
 	}
 	rng.Shuffle(len(tr.perm), func(i, j int) { tr.perm[i], tr.perm[j] = tr.perm[j], tr.perm[i] })
 	var lossSum float64
+	results := 0
 	for s := 0; s < ep.Steps; s++ {
 		st, err := tr.step(s)
 		if err != nil {
 			return ep, fmt.Errorf("train: epoch %d step %d: %w", e, s, err)
 		}
-		lossSum += st.loss
+		if st.result {
+			lossSum += st.loss
+			results++
+		}
 		ep.ComputeS += st.compute.Seconds()
 		ep.CommS += st.comm.Seconds()
 		if st.contributed {
@@ -145,8 +149,8 @@ func (tr *Trainer) epoch(e int) (Epoch, error) {
 			tr.cfg.Progress(global, tr.cfg.Epochs*ep.Steps)
 		}
 	}
-	if ep.Steps > 0 {
-		ep.Loss = lossSum / float64(ep.Steps)
+	if results > 0 {
+		ep.Loss = lossSum / float64(results)
 	}
 	ep.TestAccuracy = tr.eval.accuracy(tr.model.Params, tr.testSet)
 	ep.ElapsedS = time.Since(tr.start).Seconds()

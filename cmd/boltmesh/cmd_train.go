@@ -143,8 +143,11 @@ func (f *trainFlags) straggle() (int, time.Duration, error) {
 // config is rank's train.Config for a world of n ranks.
 func (f *trainFlags) config(rank, n int) (train.Config, error) {
 	sr, sd, _ := f.straggle()
-	if sr >= n {
+	switch {
+	case sr >= n:
 		return train.Config{}, flagErr("straggler", f.straggler, "rank %d is outside the world of %d", sr, n)
+	case sr == 0 && f.deadline > 0:
+		return train.Config{}, flagErr("straggler", f.straggler, "rank 0 is the deadline allreduce's root, which every rank waits for; pick another")
 	}
 	cfg := train.Config{Epochs: f.epochs, Batch: f.batch, LR: float32(f.lr), Seed: f.seed, Shards: f.shards, CheckEvery: f.checkEvery, Deadline: f.deadline}
 	if sr == rank {

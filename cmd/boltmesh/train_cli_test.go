@@ -106,6 +106,7 @@ func TestTrainFlagErrors(t *testing.T) {
 	for _, c := range []struct{ args []string }{
 		{[]string{"--straggler", "1"}},
 		{[]string{"--straggler", "5:1ms"}},
+		{[]string{"--straggler", "0:1ms", "--deadline", "1ms"}},
 		{[]string{"--batch", "0"}},
 		{[]string{"--lr", "-1"}},
 		{[]string{"--epochs", "0"}},
