@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boltmesh/boltmesh/internal/c10d/c10dtest"
 )
 
 // readTrainReport reads a boltmesh-train/v1 file.
@@ -135,6 +137,31 @@ func TestTrainMpirun(t *testing.T) {
 	stdout, stderr, err := cliCmd(t, exec.Command(mpirun, args...))
 	if err != nil {
 		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	rep := readTrainReport(t, out)
+	if rep.World != 2 || len(rep.Ranks) != 2 || rep.Ranks[1].Contributed != rep.Ranks[1].Steps {
+		t.Errorf("world %d, ranks %+v", rep.World, rep.Ranks)
+	}
+}
+
+// TestTrainTorchrunAgentStore runs "boltmesh train" as 2 workers of
+// testdata/torchrun_agent.py (a real torch.distributed.TCPStore on
+// MASTER_PORT and torchrun's environment: see TestTorchrunAgentStore).
+// Skips where torch is not importable.
+func TestTrainTorchrunAgentStore(t *testing.T) {
+	py, err := c10dtest.TorchPython()
+	if errors.Is(err, c10dtest.ErrNoTorch) {
+		t.Skipf("%v; `make torch` installs it", err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "train.json")
+	args := []string{"testdata/torchrun_agent.py", "--nproc-per-node", "2", "--run-id", "boltmesh-train-test",
+		"--log-dir", dir, "--timeout", "50", "--", os.Args[0],
+		"train", "--quick", "--samples", "1024", "--epochs", "1", "--progress=false", "--json", out}
+	stdout, stderr, err := cliCmd(t, exec.Command(py, args...))
+	if err != nil {
+		log0, _ := os.ReadFile(filepath.Join(dir, "attempt_0", "0", "stderr.log"))
+		t.Fatalf("torchrun_agent.py: %v\n%s%s\nrank 0:\n%s", err, stdout, stderr, log0)
 	}
 	rep := readTrainReport(t, out)
 	if rep.World != 2 || len(rep.Ranks) != 2 || rep.Ranks[1].Contributed != rep.Ranks[1].Steps {
