@@ -10,7 +10,7 @@
 // the loss and the count of correct predictions riding along) and apply
 // the same update, so every rank holds bit-identical weights. Every
 // Config.CheckEvery steps the ranks compare a hash of their weights
-// (AllReduce Max and Min) and fail with ErrDiverged if they differ.
+// (one AllReduce Max over the hash and its complement) and fail with ErrDiverged if they differ.
 //
 // See Example for one rank's part and examples/train for a whole run.
 //
