@@ -9,8 +9,9 @@
 // shards, and the ranks sum the gradients (one AllReduce per step, with
 // the loss and the count of correct predictions riding along) and apply
 // the same update, so every rank holds bit-identical weights. Every
-// Config.CheckEvery steps the ranks compare a hash of their weights
-// (one AllReduce Max over the hash and its complement) and fail with ErrDiverged if they differ.
+// Config.CheckEvery steps the ranks compare a hash of their weights (one
+// AllReduce Max over the hash and its complement) and fail with
+// ErrDiverged if they differ.
 //
 // See Example for one rank's part and examples/train for a whole run.
 //
