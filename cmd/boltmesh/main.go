@@ -2,6 +2,7 @@
 //
 //	boltmesh bench [flags]          run the benchmark suites (rank 0, or every rank under a launcher)
 //	boltmesh rank [flags]           join a mesh as a participant and follow rank 0
+//	boltmesh train [flags]          data-parallel training of an MLP on MNIST
 //	boltmesh profile [flags] FILE   summarize a CPU profile
 //	boltmesh keygen FILE            write a new mesh key to FILE
 //
@@ -26,6 +27,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"rank":    cmdRank,
 	"profile": cmdProfile,
 	"keygen":  cmdKeygen,
+	"train":   cmdTrain,
 }
 
 const usage = `boltmesh: zero-copy transport engine tools
@@ -33,6 +35,7 @@ const usage = `boltmesh: zero-copy transport engine tools
 Usage:
   boltmesh bench [flags]          benchmark boltmesh against the stdnet baseline
   boltmesh rank [flags]           join a mesh as a participant (ranks 1..n-1 on other hosts)
+  boltmesh train [flags]          data-parallel MNIST training over boltmesh's allreduce
   boltmesh profile [flags] FILE   where a CPU profile's time went
   boltmesh keygen FILE            write a new mesh key (for --key-file) to FILE, mode 0600
 

@@ -28,30 +28,44 @@ const childWait = 30 * time.Second
 
 // run joins the mesh (starting the local ranks first in a local run),
 // runs the benchmark and, on rank 0, writes the outputs.
-func (b *benchRun) run() (err error) {
-	stop, err := startProfiling(b.pf, b.m.rank, b.stderr)
+func (b *benchRun) run() error {
+	var rep *bench.Report
+	err := runLocal(b.mf, b.pf, b.m, b.stderr, []string{"rank"}, func(rln net.Listener) (err error) {
+		rep, err = b.runRank(rln)
+		return err
+	})
+	if rep != nil {
+		err = errors.Join(err, b.output(rep))
+	}
+	return err
+}
+
+// runLocal runs this rank's part, rank, under the profiles pf asks for.
+// In a local run of more than one rank it first opens rank 0's listener
+// (handed to rank) and starts ranks 1..n-1 as this program's command
+// child (a subcommand and its own flags; the mesh flags are added), and
+// afterwards waits for them.
+func runLocal(mf *meshFlags, pf *profFlags, m membership, stderr io.Writer, child []string, rank func(rln net.Listener) error) (err error) {
+	stop, err := startProfiling(pf, m.rank, stderr)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 	var rln net.Listener
 	var kids *children
-	if b.m.source == "local" && b.m.world > 1 {
-		if rln, err = b.listenLocal(); err != nil {
+	if m.source == "local" && m.world > 1 {
+		if rln, err = listenLocal(mf); err != nil {
 			return err
 		}
-		if kids, err = spawn(b.m.world, b.mf, b.pf, b.stderr); err != nil {
+		if kids, err = spawn(m.world, mf, pf, stderr, child); err != nil {
 			rln.Close()
 			return err
 		}
 		defer kids.kill()
 	}
-	rep, err := b.runRank(rln)
+	err = rank(rln)
 	if kids != nil {
 		err = errors.Join(err, kids.wait(childWait))
-	}
-	if rep != nil {
-		err = errors.Join(err, b.output(rep))
 	}
 	return err
 }
@@ -59,20 +73,20 @@ func (b *benchRun) run() (err error) {
 // listenLocal opens rank 0's listener of a local run before the other
 // ranks start, and points them at it: the star's coordinator listener
 // with --coordinator, else the rendezvous on a free loopback port.
-func (b *benchRun) listenLocal() (net.Listener, error) {
-	if b.mf.coordinator != "" {
-		ln, err := net.Listen("tcp", b.mf.coordinator)
+func listenLocal(mf *meshFlags) (net.Listener, error) {
+	if mf.coordinator != "" {
+		ln, err := net.Listen("tcp", mf.coordinator)
 		if err != nil {
-			return nil, fmt.Errorf("--coordinator: listening at %s: %w", b.mf.coordinator, err)
+			return nil, fmt.Errorf("--coordinator: listening at %s: %w", mf.coordinator, err)
 		}
-		b.mf.coordinator = ln.Addr().String()
+		mf.coordinator = ln.Addr().String()
 		return ln, nil
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
-	b.mf.rendezvous = ln.Addr().String()
+	mf.rendezvous = ln.Addr().String()
 	return ln, nil
 }
 

@@ -18,10 +18,11 @@ type children struct {
 	done []chan error
 }
 
-// spawn starts ranks 1..world-1, which meet rank 0 at mf.rendezvous. Their
-// output goes to stderr. Every local rank, this one included, gets its
+// spawn starts ranks 1..world-1 as this program's command child (its
+// subcommand, then its own flags), which meet rank 0 at mf.rendezvous.
+// Their output goes to stderr. Every local rank, this one included, gets its
 // share of the cores (see coreShare).
-func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer) (*children, error) {
+func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer, child []string) (*children, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("starting local ranks: %w", err)
@@ -29,7 +30,7 @@ func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer) (*children
 	c := &children{}
 	env, share := shareCores(world)
 	for r := 1; r < world; r++ {
-		cmd := exec.Command(exe, childArgs(r, world, mf, pf)...)
+		cmd := exec.Command(exe, childArgs(r, world, mf, pf, child)...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		if share {
 			cmd.Env = append(os.Environ(), env)
@@ -45,10 +46,10 @@ func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer) (*children
 	return c, nil
 }
 
-// childArgs are rank r's command line: its place, and the flags every rank
-// must share.
-func childArgs(r, world int, mf *meshFlags, pf *profFlags) []string {
-	args := []string{"rank", "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world),
+// childArgs are rank r's command line: child's subcommand, its place, the
+// flags every rank must share, then child's own flags.
+func childArgs(r, world int, mf *meshFlags, pf *profFlags, child []string) []string {
+	args := []string{child[0], "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world),
 		"--rendezvous", mf.rendezvous, "--transport", mf.transport, "--timeout", mf.timeout.String(), "--spin", mf.spin.String()}
 	if mf.streams != 0 {
 		args = append(args, "--streams", strconv.Itoa(mf.streams))
@@ -62,7 +63,7 @@ func childArgs(r, world int, mf *meshFlags, pf *profFlags) []string {
 			args = append(args, "--"+f[0], f[1])
 		}
 	}
-	return args
+	return append(args, child[1:]...)
 }
 
 // bindHost turns rank 0's --bind into the children's: the same host, any
