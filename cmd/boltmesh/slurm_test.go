@@ -17,9 +17,8 @@ import (
 // (slurmRendezvous) while something else holds defaultRendezvous, as a
 // concurrent step would (before that derivation, rank 0 failed there
 // with "address already in use"). Skips, saying why, without root,
-// slurm-wlm and munge, or where the daemons cannot run. ("boltmesh
-// train" joins this test, as a subtest on the same cluster, once that
-// subcommand exists.)
+// slurm-wlm and munge, or where the daemons cannot run. "train" runs
+// `srun -n2 boltmesh train --quick` on the same cluster.
 func TestSrun(t *testing.T) {
 	c := startSlurm(t)
 	bench := []string{os.Args[0], "bench", "--quick", "--suite", "barrier", "--progress=false", "--timeout", "20s"}
@@ -41,6 +40,18 @@ func TestSrun(t *testing.T) {
 			t.Fatalf("srun: %v\n%s", err, stdout)
 		}
 		checkTwoRanks(t, stdout, out)
+	})
+	t.Run("train", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "train.json")
+		stdout, err := c.srun(t, 2, nil, os.Args[0], "train", "--quick", "--samples", "1024", "--epochs", "1", "--progress=false",
+			"--rendezvous", "127.0.0.1:"+freePort(t), "--json", out)
+		if err != nil {
+			t.Fatalf("srun: %v\n%s", err, stdout)
+		}
+		rep := readTrainReport(t, out)
+		if rep.World != 2 || len(rep.Ranks) != 2 || rep.Ranks[1].Contributed != rep.Ranks[1].Steps {
+			t.Errorf("world %d, ranks %+v", rep.World, rep.Ranks)
+		}
 	})
 }
 
