@@ -429,6 +429,9 @@ func (r *peerRun) opRaw() {
 	} else {
 		r.stopped = true // refused unread: nothing may follow
 	}
+	if derr == nil && h.Kind == frame.KindGoodbye {
+		r.goodbye[r.targets[0].rank] = true // said, as opControl's: the peer's loss is then its close
+	}
 	r.logf("raw %+v on stream %d (decode: %v)", h, s, derr)
 	if err := r.w.raw.conn(0, s, h).write(h, p); err != nil {
 		r.stopped = true
