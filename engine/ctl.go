@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -64,12 +65,20 @@ func (s *ctlStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb 
 }
 
 // Closed implements ioloop.Handler: losing the control stream loses the
-// peer, unless the peer said GOODBYE, in which case its data stream ends
-// on its own once what it sent before is read.
+// peer, unless the peer said GOODBYE and the stream merely ended, in which
+// case its data stream ends on its own once what it sent before is read.
+// A control stream that ended because the peer broke the protocol there
+// (a frame that does not decode, after a GOODBYE too) loses the peer.
 func (s *ctlStream) Closed(_ *ioloop.Conn, err error) {
-	if c := s.p.conn; c != nil && !s.p.goodbye.Load() {
+	if c := s.p.conn; c != nil && (!s.p.goodbye.Load() || brokeProtocol(err)) {
 		c.Abort(err)
 	}
+}
+
+// brokeProtocol reports whether err, the end of a connection, is the
+// peer's breach of the protocol rather than the connection's end.
+func brokeProtocol(err error) bool {
+	return errors.Is(err, ioloop.ErrProtocol) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrFlowControl)
 }
 
 // onStream reports whether a frame of h's kind may arrive on c, one of
