@@ -50,6 +50,7 @@ func (r *peerRun) finish(t *testing.T) bool {
 		}
 	}
 	r.rankOps.Wait()
+	r.collect() // the answers that came since the loop's last look (the fence orders them before its own)
 	lost := r.checkLoss(t)
 	r.checkRecvs(t)
 	r.checkOps(t)
