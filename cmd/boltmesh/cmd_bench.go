@@ -148,21 +148,7 @@ func parseBench(args []string, stdout, stderr io.Writer) (*benchRun, error) {
 	var mf meshFlags
 	var pf profFlags
 	var bf benchFlags
-	mf.register(fs)
-	pf.register(fs)
-	bf.register(fs)
-	if pos, err := parseFlags(fs, args); err != nil {
-		return nil, err
-	} else if len(pos) > 0 {
-		return nil, usageErr("unexpected argument %q", pos[0])
-	}
-	if err := checkTransport(&mf, func(s string) { fmt.Fprintln(stderr, s) }); err != nil {
-		return nil, err
-	}
-	if err := mf.check(); err != nil {
-		return nil, err
-	}
-	if err := pf.check(); err != nil {
+	if err := parseMesh(fs, &mf, &pf, bf.register, args, stderr); err != nil {
 		return nil, err
 	}
 	cfg, err := bf.config(mf.transport)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/boltmesh/boltmesh/bench"
@@ -35,20 +34,7 @@ func parseRank(args []string, stdout, stderr io.Writer) (*benchRun, error) {
 	fs := newFlagSet("rank", rankHeader, stdout)
 	var mf meshFlags
 	var pf profFlags
-	mf.register(fs)
-	pf.register(fs)
-	if pos, err := parseFlags(fs, args); err != nil {
-		return nil, err
-	} else if len(pos) > 0 {
-		return nil, usageErr("unexpected argument %q", pos[0])
-	}
-	if err := checkTransport(&mf, func(s string) { fmt.Fprintln(stderr, s) }); err != nil {
-		return nil, err
-	}
-	if err := mf.check(); err != nil {
-		return nil, err
-	}
-	if err := pf.check(); err != nil {
+	if err := parseMesh(fs, &mf, &pf, nil, args, stderr); err != nil {
 		return nil, err
 	}
 	m, ok, err := membershipOf(&mf, fs)

@@ -192,21 +192,7 @@ func parseTrain(args []string, stdout, stderr io.Writer) (*trainRun, error) {
 	var mf meshFlags
 	var pf profFlags
 	var tf trainFlags
-	mf.register(fs)
-	pf.register(fs)
-	tf.register(fs)
-	if pos, err := parseFlags(fs, args); err != nil {
-		return nil, err
-	} else if len(pos) > 0 {
-		return nil, usageErr("unexpected argument %q", pos[0])
-	}
-	if err := checkTransport(&mf, func(s string) { fmt.Fprintln(stderr, s) }); err != nil {
-		return nil, err
-	}
-	if err := mf.check(); err != nil {
-		return nil, err
-	}
-	if err := pf.check(); err != nil {
+	if err := parseMesh(fs, &mf, &pf, tf.register, args, stderr); err != nil {
 		return nil, err
 	}
 	if err := tf.resolve(fs); err != nil {

@@ -111,3 +111,27 @@ func visited(fs *flag.FlagSet, name string) bool {
 	fs.Visit(func(f *flag.Flag) { seen = seen || f.Name == name })
 	return seen
 }
+
+// parseMesh registers the mesh and profiling flags on fs, then those
+// more adds (nil for none), parses args, which may hold no positional
+// argument, and checks the mesh and profiling flags: the part of parsing
+// that bench, rank and train share.
+func parseMesh(fs *flag.FlagSet, mf *meshFlags, pf *profFlags, more func(*flag.FlagSet), args []string, stderr io.Writer) error {
+	mf.register(fs)
+	pf.register(fs)
+	if more != nil {
+		more(fs)
+	}
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usageErr("unexpected argument %q", pos[0])
+	}
+	if err := checkTransport(mf, func(s string) { fmt.Fprintln(stderr, s) }); err != nil {
+		return err
+	}
+	if err := mf.check(); err != nil {
+		return err
+	}
+	return pf.check()
+}
