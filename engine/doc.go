@@ -32,6 +32,18 @@
 //
 // See credit.go, rendezvous.go and frame/spec.md.
 //
+// # One-sided operations
+//
+// Every rank maps a symmetric heap (Options.HeapSize). Ranks that allocate
+// in the same order (AllocCollective checks it across ranks) get the same
+// offsets, so a SymmetricBuffer names the same memory everywhere (On picks
+// the rank), and Put and Get move bytes straight between the caller's
+// memory and another rank's heap without that rank taking part; PutNB and
+// GetNB return a Request to Wait on. A transfer out of range fails before
+// it is sent (*OutOfBoundsError); one the target refuses anyway fails the
+// next Quiet or Barrier (*RemoteError). Barrier is Quiet followed by a
+// barrier: every put issued before it by any rank is visible after it.
+//
 // # Failure
 //
 // A peer whose connection breaks is lost: every pending and later

@@ -49,6 +49,62 @@
 // the same order, i.e. if the algorithm, not the kernel, fixes the order.
 // Max and Min do not depend on the order except for NaN payloads.
 //
+// # Collectives and algorithms
+//
+// A Comm (New) runs collectives over any transport that offers the
+// collective tag space (engine.NetTransport does): AllReduce,
+// AllReduceDeadline (bounded staleness: late ranks are left out and every
+// rank learns who contributed; Mean divides by that count), Broadcast,
+// ReduceTo, AllGather, ReduceScatter, Gather, Scatter and AllToAll, all
+// with uneven counts, in typed generic forms and ...Bytes forms that take
+// a DType for raw buffers (16-bit floats as uint16, accumulated in
+// float32).
+//
+// AllReduce uses recursive doubling for small messages and, from
+// Options.RingMin, a ring reduce-scatter and all-gather whose steps travel
+// in Options.Chunk pieces, each reduced as soon as it lands while the next
+// ones are still on the wire. Any world size works. AlgorithmOneSided
+// (over the symmetric heap) and AlgorithmStar (reduce at a star's
+// coordinator, which Auto picks on a star of more than two ranks, found
+// with engine.NetTransport.StarCenter) can be chosen. Every element is reduced in one fixed order on every
+// rank, so every rank gets the same bits; Sum and Prod of float32 and
+// float64 and integer Sum, Prod, Max and Min use AVX2 on amd64, lane by
+// lane the same IEEE operations as the portable loop. A steady-state
+// AllReduce allocates nothing.
+//
+// # Isolation, mismatches and lost ranks
+//
+// Each call takes fresh tags, and a rank drops the messages of calls it
+// has left behind (the leftovers of a failed call, a late deadline
+// contribution), so they never reach a later call, not even one that
+// reuses their tags 65536 calls on. Every message carries its call's
+// identity (collective, dtype, op), so ranks that call differently get
+// ErrMismatch (*MismatchError names both calls) or ErrLengthMismatch
+// instead of a wrong result. With more than 2 ranks only the ranks that receive
+// an odd message find the mismatch; a rank whose call fails of anything
+// but a lost peer (a mismatch, a length, its ctx) abandons the call, and
+// the ranks waiting for its part fail with ErrAbandoned instead of
+// waiting, whatever their ctx, however many calls it gave up before they
+// got there. A rank whose arguments are refused (ErrDTypeLength, a root
+// outside the world, ...) still takes part in the call's numbering and
+// abandons it, so the others fail with ErrAbandoned and the next call
+// works everywhere.
+//
+// A lost rank fails the call on every survivor with engine.ErrPeerLost,
+// and so does a rank that closed its transport without completing the
+// call (one that closes right after its call returned does not disturb
+// the others' ends of it). The error names the first rank lost
+// (*engine.PeerError's Rank and Cause) even when survivors that gave up
+// because of it closed before this rank saw the loss, and lists those in
+// ClosedAfter (GOODBYE reports the first loss its sender knew of).
+//
+// # Profiles
+//
+// Collective calls label their CPU profile samples with op (allreduce,
+// broadcast, ...), algorithm (recursive-doubling, ring, ...) and size:
+// record with runtime/pprof or net/http/pprof and read the file with
+// "boltmesh profile" or "go tool pprof -tagfocus op=allreduce".
+//
 // # Failed calls
 //
 // The ranks of a collective call do not agree on its outcome (that would
