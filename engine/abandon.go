@@ -61,11 +61,11 @@ func (t *NetTransport) AbandonCollCall(tag uint32, why uint64) {
 		return
 	}
 	for _, p := range t.peers {
-		if p.conn == nil {
+		if !p.up() {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindSend, Dst: p.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: collAbandonAux, Offset: why}
-		p.ctlConn().Post(&h, nil, false) // a lost peer needs no news
+		h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: collAbandonAux, Offset: why}
+		p.link.post(laneCtl, h, nil, false) // a lost peer needs no news
 	}
 }
 

@@ -253,7 +253,7 @@ func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in
 			resume := p.postRecv(q, r)
 			p.mu.Unlock()
 			if resume {
-				p.conn.Resume()
+				p.link.resume()
 			}
 		}
 	}

@@ -90,7 +90,7 @@ func (t *NetTransport) PostColl(to int, tag, meta uint32, p []byte) error {
 		return err
 	}
 	pr := t.peers[to]
-	if pr.conn == nil {
+	if !pr.up() {
 		return t.sendSelf(pr, collTagBase+tag, meta, p)
 	}
 	window, _, _ := pr.out.state()
@@ -98,8 +98,8 @@ func (t *NetTransport) PostColl(to int, tag, meta uint32, p []byte) error {
 	if window == 0 || cost > t.eagerMax(window)/4 || !pr.out.take(cost) {
 		return ErrNoCredit
 	}
-	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
-	if err := pr.conn.Post(&h, p, true); err != nil {
+	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
+	if err := pr.link.post(laneData, h, p, true); err != nil {
 		return t.connErr(pr, "collective", err)
 	}
 	return nil

@@ -22,7 +22,7 @@ import (
 // sends without credit breaks the protocol and is dropped. Nothing a peer
 // sends ever has to stay unread for lack of memory: the control stream is
 // always read, and a data stream waits only for the application (a large
-// message left in its socket until its receive is posted, ctl.go), so
+// message left in its socket until its receive is posted, defer.go), so
 // one-sided operations and control frames never wait behind messages
 // that nobody has received.
 
@@ -148,12 +148,11 @@ func (t *NetTransport) eagerMax(window uint64) uint64 {
 
 // sendGrant sends p the grant total, if any.
 func (p *peer) sendGrant(total uint64) {
-	c := p.ctlConn()
-	if total == 0 || c == nil {
+	if total == 0 || p.link == nil {
 		return
 	}
-	h := frame.Header{Kind: frame.KindCredit, Dst: p.via, Src: uint32(p.t.rank), Offset: total}
-	c.Post(&h, nil, false) // a lost peer needs no credit
+	h := frame.Header{Kind: frame.KindCredit, Src: uint32(p.t.rank), Offset: total}
+	p.link.post(laneCtl, h, nil, false) // a lost peer needs no credit
 }
 
 // openWindow grants p its whole window: the first CREDIT of a connection.
@@ -191,7 +190,7 @@ func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op 
 	if p.out.take(cost) {
 		return nil
 	}
-	if t.spinUntil(p, onCtl, func() bool { return p.out.take(cost) }) {
+	if t.spinUntil(p, laneCtl, func() bool { return p.out.take(cost) }) {
 		return nil
 	}
 	for {
@@ -215,7 +214,7 @@ func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op 
 // without a first wait.
 func (t *NetTransport) awaitWindows(ctx context.Context) error {
 	for _, p := range t.peers {
-		if p.conn == nil {
+		if !p.up() {
 			continue
 		}
 		if _, err := t.window(p, ctx.Done(), "join"); err != nil {

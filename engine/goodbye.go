@@ -15,8 +15,8 @@ import (
 // a crash.
 
 // deliverGoodbye handles a GOODBYE from p that came on c: its answer to
-// this rank's, or p's own, which is noted and answered on c (p.conn and
-// p.via may not be set yet when a peer leaves while the mesh forms).
+// this rank's, or p's own, which is noted and answered on c (p's link
+// may not be up yet when a peer leaves while the mesh forms).
 func (p *peer) deliverGoodbye(c *ioloop.Conn, h *frame.Header) {
 	if h.Flags&frame.FlagReply != 0 {
 		p.byeAnswer()
@@ -27,8 +27,8 @@ func (p *peer) deliverGoodbye(c *ioloop.Conn, h *frame.Header) {
 	p.goodbyeLost.Store(int32(p.t.goodbyeLost(p.rank, h.Tag)))
 	p.goodbye.Store(true)
 	a := frame.Header{Kind: frame.KindGoodbye, Flags: frame.FlagReply, Src: uint32(p.t.rank)}
-	if p.t.link != nil && p.rank != 0 {
-		a.Dst = uint16(p.rank + 1) // a star worker's peer, through the coordinator (p.via may not be set yet)
+	if p.t.hub != nil && p.rank != 0 {
+		a.Dst = uint16(p.rank + 1) // a star worker's peer, through the coordinator (its link may not be up yet)
 	}
 	c.Post(&a, nil, false) // a lost peer needs no answer
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
 )
 
 // TestCheckLiveCounts pins the heartbeat's arithmetic on a real
@@ -21,11 +22,29 @@ import (
 // of its reasons), starts the count again. With a check every
 // KeepAlive/checksPerBeat, the drop thus comes 4 to 4.25 KeepAlive periods
 // after the last byte heard.
+//
+// It runs on a mesh's link, watched on its control stream, and on a
+// star's, whose coordinator holds a worker back while the frames it
+// forwards wait to be written on.
 func TestCheckLiveCounts(t *testing.T) {
-	ts := pair(t, Options{KeepAlive: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	opts := Options{KeepAlive: time.Hour, Logger: slog.New(slog.DiscardHandler)}
+	t.Run("mesh", func(t *testing.T) {
+		ts := pair(t, opts)
+		l := ts[0].peers[1].link.(*meshLink)
+		checkLiveCounts(t, ts, l.conn(laneCtl), nil)
+	})
+	t.Run("star", func(t *testing.T) {
+		ts := starPair(t, opts)
+		l := ts[0].peers[1].link.(*streamLink)
+		checkLiveCounts(t, ts, l.conn, &l.fwd)
+	})
+}
+
+// checkLiveCounts is TestCheckLiveCounts on the link from ts[0] to ts[1],
+// watched on c; fwd, if not nil, is the link's forwarding backlog.
+func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdCounter) {
 	p := ts[0].peers[1]
-	c := p.ctlConn() // the connection heartbeats watch
-	check := func() { p.checkLive(time.Now()) }
+	check := func() { p.link.checkLive(time.Now()) }
 	silent := func(n int) { // n checks that find nothing read, each required not to drop
 		t.Helper()
 		for i := range n {
@@ -64,31 +83,32 @@ func TestCheckLiveCounts(t *testing.T) {
 	silent(silentBeats*checksPerBeat - 1)
 
 	// So does reading stalled, for as long as it lasts, whatever stalls it.
-	stalls := []struct {
+	type stall struct {
 		why string
 		set func(on bool)
-	}{
-		{"coordinator holding the peer back", func(on bool) { p.fwd.paused = on }},
+	}
+	var stalls []stall
+	if fwd != nil {
+		stalls = append(stalls, stall{"coordinator holding the peer back", func(on bool) { fwd.paused = on }})
 	}
 	for _, st := range stalls {
-		p.mu.Lock()
-		p.fwd.mu.Lock()
+		fwd.mu.Lock()
 		st.set(true)
-		p.fwd.mu.Unlock()
-		p.mu.Unlock()
+		fwd.mu.Unlock()
 		for i := range 2 * silentBeats * checksPerBeat {
 			check()
 			if err := c.Err(); err != nil {
 				t.Fatalf("%s: dropped at check %d: %v", st.why, i+1, err)
 			}
 		}
-		p.mu.Lock()
-		p.fwd.mu.Lock()
+		fwd.mu.Lock()
 		st.set(false)
-		p.fwd.mu.Unlock()
-		p.mu.Unlock()
+		fwd.mu.Unlock()
+		silent(silentBeats*checksPerBeat - 1) // the stall started the count again
 	}
-	silent(silentBeats*checksPerBeat - 1)
+	if len(stalls) == 0 {
+		silent(1) // the first check after the bytes heard started the count: 15 silent now
+	}
 	check()
 	if err := c.Err(); !errors.Is(err, ErrNoHeartbeat) {
 		t.Fatalf("after %d silent checks: %v, want ErrNoHeartbeat", silentBeats*checksPerBeat, err)
@@ -96,6 +116,31 @@ func TestCheckLiveCounts(t *testing.T) {
 	if err := ts[0].Send(1, 1, nil); !errors.Is(err, ErrPeerLost) || !errors.Is(err, ErrNoHeartbeat) {
 		t.Fatalf("send after the drop: %v, want ErrPeerLost with cause ErrNoHeartbeat", err)
 	}
+}
+
+// starPair builds a two-rank star on loopback (coordinator and one
+// worker), closed at cleanup.
+func starPair(t *testing.T, opts Options) []*NetTransport {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := make([]*NetTransport, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { ts[0], errs[0] = CoordinatorListen(2, ln, opts) })
+	wg.Go(func() { ts[1], errs[1] = WorkerDial(1, 2, ln.Addr().String(), opts) })
+	wg.Wait()
+	for r, tr := range ts {
+		if tr != nil {
+			t.Cleanup(func() { tr.Close() })
+		}
+		if errs[r] != nil {
+			t.Fatalf("rank %d: %v", r, errs[r])
+		}
+	}
+	return ts
 }
 
 // pair builds a two-rank mesh on loopback, closed at cleanup.

@@ -50,7 +50,7 @@ type NetTransport struct {
 	rpc rpcState // the RPC handler and frames that came before it
 
 	star      bool        // a star: rank 0 is the coordinator, the hub of every pair
-	link      *starLink   // star worker: the handler of the coordinator connection
+	hub       *hub        // star worker: the handler of the coordinator stream
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
 
 	loopback bool // every rank is reached over loopback (this machine)
@@ -140,20 +140,19 @@ func (t *NetTransport) sayGoodbye() {
 	defer cancel()
 	lost := uint32(t.firstLost() + 1)
 	for _, p := range t.peers {
-		if p.conn == nil {
+		if !p.up() {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindGoodbye, Dst: p.via, Src: uint32(t.rank), Tag: lost, Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
-		if c := p.ctl.Load(); c != nil {
-			hc := h
-			c.SendCancel(&hc, nil, ctx.Done())
+		h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Tag: lost, Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
+		if p.link.ownCtl() {
+			p.link.send(laneCtl, h, nil, ctx.Done())
 		}
-		if p.conn.SendCancel(&h, nil, ctx.Done()) != nil {
+		if p.link.send(laneData, h, nil, ctx.Done()) != nil {
 			p.byeAnswer() // not sent: no answer will come
 		}
 	}
 	for _, p := range t.peers {
-		if p.conn == nil {
+		if !p.up() {
 			continue
 		}
 		select {
@@ -175,7 +174,7 @@ func (t *NetTransport) awaitReleased() bool {
 	timer := time.NewTimer(closeReleaseWait)
 	defer timer.Stop()
 	for _, p := range t.peers {
-		if p.conn == nil {
+		if !p.up() {
 			continue
 		}
 		select {

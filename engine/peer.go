@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -44,21 +43,21 @@ func (m queuedMsg) cost() uint64 {
 }
 
 // peer is this rank's view of one other rank (or of itself, with no
-// connection): the matching state for messages from it, the one-sided and
-// rendezvous state, its flow-control credit in both directions, and the
-// connection's ioloop.Handler.
+// link): the matching state for messages from it, the one-sided and
+// rendezvous state, and its flow-control credit in both directions. Its
+// link (link.go) moves its frames and hands each arrival to payload and
+// arrive, with the lane it came on.
 //
 // Lock rule: mu guards the matching state (tags, freeQ, claimed, lost,
 // posted, deferred), the one-sided state (gets, claimedGet, putErr) and the
 // rendezvous state (rdvIn, rdvOut, maxRTS, tombs). Whoever completes a
 // request does so after taking it out of these under mu. mu is never held
-// while calling into a connection, but for Defer and Discard from inside
-// Payload: a send that fails calls the handlers, which take mu. The credit
+// while calling into the link, but for Defer and Discard from inside
+// payload: a send that fails calls the handlers, which take mu. The credit
 // has its own locks (credit.go); the atomics need none.
 type peer struct {
 	t    *NetTransport
 	rank int
-	conn *ioloop.Conn // nil for this rank itself
 
 	mu      sync.Mutex
 	tags    map[uint32]*tagQueue
@@ -95,36 +94,19 @@ type peer struct {
 	byeAnswered chan struct{} // closed when it answered this rank's GOODBYE, or was lost (goodbye.go)
 	byeOnce     sync.Once
 
-	via  uint16     // star worker: Dst of frames to this peer (rank+1) when routed; else 0
-	fwd  fwdCounter // star coordinator: bytes from this worker being forwarded
-	live liveness   // heartbeat bookkeeping of the connection
+	link link // what moves the peer's frames (link.go); nil for this rank itself
 
-	streams    []*ioloop.Conn              // the pair's data streams; streams[0] is conn
-	ctl        atomic.Pointer[ioloop.Conn] // full mesh: the control stream (ctlStream); else nil
-	windowOpen bool                        // the first CREDIT went out; guarded by mu
-	posted     int                         // receives posted in the tags' recvs queues; guarded by mu
-	deferred   bool                        // a payload on conn waits in the socket for a receive; guarded by mu
-	charged    atomic.Bool                 // the deferred SEND's credit is used (the data stream's reader's)
+	windowOpen bool        // the first CREDIT went out; guarded by mu
+	posted     int         // receives posted in the tags' recvs queues; guarded by mu
+	deferred   bool        // a payload on conn waits in the socket for a receive; guarded by mu
+	charged    atomic.Bool // the deferred SEND's credit is used (the data stream's reader's)
 }
-
-// ctlConn returns the connection that carries p's control frames: the
-// control stream of a full mesh, else the one connection.
-func (p *peer) ctlConn() *ioloop.Conn {
-	if c := p.ctl.Load(); c != nil {
-		return c
-	}
-	return p.conn
-}
-
-var _ ioloop.Handler = (*peer)(nil)
 
 func newPeer(t *NetTransport, rank int) *peer {
 	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{}), byeAnswered: make(chan struct{})}
 	p.rdvIn, p.rdvOut = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
 	p.in.window = uint64(t.opts.MaxQueuedBytes)
 	p.out.init()
-	p.streams = make([]*ioloop.Conn, t.opts.Streams)
-	p.fwd.done = p.forwarded
 	return p
 }
 
@@ -183,24 +165,15 @@ func (p *peer) tidy(tag uint32, q *tagQueue) {
 	}
 }
 
-// Payload implements ioloop.Handler: it accounts the credit of a
-// credited frame and names where the payload goes. An eager SEND whose
-// receive is posted is read straight into the receiver's buffer; one that
-// nobody waits for, into a pooled buffer (held within the peer's credit).
-// A payload that will be refused (a PUT outside the heap, a reply nobody
-// waits for) is discarded as it is read.
-func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
-	if h.Dst != 0 {
-		if !p.t.star || p.t.rank != 0 {
-			c.Discard() // not a coordinator: Deliver drops the connection
-		}
-		return nil // to be forwarded: read into a pooled buffer
-	}
-	if !p.onStream(c, h) {
-		p.violation(c, fmt.Errorf("%w: a %v frame on a stream that does not carry it", ErrProtocol, h.Kind))
-		c.Discard()
-		return nil
-	}
+// payload is the matcher's part of ioloop.Handler.Payload for a frame
+// that came on lane l of p's link (which checked that the lane carries
+// its kind): it accounts the credit of a credited frame and names where
+// the payload goes. An eager SEND whose receive is posted is read
+// straight into the receiver's buffer; one that nobody waits for, into a
+// pooled buffer (held within the peer's credit). A payload that will be
+// refused (a PUT outside the heap, a reply nobody waits for) is discarded
+// as it is read.
+func (p *peer) payload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	switch h.Kind {
 	case frame.KindSend:
 		if isAbandon(h) {
@@ -209,14 +182,14 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 		if !p.chargedDeferred() && !p.useCredit(c, frame.Cost(h.Length)) {
 			return nil
 		}
-		return p.sendPayload(c, h)
+		return p.sendPayload(c, l, h)
 	case frame.KindRTS:
-		// A withdrawal uses credit on the control stream (see withdrawRTS).
-		credited := h.Flags&frame.FlagError == 0 || c == p.ctl.Load()
+		// A withdrawal uses credit on the control lane (see withdrawRTS).
+		credited := h.Flags&frame.FlagError == 0 || l == laneCtl
 		if credited && !p.useCredit(c, frame.Cost(0)) {
 			return nil
 		}
-		return p.rtsBuf(c)
+		return p.rtsBuf(l)
 	case frame.KindData:
 		return p.dataPayload(c, h)
 	case frame.KindPut:
@@ -236,7 +209,7 @@ func (p *peer) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 // sendPayload names where an eager SEND's payload goes: the first posted
 // receive for its tag if it fits, else a pooled buffer (nil), unless it
 // may wait in the socket for its receive (maybeDefer).
-func (p *peer) sendPayload(c *ioloop.Conn, h *frame.Header) []byte {
+func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.tags[h.Tag]
@@ -245,7 +218,7 @@ func (p *peer) sendPayload(c *ioloop.Conn, h *frame.Header) []byte {
 		r, _ = q.recvs.peek()
 	}
 	if r == nil {
-		p.maybeDefer(c, h)
+		p.maybeDefer(c, l, h)
 		return nil
 	}
 	if h.Length == 0 || !r.fits(int(h.Length)) {
@@ -264,12 +237,9 @@ func (p *peer) sendPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	return r.data
 }
 
-// Deliver implements ioloop.Handler: one handler per frame kind.
-func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
-	if h.Dst != 0 {
-		p.forward(c, h, bb)
-		return
-	}
+// arrive is the matcher's part of ioloop.Handler.Deliver for a frame
+// that came whole on lane l of p's link: one handler per frame kind.
+func (p *peer) arrive(c *ioloop.Conn, l lane, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
 	switch h.Kind {
 	case frame.KindSend:
 		switch {
@@ -281,10 +251,10 @@ func (p *peer) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *byte
 		case bb == nil:
 			p.completeClaimed(len(payload))
 		default:
-			p.deliver(h.Tag, h.Aux, bb)
+			p.deliverSend(h.Tag, h.Aux, bb)
 		}
 	case frame.KindRTS:
-		p.deliverRTS(c, h, bb)
+		p.deliverRTS(c, l, h, bb)
 	case frame.KindCTS:
 		putBuffer(bb)
 		p.deliverCTS(c, h)
@@ -338,12 +308,12 @@ func (p *peer) completeClaimed(n int) {
 	r.complete(nil)
 }
 
-// deliver matches an eager message held in bb with the first fitting
+// deliverSend matches an eager message held in bb with the first fitting
 // posted receive, or queues it. Receives it does not fit fail with a
 // *TruncatedError, leaving the message for later ones. The message's
 // credit is released once a receive takes it. From this rank itself
 // (sendSelf) nothing is credited.
-func (p *peer) deliver(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) deliverSend(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
 	cost := frame.Cost(uint64(len(bb.B)))
 	p.mu.Lock()
 	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
@@ -374,14 +344,16 @@ func (p *peer) deliver(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
 	p.mu.Unlock()
 }
 
-// Closed implements ioloop.Handler: the peer is lost (or the transport
-// closed), and every receive waiting on it fails. A peer that said GOODBYE
+// closed is the end of p's link, which reports it: the peer is lost (or
+// the transport closed), and every receive waiting on it fails. A peer that said GOODBYE
 // first closed in order: operations with it fail, but operations that
 // need every rank (barriers) are not aborted, since the peer finished its
 // part of them before closing.
-func (p *peer) Closed(_ *ioloop.Conn, err error) {
+func (p *peer) closed(err error) {
 	defer close(p.released)
-	p.closeStreams()
+	if p.link != nil {
+		p.link.close()
+	}
 	p.lose(err)
 }
 

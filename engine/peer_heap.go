@@ -89,8 +89,8 @@ func (p *peer) claimGet(c *ioloop.Conn, h *frame.Header) []byte {
 func (p *peer) deliverPut(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	putBuffer(bb)
 	if _, code, why := p.heapRange(h.Offset, h.Length); code != 0 {
-		ack := frame.Header{Kind: frame.KindPutAck, Flags: frame.FlagError, Dst: p.via, Src: uint32(p.t.rank), Aux: code, Offset: h.Offset}
-		c.Post(&ack, []byte(why), true)
+		ack := frame.Header{Kind: frame.KindPutAck, Flags: frame.FlagError, Src: uint32(p.t.rank), Aux: code, Offset: h.Offset}
+		p.link.post(laneCtl, ack, []byte(why), true)
 	}
 }
 
@@ -133,17 +133,17 @@ func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.Byte
 		p.violation(c, err)
 		return
 	}
-	reply := frame.Header{Kind: frame.KindGetReply, Dst: p.via, Src: uint32(p.t.rank), Offset: req.ID}
+	reply := frame.Header{Kind: frame.KindGetReply, Src: uint32(p.t.rank), Offset: req.ID}
 	s, code, why := p.heapRange(h.Offset, req.Length)
 	if code == 0 && req.Length > p.t.opts.MaxFrame {
 		s, code, why = nil, codeOutOfBounds, fmt.Sprintf("a get of %d bytes is longer than a frame may be (%d)", req.Length, p.t.opts.MaxFrame)
 	}
 	if code != 0 {
 		reply.Flags, reply.Aux = frame.FlagError, code
-		c.Post(&reply, []byte(why), true)
+		p.link.post(laneCtl, reply, []byte(why), true)
 		return
 	}
-	c.Post(&reply, s, false)
+	p.link.post(laneCtl, reply, s, false)
 	c.KeepHot() // the next get is likely soon and only the loop serves it
 }
 

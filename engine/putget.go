@@ -50,15 +50,15 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 		return Request{}, err
 	}
 	p := t.peers[dst.Rank]
-	if p.conn == nil {
+	if !p.up() {
 		h, err := t.local(dst)
 		if err == nil {
 			copy(h, src)
 		}
 		return Request{}, err
 	}
-	h := frame.Header{Kind: frame.KindPut, Dst: p.via, Src: uint32(t.rank), Offset: dst.Offset}
-	w, err := p.ctlConn().Start(&h, src)
+	h := frame.Header{Kind: frame.KindPut, Src: uint32(t.rank), Offset: dst.Offset}
+	w, err := p.link.start(laneCtl, h, src)
 	if err != nil {
 		return Request{}, t.connErr(p, "put", err)
 	}
@@ -83,7 +83,7 @@ func (t *NetTransport) GetNB(src SymmetricBuffer, dst []byte) (Request, error) {
 		return Request{}, err
 	}
 	p := t.peers[src.Rank]
-	if p.conn == nil {
+	if !p.up() {
 		h, err := t.local(src)
 		if err == nil {
 			copy(dst, h)
@@ -106,8 +106,8 @@ func (t *NetTransport) startGet(p *peer, off uint64, dst []byte) (*getReq, error
 		return nil, err
 	}
 	(&frame.GetReq{ID: g.id, Length: uint64(len(dst))}).Encode(&g.req)
-	h := frame.Header{Kind: frame.KindGetReq, Dst: p.via, Src: uint32(t.rank), Offset: off}
-	if err := p.ctlConn().Send(&h, g.req[:]); err != nil {
+	h := frame.Header{Kind: frame.KindGetReq, Src: uint32(t.rank), Offset: off}
+	if err := p.link.send(laneCtl, h, g.req[:], nil); err != nil {
 		if p.removeGet(g) {
 			t.gets.Put(g)
 		} else {
@@ -121,7 +121,7 @@ func (t *NetTransport) startGet(p *peer, off uint64, dst []byte) (*getReq, error
 // waitGet waits for g's reply, reading the socket itself first as a
 // receive does, and recycles g.
 func (t *NetTransport) waitGet(p *peer, g *getReq) error {
-	t.spin(p, &g.state, onCtl)
+	t.spin(p, &g.state, laneCtl)
 	<-g.done
 	err := g.err
 	g.reset()
@@ -137,7 +137,7 @@ func (t *NetTransport) waitGet(p *peer, g *getReq) error {
 func (t *NetTransport) Quiet() error {
 	var errs []error
 	for _, p := range t.peers {
-		if p.conn == nil {
+		if !p.up() {
 			continue
 		}
 		target := p.putSeq.Load()

@@ -127,7 +127,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 		resume := p.postRecv(q, r)
 		p.mu.Unlock()
 		if resume {
-			p.conn.Resume()
+			p.link.resume()
 		}
 	}
 
@@ -181,7 +181,7 @@ func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteB
 // before r was claimed; otherwise r's own outcome stands.
 func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	start := time.Now()
-	if t.spin(p, &r.state, onData) {
+	if t.spin(p, &r.state, laneData) {
 		<-r.done
 		return nil
 	}
@@ -266,35 +266,27 @@ func (t *NetTransport) closedCause(w waitOpts) error {
 // with no wake-up in its path, and a receive that waits for a slow peer
 // burns at most Spin of CPU before it sleeps. Every few attempts it yields,
 // so that it does not starve goroutines of its own process.
-func (t *NetTransport) spin(p *peer, state *atomic.Uint32, on stream) bool {
+func (t *NetTransport) spin(p *peer, state *atomic.Uint32, on lane) bool {
 	return t.spinUntil(p, on, func() bool { return state.Load() == reqDone })
 }
 
-// stream names which of a peer's connections a waiter drives: the data
-// streams (a receive) or the control stream (a get, credit, a CTS, RPC).
-// Each poll is a system call: driving only the one that brings what it
-// waits for keeps a spin's latency that of one read.
-type stream bool
-
-const (
-	onData stream = false // the data streams
-	onCtl  stream = true  // the control stream
-)
-
-// spinUntil is spin for any condition: it drives p's connection until done
-// reports true or no byte has arrived from p for Options.Spin, and reports
-// done's last answer.
-func (t *NetTransport) spinUntil(p *peer, on stream, done func() bool) bool {
-	if p.conn == nil || t.opts.Spin <= 0 {
+// spinUntil is spin for any condition: it drives the lanes of p's link
+// that bring what it waits for (on: laneData for a receive, laneCtl for a
+// get, credit, a CTS or RPC) until done reports true or no byte has
+// arrived on them for Options.Spin, and reports done's last answer. Each
+// poll is a system call: driving only the lanes that bring what it waits
+// for keeps a spin's latency that of one read.
+func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
+	if !p.up() || t.opts.Spin <= 0 {
 		return done()
 	}
-	last, seen := time.Now(), p.bytesRead(on)
+	last, seen := time.Now(), p.link.bytesRead(on)
 	for i := 1; ; i++ {
-		p.poll(on)
+		p.link.poll(on)
 		if done() {
 			return true
 		}
-		if now := p.bytesRead(on); now != seen {
+		if now := p.link.bytesRead(on); now != seen {
 			last, seen = time.Now(), now
 		} else if time.Since(last) > t.opts.Spin {
 			return false
@@ -319,33 +311,4 @@ func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 	p.mu.Unlock()
 	<-r.done
 	return nil
-}
-
-// poll reads what has arrived on p's data streams, or on its control
-// stream (in a star: the one connection).
-func (p *peer) poll(on stream) {
-	if on == onCtl {
-		p.ctlConn().Poll()
-		return
-	}
-	p.conn.Poll()
-	if len(p.streams) > 1 {
-		for _, s := range p.streams[1:] {
-			s.Poll()
-		}
-	}
-}
-
-// bytesRead sums the bytes read on every stream of p's connection.
-func (p *peer) bytesRead(on stream) uint64 {
-	if on == onCtl {
-		return p.ctlConn().BytesRead()
-	}
-	n := p.conn.BytesRead()
-	if len(p.streams) > 1 {
-		for _, s := range p.streams[1:] {
-			n += s.BytesRead()
-		}
-	}
-	return n
 }

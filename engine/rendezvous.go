@@ -70,7 +70,7 @@ func (s *rdvSend) reset() {
 // striped reports whether a message of n bytes to p is cut into one DATA
 // piece per stream.
 func (t *NetTransport) striped(p *peer, n int) bool {
-	return len(p.streams) > 1 && p.via == 0 && n >= t.opts.StripeMin
+	return p.link.width() > 1 && n >= t.opts.StripeMin
 }
 
 // rendezvous reports whether a message of n bytes to p goes by rendezvous.
@@ -107,8 +107,8 @@ func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-
 	s.id = t.nextID.Add(1)
 	p.rdvOut[s.id] = s
 	p.mu.Unlock()
-	h := frame.Header{Kind: frame.KindRTS, Dst: p.via, Src: uint32(t.rank), Tag: tag, Aux: aux, Offset: s.id}
-	err := p.conn.Post(&h, s.rts[:], true)
+	h := frame.Header{Kind: frame.KindRTS, Src: uint32(t.rank), Tag: tag, Aux: aux, Offset: s.id}
+	err := p.link.post(laneData, h, s.rts[:], true)
 	p.rtsMu.Unlock()
 	if err != nil {
 		// The connection failed: its loss completes s, if it has not yet.
@@ -127,7 +127,7 @@ func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-
 // once its writes have started (they then finish in the background).
 func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) error {
 	defer func() { s.reset(); t.rdvs.Put(s) }()
-	if t.spinUntil(p, onCtl, func() bool { return s.state.Load() != rdvWaiting }) {
+	if t.spinUntil(p, laneCtl, func() bool { return s.state.Load() != rdvWaiting }) {
 		<-s.done
 		return t.rdvAnswered(p, s, false, cancel)
 	}
@@ -140,12 +140,12 @@ func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) erro
 		<-s.done
 		return t.rdvAnswered(p, s, false, cancel)
 	}
-	h := frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Dst: p.via, Src: uint32(t.rank), Tag: s.tag, Offset: s.id}
-	c := p.conn // behind the RTS: the receiver has seen it by then
-	if ctl := p.ctl.Load(); ctl != nil && p.out.take(frame.Cost(0)) {
-		c = ctl // ahead of anything in the data stream: see withdrawRTS
+	h := frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Src: uint32(t.rank), Tag: s.tag, Offset: s.id}
+	on := laneData // behind the RTS: the receiver has seen it by then
+	if p.link.ownCtl() && p.out.take(frame.Cost(0)) {
+		on = laneCtl // ahead of anything on the data lane: see withdrawRTS
 	}
-	c.Post(&h, s.rts[:], true) // a lost peer completes s anyway
+	p.link.post(on, h, s.rts[:], true) // a lost peer completes s anyway
 	<-s.done
 	return t.rdvAnswered(p, s, true, cancel)
 }
@@ -176,7 +176,6 @@ func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 	p.mu.Lock()
 	s := p.rdvOut[h.Offset]
 	delete(p.rdvOut, h.Offset)
-	data := p.conn
 	p.mu.Unlock()
 	if s == nil {
 		p.violation(c, fmt.Errorf("%w: CTS for send %d, which is not waiting", ErrProtocol, h.Offset))
@@ -186,7 +185,7 @@ func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 		s.finish(rdvNone, nil)
 		return
 	}
-	if err := p.startData(data, s); err != nil {
+	if err := p.startData(s); err != nil {
 		s.finish(rdvFailed, err)
 		return
 	}
@@ -196,22 +195,18 @@ func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 // startData starts writing s's message as DATA: one piece per stream if
 // it is striped, else one frame. Aux carries the piece's index (low 16
 // bits) and the number of pieces (high 16 bits).
-func (p *peer) startData(data *ioloop.Conn, s *rdvSend) error {
+func (p *peer) startData(s *rdvSend) error {
 	k := 1
 	if p.t.striped(p, len(s.data)) {
-		k = len(p.streams)
+		k = p.link.width()
 	}
 	for i := range k {
 		lo, hi := piece(len(s.data), k, i)
-		h := frame.Header{Kind: frame.KindData, Dst: p.via, Src: uint32(p.t.rank), Tag: s.tag, Aux: uint32(k)<<16 | uint32(i), Offset: s.id}
-		c := data
-		if i > 0 {
-			c = p.streams[i]
-		}
-		w, err := c.Start(&h, s.data[lo:hi])
+		h := frame.Header{Kind: frame.KindData, Src: uint32(p.t.rank), Tag: s.tag, Aux: uint32(k)<<16 | uint32(i), Offset: s.id}
+		w, err := p.link.start(lane(i), h, s.data[lo:hi])
 		if err != nil {
 			if i > 0 {
-				data.Abort(err) // a message missing pieces would never complete
+				p.link.abort(nil, err) // a message missing pieces would never complete
 			}
 			return p.t.connErr(p, "send", err)
 		}
@@ -228,15 +223,15 @@ func piece(n, k, i int) (lo, hi int) {
 
 // deliverRTS handles an RTS from p: a withdrawal, or an announcement that
 // is matched to the first fitting posted receive for its tag or queued.
-func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
-	putBuffer(bb) // the payload is in p.rtsBuf(c)
-	n, err := frame.DecodeRTS(p.rtsBuf(c), p.t.opts.MaxFrame)
+func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+	putBuffer(bb) // the payload is in p.rtsBuf(l)
+	n, err := frame.DecodeRTS(p.rtsBuf(l), p.t.opts.MaxFrame)
 	if err != nil {
 		p.violation(c, err)
 		return
 	}
 	if h.Flags&frame.FlagError != 0 {
-		p.withdrawRTS(h.Tag, h.Offset, c == p.ctl.Load())
+		p.withdrawRTS(h.Tag, h.Offset, l == laneCtl)
 		return
 	}
 	tag, id := h.Tag, h.Offset
@@ -283,10 +278,10 @@ func (p *peer) deliverRTS(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.By
 	p.mu.Unlock()
 }
 
-// rtsBuf returns the buffer an RTS payload arriving on c is read into:
-// one per stream that may carry RTSs, since each has its own reader.
-func (p *peer) rtsBuf(c *ioloop.Conn) []byte {
-	if c == p.ctl.Load() {
+// rtsBuf returns the buffer an RTS payload arriving on lane l is read
+// into: one per lane that may carry RTSs, since each has its own reader.
+func (p *peer) rtsBuf(l lane) []byte {
+	if l == laneCtl {
 		return p.rts[1][:]
 	}
 	return p.rts[0][:]
@@ -317,11 +312,11 @@ func (p *peer) answerRTS(id uint64, send bool) {
 
 // sendCTS sends the answer to RTS id.
 func (p *peer) sendCTS(id uint64, send bool) {
-	h := frame.Header{Kind: frame.KindCTS, Dst: p.via, Src: uint32(p.t.rank), Offset: id}
+	h := frame.Header{Kind: frame.KindCTS, Src: uint32(p.t.rank), Offset: id}
 	if !send {
 		h.Flags = frame.FlagError
 	}
-	p.ctlConn().Post(&h, nil, false) // a lost peer needs no answer
+	p.link.post(laneCtl, h, nil, false) // a lost peer needs no answer
 }
 
 // takeRTS hands r the queued RTS m: it is popped from q, r is claimed for
@@ -334,7 +329,7 @@ func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 	p.mu.Unlock()
 	p.answerRTS(m.id, true)
 	if resume {
-		p.conn.Resume()
+		p.link.resume()
 	}
 }
 
@@ -378,7 +373,7 @@ func (p *peer) dataPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	r := p.rdvIn[h.Offset]
 	var dst []byte
 	ok := false
-	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == len(p.streams)) && (r.pieces == 0 || r.pieces == k) && r.seen&(1<<i) == 0 {
+	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == p.link.width()) && (r.pieces == 0 || r.pieces == k) && r.seen&(1<<i) == 0 {
 		if lo, hi := piece(len(r.dst), k, i); uint64(hi-lo) == h.Length {
 			r.pieces, r.seen = k, r.seen|1<<i
 			dst, ok = r.dst[lo:hi], true
@@ -431,7 +426,7 @@ func (p *peer) failRdv() {
 func (p *peer) violation(c *ioloop.Conn, err error) {
 	p.t.opts.Logger.Warn("boltmesh: a peer broke the protocol; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
 	c.Abort(err)
-	if m := p.conn; m != nil && m != c {
-		m.Abort(err)
+	if p.link != nil {
+		p.link.abort(c, err)
 	}
 }

@@ -156,7 +156,7 @@ func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte
 	if err != nil {
 		return t.rpcErr(ctx, pr, err)
 	}
-	if err := pr.ctlConn().SendCancel(&h, p, cancel); err != nil {
+	if err := pr.link.send(laneCtl, h, p, cancel); err != nil {
 		if errors.Is(err, ioloop.ErrCanceled) {
 			pr.out.giveBack(cost)
 		}
@@ -226,7 +226,7 @@ func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
 	if _, err := t.tryRPCCredit(pr, f, len(p)); err != nil {
 		return err
 	}
-	if err := pr.ctlConn().Post(&h, p, true); err != nil {
+	if err := pr.link.post(laneCtl, h, p, true); err != nil {
 		return t.connErr(pr, "rpc", err)
 	}
 	return nil
@@ -244,7 +244,7 @@ func (t *NetTransport) QueueRPC(to int, f RPCFrame, p []byte) error {
 	if _, err := t.tryRPCCredit(pr, f, len(p)); err != nil {
 		return err
 	}
-	if err := pr.ctlConn().Queue(&h, p); err != nil {
+	if err := pr.link.queue(laneCtl, h, p); err != nil {
 		return t.connErr(pr, "rpc", err)
 	}
 	return nil
@@ -252,8 +252,8 @@ func (t *NetTransport) QueueRPC(to int, f RPCFrame, p []byte) error {
 
 // FlushRPC writes what QueueRPC left queued for rank to.
 func (t *NetTransport) FlushRPC(to int) {
-	if t.checkRank(to) == nil && t.peers[to].conn != nil {
-		t.peers[to].ctlConn().Flush()
+	if t.checkRank(to) == nil && t.peers[to].up() {
+		t.peers[to].link.flush(laneCtl)
 	}
 }
 
@@ -267,7 +267,7 @@ func (t *NetTransport) SpinRPC(from int, done func() bool) bool {
 	if t.checkRank(from) != nil {
 		return done()
 	}
-	return t.spinUntil(t.peers[from], onCtl, done)
+	return t.spinUntil(t.peers[from], laneCtl, done)
 }
 
 // rpcHeader checks an outgoing RPC frame and returns its header and peer.
@@ -281,7 +281,7 @@ func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *p
 	if uint64(len(p)) > t.opts.MaxFrame {
 		return frame.Header{}, nil, fmt.Errorf("boltmesh: rpc of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
 	}
-	h := frame.Header{Kind: frame.KindRPCReq, Dst: t.peers[to].via, Src: uint32(t.rank), Tag: f.Tag, Aux: f.Aux, Offset: f.ID}
+	h := frame.Header{Kind: frame.KindRPCReq, Src: uint32(t.rank), Tag: f.Tag, Aux: f.Aux, Offset: f.ID}
 	if f.Reply {
 		h.Kind = frame.KindRPCReply
 		if f.Error {

@@ -67,7 +67,7 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 		return fmt.Errorf("boltmesh: send of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
 	}
 	pr := t.peers[to]
-	if pr.conn == nil {
+	if !pr.up() {
 		return t.sendSelf(pr, tag, aux, p)
 	}
 	window, err := t.window(pr, cancel, "send")
@@ -81,8 +81,8 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	if err := t.acquire(pr, cost, cancel, "send"); err != nil {
 		return err
 	}
-	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: tag, Aux: aux}
-	if err := pr.conn.SendCancel(&h, p, cancel); err != nil {
+	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag, Aux: aux}
+	if err := pr.link.send(laneData, h, p, cancel); err != nil {
 		if errors.Is(err, ioloop.ErrCanceled) {
 			pr.out.giveBack(cost) // never sent
 		}
@@ -108,7 +108,7 @@ func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32
 		return sendOp{}, err
 	}
 	pr := t.peers[to]
-	if pr.conn == nil {
+	if !pr.up() {
 		return sendOp{}, t.sendSelf(pr, tag, aux, p)
 	}
 	window, err := t.window(pr, cancel, "send")
@@ -123,8 +123,8 @@ func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32
 	if err := t.acquire(pr, cost, cancel, "send"); err != nil {
 		return sendOp{}, err
 	}
-	h := frame.Header{Kind: frame.KindSend, Dst: pr.via, Src: uint32(t.rank), Tag: tag, Aux: aux}
-	w, err := pr.conn.Start(&h, p)
+	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag, Aux: aux}
+	w, err := pr.link.start(laneData, h, p)
 	if err != nil {
 		return sendOp{}, t.connErr(pr, "send", err)
 	}
@@ -158,6 +158,6 @@ func (t *NetTransport) sendSelf(pr *peer, tag, aux uint32, p []byte) error {
 	}
 	bb := ioloop.GetBuffer(len(p))
 	copy(bb.B, p)
-	pr.deliver(tag, aux, bb)
+	pr.deliverSend(tag, aux, bb)
 	return nil
 }

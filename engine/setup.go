@@ -96,9 +96,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	}
 	t := newNetTransport(rank, world, o)
 	t.loopback = local >= world
-	if star {
-		t.makeStar()
-	}
+	t.makeLinks(star)
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err
 	}
@@ -211,7 +209,7 @@ func (t *NetTransport) dialStream(ctx context.Context, r, s int, addr string) er
 }
 
 // streams is the number of connections to each peer: in a full mesh the
-// Options.Streams data streams and the control stream (ctlStream, index
+// Options.Streams data streams and the control stream (meshLink, index
 // Options.Streams); in a star one.
 func (t *NetTransport) streams() int {
 	if t.star {
@@ -262,31 +260,31 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 		return err
 	}
 	p := t.peers[r]
-	var h ioloop.Handler = p
-	switch {
-	case t.link != nil:
-		h = t.link // a star worker: frames from every rank come this way
-	case s == t.ctlIndex():
-		h = &ctlStream{p: p}
-	case s > 0:
-		h = &stripeStream{p: p, i: s}
+	var h ioloop.Handler
+	switch l := p.link.(type) {
+	case *meshLink:
+		h = l.handler(s)
+	case *streamLink:
+		h = l
+		if t.hub != nil {
+			h = t.hub // a star worker: frames from every rank come this way
+		}
 	}
 	open := false
 	_, err = t.loop.RegisterFunc(fd, r, h, func(c *ioloop.Conn) {
+		ready := false
+		switch l := p.link.(type) {
+		case *meshLink:
+			ready = l.attach(s, c)
+		case *streamLink:
+			l.conn, ready = c, true
+			if t.hub != nil {
+				t.hub.routeVia(c) // before any frame from the coordinator is read
+			}
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		switch {
-		case s == t.ctlIndex():
-			p.ctl.Store(c)
-		case s == 0:
-			p.streams[0], p.conn = c, c
-		default:
-			p.streams[s] = c
-		}
-		if t.link != nil {
-			t.routeViaCoordinator(c) // before any frame from the coordinator is read
-		}
-		open = p.conn != nil && (p.ctl.Load() != nil || t.star) && !p.windowOpen
+		open = ready && !p.windowOpen
 		p.windowOpen = p.windowOpen || open
 	})
 	if err != nil {

@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// Links. Beneath the matcher (peer), a link is what moves one peer's
+// frames. There is one kind per way two ranks are joined:
+//
+//	meshLink   (link_mesh.go)    a full mesh: a control stream and Options.Streams
+//	                             data streams; a large message is striped over them
+//	streamLink (link_stream.go)  a star's worker and its coordinator: one stream
+//	                             that carries everything (and, at the coordinator,
+//	                             the frames it forwards between workers)
+//	routeLink  (link_routed.go)  two star workers: the worker's stream to the
+//	                             coordinator, each frame addressed by Dst
+//
+// This rank itself has no link (peer.link is nil). A link sends a frame
+// on one of its lanes, hands every frame that arrives to its peer's
+// arrive and payload (peer.go) with the lane it came on, reports its loss
+// to the peer's closed, and watches its streams for silence (heartbeats,
+// link_live.go). Above the link nothing knows which kind a peer has.
+
+// lane names what a frame travels with. Lane 0 (laneData) carries SEND,
+// RTS and DATA, in order; lanes 1..width()-1 carry only the pieces of a
+// striped message's DATA; laneCtl carries everything else (one-sided
+// operations, RPC, credit, CTS, withdrawals, abandons, heartbeats,
+// GOODBYE). A link with one stream carries every lane on it.
+type lane int
+
+const (
+	laneData lane = 0  // SEND, RTS and DATA, in order
+	laneCtl  lane = -1 // every other frame
+)
+
+// errUnlinked is returned by a link asked to send before the stream of
+// the lane is registered (while the mesh forms).
+var errUnlinked = errors.New("boltmesh: the peer's stream is not connected yet")
+
+// link moves one peer's frames. Its methods are safe for concurrent use;
+// the sending ones return the ioloop error of the stream (the caller turns
+// it into the peer's loss with connErr).
+type link interface {
+	// up reports whether the link's first data stream is registered.
+	up() bool
+	// post queues h (its Dst set by the link) and its payload on lane l
+	// without waiting; see ioloop.Conn.Post.
+	post(l lane, h frame.Header, p []byte, copyPayload bool) error
+	// send writes h and its payload on lane l and waits until they are out
+	// or cancel closes; see ioloop.Conn.SendCancel.
+	send(l lane, h frame.Header, p []byte, cancel <-chan struct{}) error
+	// start starts writing h and its payload on lane l; see ioloop.Conn.Start.
+	start(l lane, h frame.Header, p []byte) (ioloop.Write, error)
+	// queue queues h and its payload on lane l, unwritten until flush or
+	// the next frame on it; see ioloop.Conn.Queue.
+	queue(l lane, h frame.Header, p []byte) error
+	// flush writes what queue left queued on lane l.
+	flush(l lane)
+	// resume reads the data lanes again after the matcher held a payload
+	// back (ioloop.Conn.Defer) or a forwarder paused them.
+	resume()
+	// poll reads what has arrived on the data lanes (laneData) or on the
+	// control lane (laneCtl), on the calling goroutine.
+	poll(l lane)
+	// bytesRead sums the bytes read on the data lanes, or the control lane.
+	bytesRead(l lane) uint64
+	// width is the number of data lanes: how many pieces a striped
+	// message is cut into (1: no striping).
+	width() int
+	// ownCtl reports whether the control lane is a stream of its own, so
+	// that nothing on it waits behind the data lanes (a full mesh).
+	ownCtl() bool
+	// checkLive is one heartbeat check of the link's streams (link_live.go).
+	checkLive(now time.Time)
+	// abort drops the whole link for err, which c (one of its streams, or
+	// nil) may have been aborted for already.
+	abort(c *ioloop.Conn, err error)
+	// close closes the link's streams but the first, whose end the peer
+	// sees as its loss (peer.closed).
+	close()
+}
+
+// up reports whether p is joined by a link whose data stream is up: not
+// this rank itself, and not a peer still forming.
+func (p *peer) up() bool { return p.link != nil && p.link.up() }
+
+// makeLinks gives every peer but this rank itself the link its topology
+// joins it by, not up yet: the streams come as the mesh forms (adopt).
+func (t *NetTransport) makeLinks(star bool) {
+	if star {
+		t.makeStar()
+	}
+	for _, p := range t.peers {
+		switch {
+		case p.rank == t.rank:
+		case !star:
+			p.link = newMeshLink(p, t.opts.Streams)
+		case t.rank == 0 || p.rank == 0:
+			p.link = newStreamLink(p)
+		default:
+			p.link = &routeLink{via: uint16(p.rank + 1)}
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// meshLink joins two ranks of a full mesh: Options.Streams data streams
+// (lane i is stream i; stream 0 carries SEND, RTS and DATA, the others
+// only the pieces of striped DATA) and one control stream for everything
+// else. So nothing on the control lane ever waits behind a message nobody
+// has received yet: a large eager SEND that arrives before its receive may
+// stay in stream 0's socket until a receive from its sender is posted
+// (ioloop.Conn.Defer, see peer.maybeDefer), to be read straight into that
+// receive's buffer, as nothing behind it there is needed by anything but
+// a receive. Striping: a SEND of at least Options.StripeMin bytes goes by
+// rendezvous (rendezvous.go) and its DATA is cut into one piece per data
+// stream, each read straight into its place in the receive's buffer (see
+// frame/spec.md).
+//
+// Lock rule: mu guards the writes of data while the mesh forms (attach)
+// and the reads that may race with them (close, stream); once the link is
+// up, data is only read, and the hot paths read it without mu. ctl is an
+// atomic: credit may be granted before the control stream is attached.
+// live belongs to the heartbeat goroutine.
+type meshLink struct {
+	p    *peer
+	mu   sync.Mutex
+	data []*ioloop.Conn              // the data streams; data[0] carries SEND, RTS and DATA
+	ctl  atomic.Pointer[ioloop.Conn] // the control stream
+	live liveness                    // watched on the control stream
+}
+
+var _ link = (*meshLink)(nil)
+
+func newMeshLink(p *peer, streams int) *meshLink {
+	return &meshLink{p: p, data: make([]*ioloop.Conn, streams)}
+}
+
+// handler returns the handler of the link's stream s: the control stream
+// is index len(data).
+func (l *meshLink) handler(s int) ioloop.Handler {
+	if s == len(l.data) {
+		return &meshStream{l: l, lane: laneCtl}
+	}
+	return &meshStream{l: l, lane: lane(s)}
+}
+
+// attach registers c as stream s, as the event loop adopts it, and
+// reports whether the link is now up with its control stream.
+func (l *meshLink) attach(s int, c *ioloop.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s == len(l.data) {
+		l.ctl.Store(c)
+	} else {
+		l.data[s] = c
+	}
+	return l.data[0] != nil && l.ctl.Load() != nil
+}
+
+// stream returns data stream i, under mu: attach may still be filling the
+// streams in.
+func (l *meshLink) stream(i int) *ioloop.Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.data[i]
+}
+
+// conn returns the stream of lane n: the control stream (until it is
+// attached, data stream 0), or a data stream; nil while it forms.
+func (l *meshLink) conn(n lane) *ioloop.Conn {
+	if n == laneCtl {
+		if c := l.ctl.Load(); c != nil {
+			return c
+		}
+		n = laneData
+	}
+	return l.data[n]
+}
+
+func (l *meshLink) up() bool { return l.data[0] != nil }
+
+func (l *meshLink) post(n lane, h frame.Header, p []byte, copyPayload bool) error {
+	c := l.conn(n)
+	if c == nil {
+		return errUnlinked
+	}
+	return c.Post(&h, p, copyPayload)
+}
+
+func (l *meshLink) send(n lane, h frame.Header, p []byte, cancel <-chan struct{}) error {
+	c := l.conn(n)
+	if c == nil {
+		return errUnlinked
+	}
+	return c.SendCancel(&h, p, cancel)
+}
+
+func (l *meshLink) start(n lane, h frame.Header, p []byte) (ioloop.Write, error) {
+	c := l.conn(n)
+	if c == nil {
+		return ioloop.Write{}, errUnlinked
+	}
+	return c.Start(&h, p)
+}
+
+func (l *meshLink) queue(n lane, h frame.Header, p []byte) error {
+	c := l.conn(n)
+	if c == nil {
+		return errUnlinked
+	}
+	return c.Queue(&h, p)
+}
+
+func (l *meshLink) flush(n lane) {
+	if c := l.conn(n); c != nil {
+		c.Flush()
+	}
+}
+
+func (l *meshLink) resume() { l.data[0].Resume() }
+
+func (l *meshLink) poll(n lane) {
+	if n == laneCtl {
+		l.conn(laneCtl).Poll()
+		return
+	}
+	for _, c := range l.data {
+		c.Poll()
+	}
+}
+
+func (l *meshLink) bytesRead(n lane) uint64 {
+	if n == laneCtl {
+		return l.conn(laneCtl).BytesRead()
+	}
+	var sum uint64
+	for _, c := range l.data {
+		sum += c.BytesRead()
+	}
+	return sum
+}
+
+func (l *meshLink) width() int { return len(l.data) }
+
+func (l *meshLink) ownCtl() bool { return l.ctl.Load() != nil }
+
+func (l *meshLink) checkLive(now time.Time) { l.live.check(l.p, l.conn(laneCtl), false, now) }
+
+func (l *meshLink) abort(c *ioloop.Conn, err error) {
+	if m := l.data[0]; m != nil && m != c {
+		m.Abort(err)
+	}
+}
+
+func (l *meshLink) close() {
+	l.mu.Lock()
+	streams := append([]*ioloop.Conn(nil), l.data[1:]...) // attach may still be filling them in
+	l.mu.Unlock()
+	for _, s := range streams {
+		if s != nil {
+			s.Close()
+		}
+	}
+	if c := l.ctl.Load(); c != nil {
+		c.Close()
+	}
+}
+
+// meshStream is the handler of one stream of a meshLink: it checks that
+// each frame came on the lane that carries its kind and hands it to the
+// peer. GOODBYE and HEARTBEAT come on any stream (so that whichever ends
+// first, the peer's orderly close is known by then; see sayGoodbye), and
+// an RTS withdrawal on the control stream or data stream 0 (see
+// withdrawRTS).
+type meshStream struct {
+	l    *meshLink
+	lane lane
+}
+
+var _ ioloop.Handler = (*meshStream)(nil)
+
+// carries reports whether a frame of h's kind may come on s.
+func (s *meshStream) carries(h *frame.Header) bool {
+	switch {
+	case h.Dst != 0:
+		return false // a mesh forwards nothing
+	case s.lane > laneData:
+		return h.Kind == frame.KindData
+	case h.Kind == frame.KindHeartbeat || h.Kind == frame.KindGoodbye:
+		return true
+	case h.Kind == frame.KindRTS && h.Flags&frame.FlagError != 0:
+		return true // a withdrawal: either lane
+	}
+	return (s.lane == laneCtl) != dataKind(h)
+}
+
+// Payload implements ioloop.Handler.
+func (s *meshStream) Payload(c *ioloop.Conn, h *frame.Header) []byte {
+	if !s.carries(h) {
+		s.l.p.violation(c, fmt.Errorf("%w: a %v frame (Dst %d) on %v, which does not carry it", ErrProtocol, h.Kind, h.Dst, s.lane))
+		c.Discard()
+		return nil
+	}
+	return s.l.p.payload(c, s.lane, h)
+}
+
+// Deliver implements ioloop.Handler.
+func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+	if !s.carries(h) {
+		putBuffer(bb) // refused in Payload
+		return
+	}
+	s.l.p.arrive(c, s.lane, h, payload, bb)
+}
+
+// Closed implements ioloop.Handler. Losing data stream 0 loses the peer;
+// losing any other stream aborts stream 0. But the control stream may end
+// on its own after the peer said GOODBYE: its data stream then ends once
+// what it sent before is read. A control stream that ended because the
+// peer broke the protocol there (a frame that does not decode, after a
+// GOODBYE too) loses the peer.
+func (s *meshStream) Closed(c *ioloop.Conn, err error) {
+	switch {
+	case s.lane == laneData:
+		s.l.p.closed(err)
+	case s.lane == laneCtl && s.l.p.goodbye.Load() && !brokeProtocol(err):
+	default:
+		s.l.abort(c, err)
+	}
+}
+
+// String names the lane in errors: "the control stream", "data stream i".
+func (n lane) String() string {
+	if n == laneCtl {
+		return "the control stream"
+	}
+	return fmt.Sprintf("data stream %d", int(n))
+}
+
+// dataKind reports whether h is a frame of the data lanes: a SEND (but
+// an abandon), an RTS (but a withdrawal), or DATA.
+func dataKind(h *frame.Header) bool {
+	switch h.Kind {
+	case frame.KindSend:
+		return !isAbandon(h)
+	case frame.KindRTS:
+		return h.Flags&frame.FlagError == 0
+	case frame.KindData:
+		return true
+	}
+	return false
+}
+
+// brokeProtocol reports whether err, the end of a connection, is the
+// peer's breach of the protocol rather than the connection's end.
+func brokeProtocol(err error) bool {
+	return errors.Is(err, ioloop.ErrProtocol) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrFlowControl)
+}

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// routeLink joins two workers of a star: their frames go through the
+// coordinator, on the worker's one stream to it, each addressed by Dst
+// (the peer's rank+1), and come back from it with Src naming the peer.
+// It shares the stream, and so its liveness, with the worker's streamLink
+// to the coordinator: it has no heartbeat of its own.
+//
+// Lock rule: conn is written once, as the event loop adopts the stream to
+// the coordinator and before any frame is read from it (routeVia), and
+// only read after.
+type routeLink struct {
+	conn *ioloop.Conn
+	via  uint16 // Dst of the frames to the peer: its rank+1
+}
+
+var _ link = (*routeLink)(nil)
+
+func (l *routeLink) up() bool { return l.conn != nil }
+
+func (l *routeLink) post(_ lane, h frame.Header, p []byte, copyPayload bool) error {
+	h.Dst = l.via
+	return l.conn.Post(&h, p, copyPayload)
+}
+
+func (l *routeLink) send(_ lane, h frame.Header, p []byte, cancel <-chan struct{}) error {
+	h.Dst = l.via
+	return l.conn.SendCancel(&h, p, cancel)
+}
+
+func (l *routeLink) start(_ lane, h frame.Header, p []byte) (ioloop.Write, error) {
+	h.Dst = l.via
+	return l.conn.Start(&h, p)
+}
+
+func (l *routeLink) queue(_ lane, h frame.Header, p []byte) error {
+	h.Dst = l.via
+	return l.conn.Queue(&h, p)
+}
+
+func (l *routeLink) flush(lane) { l.conn.Flush() }
+
+func (l *routeLink) resume() { l.conn.Resume() }
+
+func (l *routeLink) poll(lane) { l.conn.Poll() }
+
+func (l *routeLink) bytesRead(lane) uint64 { return l.conn.BytesRead() }
+
+func (l *routeLink) width() int { return 1 }
+
+func (l *routeLink) ownCtl() bool { return false }
+
+func (l *routeLink) checkLive(time.Time) {} // the streamLink to the coordinator watches the stream
+
+func (l *routeLink) abort(c *ioloop.Conn, err error) {
+	if l.conn != nil && l.conn != c {
+		l.conn.Abort(err)
+	}
+}
+
+func (l *routeLink) close() {}
+
+// hub is the handler of a star worker's one stream: it hands each frame
+// to the peer named by its source, and fails every peer when the
+// coordinator is lost.
+type hub struct {
+	t     *NetTransport
+	ready chan struct{} // closed when the coordinator reports the world complete
+	once  sync.Once
+}
+
+var _ ioloop.Handler = (*hub)(nil)
+
+// routeVia sends a worker's frames for every other worker through the
+// coordinator stream c. It runs as c is registered (adopt), before any
+// frame is read from it.
+func (u *hub) routeVia(c *ioloop.Conn) {
+	for _, p := range u.t.peers[1:] {
+		if l, ok := p.link.(*routeLink); ok {
+			l.conn = c
+		}
+	}
+}
+
+// from returns the peer a frame comes from, or nil for a frame no
+// coordinator may send.
+func (u *hub) from(h *frame.Header) *peer {
+	if h.Dst != 0 || int(h.Src) >= u.t.world || int(h.Src) == u.t.rank {
+		return nil
+	}
+	return u.t.peers[h.Src]
+}
+
+// Payload implements ioloop.Handler.
+func (u *hub) Payload(c *ioloop.Conn, h *frame.Header) []byte {
+	if p := u.from(h); p != nil && h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat {
+		return p.payload(c, laneData, h)
+	}
+	if h.Length > 0 {
+		c.Discard() // Deliver drops the connection
+	}
+	return nil
+}
+
+// Deliver implements ioloop.Handler.
+func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+	p := u.from(h)
+	switch {
+	case p == nil:
+		putBuffer(bb)
+		u.t.opts.Logger.Warn("boltmesh: the coordinator sent a frame with a bad source or destination; dropping the connection", "src", h.Src, "dst", h.Dst, "kind", h.Kind)
+		c.Close()
+	case h.Kind == frame.KindHeartbeat:
+		putBuffer(bb)
+		if p.rank == 0 {
+			u.once.Do(func() { close(u.ready) })
+		}
+	case h.Kind == frame.KindGone:
+		putBuffer(bb)
+		if p.rank != 0 {
+			p.lose(errGone)
+		}
+	default:
+		p.arrive(c, laneData, h, payload, bb)
+	}
+}
+
+// Closed implements ioloop.Handler: without the coordinator, every peer
+// is lost.
+func (u *hub) Closed(_ *ioloop.Conn, err error) {
+	for _, p := range u.t.peers {
+		if p.rank != u.t.rank {
+			p.closed(err)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// streamLink joins a star's worker and its coordinator: one stream that
+// carries every lane, in order, and so defers nothing and stripes
+// nothing. At the coordinator it also carries the frames the worker
+// routes to other workers (Dst, rank+1), which it forwards (forward); at
+// a worker, its stream's frames are handed out by the hub (link_routed.go)
+// to the peer each comes from.
+//
+// Lock rule: conn is written once, as the event loop adopts the stream
+// and before any frame is read from it, and only read after; fwd has its
+// own lock; live belongs to the heartbeat goroutine.
+type streamLink struct {
+	p    *peer
+	conn *ioloop.Conn
+	fwd  fwdCounter // at the coordinator: bytes from this worker being forwarded
+	live liveness
+}
+
+var _ link = (*streamLink)(nil)
+
+func newStreamLink(p *peer) *streamLink {
+	l := &streamLink{p: p}
+	l.fwd.done = l.forwarded
+	return l
+}
+
+func (l *streamLink) up() bool { return l.conn != nil }
+
+func (l *streamLink) post(_ lane, h frame.Header, p []byte, copyPayload bool) error {
+	return l.conn.Post(&h, p, copyPayload)
+}
+
+func (l *streamLink) send(_ lane, h frame.Header, p []byte, cancel <-chan struct{}) error {
+	return l.conn.SendCancel(&h, p, cancel)
+}
+
+func (l *streamLink) start(_ lane, h frame.Header, p []byte) (ioloop.Write, error) {
+	return l.conn.Start(&h, p)
+}
+
+func (l *streamLink) queue(_ lane, h frame.Header, p []byte) error { return l.conn.Queue(&h, p) }
+
+func (l *streamLink) flush(lane) { l.conn.Flush() }
+
+func (l *streamLink) resume() { l.conn.Resume() }
+
+func (l *streamLink) poll(lane) { l.conn.Poll() }
+
+func (l *streamLink) bytesRead(lane) uint64 { return l.conn.BytesRead() }
+
+func (l *streamLink) width() int { return 1 }
+
+func (l *streamLink) ownCtl() bool { return false }
+
+func (l *streamLink) checkLive(now time.Time) { l.live.check(l.p, l.conn, l.fwd.held(), now) }
+
+func (l *streamLink) abort(c *ioloop.Conn, err error) {
+	if l.conn != nil && l.conn != c {
+		l.conn.Abort(err)
+	}
+}
+
+func (l *streamLink) close() {}
+
+// Payload implements ioloop.Handler at the coordinator: a frame routed to
+// another worker is read into a pooled buffer, to be forwarded.
+func (l *streamLink) Payload(c *ioloop.Conn, h *frame.Header) []byte {
+	if h.Dst != 0 {
+		return nil
+	}
+	return l.p.payload(c, laneData, h)
+}
+
+// Deliver implements ioloop.Handler at the coordinator.
+func (l *streamLink) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+	if h.Dst != 0 {
+		l.forward(c, h, bb)
+		return
+	}
+	l.p.arrive(c, laneData, h, payload, bb)
+}
+
+// Closed implements ioloop.Handler at the coordinator: the worker is lost.
+func (l *streamLink) Closed(_ *ioloop.Conn, err error) { l.p.closed(err) }
+
+// forward passes a frame from this link's worker to the worker its Dst
+// names: the payload, read once into bb, is written out from bb, which
+// the destination's stream returns to the pool. A frame for a worker that
+// is gone is dropped; its sender learns of the loss from GONE. A worker
+// whose frames wait to be written on past Options.MaxQueuedBytes is
+// paused until they are down to half of it.
+func (l *streamLink) forward(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+	t := l.p.t
+	to := int(h.Dst) - 1
+	if to <= 0 || to >= t.world || to == l.p.rank || !t.starReady.Load() {
+		ioloop.PutBuffer(bb)
+		t.opts.Logger.Warn("boltmesh: dropped a frame the coordinator cannot forward", "rank", l.p.rank, "kind", h.Kind, "to", to)
+		return
+	}
+	out := *h
+	out.Dst, out.Src = 0, uint32(l.p.rank)
+	if l.fwd.add(int64(len(bb.B)), t.opts.MaxQueuedBytes) {
+		c.Pause()
+	}
+	dst := t.peers[to].link.(*streamLink) // a coordinator's every link is a streamLink
+	dst.conn.PostBuffer(&out, bb, l.fwd.done)
+}
+
+// forwarded accounts n bytes from the worker written on (or dropped) and
+// resumes its stream once the backlog is below half the limit.
+func (l *streamLink) forwarded(n int) {
+	if l.fwd.sub(int64(n), l.p.t.opts.MaxQueuedBytes) {
+		go l.conn.Resume() // not here: the writer's locks may be held
+	}
+}
+
+// fwdCounter counts the bytes a coordinator forwards from one worker that
+// are not yet written on, to pause that worker past a limit.
+type fwdCounter struct {
+	mu     sync.Mutex
+	n      int64
+	paused bool
+	done   func(n int) // the link's forwarded, bound once
+}
+
+// add counts n more bytes and reports whether the source must pause.
+func (f *fwdCounter) add(n, limit int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n += n
+	if f.n > limit && !f.paused {
+		f.paused = true
+		return true
+	}
+	return false
+}
+
+// held reports whether the source is paused.
+func (f *fwdCounter) held() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.paused
+}
+
+// sub counts n bytes done and reports whether the source must resume.
+func (f *fwdCounter) sub(n, limit int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n -= n
+	if f.paused && f.n <= limit/2 {
+		f.paused = false
+		return true
+	}
+	return false
+}
