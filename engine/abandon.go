@@ -76,7 +76,7 @@ func (t *NetTransport) AbandonCollCall(tag uint32, why uint64) {
 // at once in each), so every one is noted, until this rank has left it
 // behind (forgetAbandoned); why is the abandon's. p.mu is held.
 func (p *peer) abandon(tag uint32, why uint64) {
-	p.forgetAbandoned(p.t.collCall.Load())
+	p.forgetAbandoned(p.t.progress.coll.Load())
 	call := (tag - collTagBase) / collCallTags
 	if !slices.ContainsFunc(p.abandoned, func(a abandonNote) bool { return a.call == call }) {
 		p.abandoned = append(p.abandoned, abandonNote{call: call, why: why})

@@ -35,10 +35,9 @@ type acceptor struct {
 
 	wg       sync.WaitGroup // serve goroutines
 	loopDone chan struct{}  // closed when loop returns
-	stop     chan struct{}  // closed when shutdown begins
-	stopOnce sync.Once
-	linger   *time.Timer // runs shutdown when LateJoinWindow ends
-	warned   bool        // an Accept error was logged (loop only)
+	stop     closer         // closed when shutdown begins
+	linger   *time.Timer    // runs shutdown when LateJoinWindow ends
+	warned   bool           // an Accept error was logged (loop only)
 
 	mu     sync.Mutex
 	joined map[[2]int]string     // (rank, stream) -> the address it joined from
@@ -49,6 +48,12 @@ type acceptor struct {
 	done   chan struct{} // closed once every slot has joined, or err is set
 }
 
+// closer is a channel closed once.
+type closer struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
 // acceptPeers accepts until every higher rank has joined (every worker,
 // for a star's coordinator) or ctx ends. It owns ln: on failure it closes
 // it; on success it keeps accepting late dialers for LateJoinWindow.
@@ -56,7 +61,7 @@ func (t *NetTransport) acceptPeers(ctx context.Context, ln net.Listener) error {
 	t.warnIfKeyless(ln.Addr().String())
 	a := &acceptor{
 		t: t, ln: ln, want: (t.world - 1 - t.rank) * t.streams(),
-		loopDone: make(chan struct{}), stop: make(chan struct{}),
+		loopDone: make(chan struct{}), stop: closer{ch: make(chan struct{})},
 		joined: make(map[[2]int]string), conns: make(map[net.Conn]struct{}), done: make(chan struct{}),
 	}
 	go a.loop()
@@ -66,7 +71,7 @@ func (t *NetTransport) acceptPeers(ctx context.Context, ln net.Listener) error {
 			a.shutdown()
 			return err
 		}
-		t.late = a
+		t.door.late = a
 		if w := t.opts.LateJoinWindow; w > 0 {
 			a.linger = time.AfterFunc(w, a.shutdown)
 		} else {
@@ -103,7 +108,7 @@ func (a *acceptor) loop() {
 		delay = min(max(2*delay, acceptBackoffMin), acceptBackoffMax)
 		a.warnAccept(err)
 		select {
-		case <-a.stop:
+		case <-a.stop.ch:
 			return
 		case <-time.After(delay):
 		}
@@ -139,8 +144,8 @@ func (a *acceptor) untrack(nc net.Conn) {
 // under way, and waits for their goroutines. Safe to call more than once,
 // from any goroutine; later calls wait for the first.
 func (a *acceptor) shutdown() {
-	a.stopOnce.Do(func() {
-		close(a.stop)
+	a.stop.once.Do(func() {
+		close(a.stop.ch)
 		a.ln.Close()
 		<-a.loopDone
 		a.mu.Lock()
@@ -162,7 +167,7 @@ func (a *acceptor) close() {
 
 func (a *acceptor) stopping() bool {
 	select {
-	case <-a.stop:
+	case <-a.stop.ch:
 		return true
 	default:
 		return false
@@ -246,14 +251,14 @@ func (a *acceptor) finish(err error) {
 }
 
 // reportReject tells Options.OnReject of every refused connection, and
-// Options.Logger of some (t.refusals): a flood of strangers must not
+// Options.Logger of some (t.door.refusals): a flood of strangers must not
 // flood the log.
 func (t *NetTransport) reportReject(addr string, rank int, err error) {
 	var he *HandshakeError
 	if !errors.As(err, &he) {
 		he = &HandshakeError{Addr: addr, Rank: rank, Local: true, Reason: "handshake I/O", Err: err}
 	}
-	if ok, left := t.refusals.allow(time.Now()); ok {
+	if ok, left := t.door.refusals.allow(time.Now()); ok {
 		args := []any{"rank", t.rank, "from", addr, "claimed_rank", rank, "err", he}
 		if left > 0 {
 			args = append(args, "refusals_not_logged", left)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -22,7 +23,8 @@ var ErrBarrierSkew = errors.New("boltmesh: barrier calls out of step across rank
 // and the next call resumes it where it stopped, so that every rank's
 // barriers stay in step.
 type barrierState struct {
-	epoch      uint64 // number of the current (or last) barrier
+	mu         sync.Mutex // guards the rest
+	epoch      uint64     // number of the current (or last) barrier
 	inProgress bool
 	round      uint32 // next round of the current barrier
 	sent       bool   // this round's signal is sent
@@ -66,8 +68,8 @@ func (t *NetTransport) BarrierContext(ctx context.Context) error {
 // of one rank are serialized. A barrier given up through its context is
 // resumed by the next call.
 func (t *NetTransport) barrier(w waitOpts) error {
-	t.barrierMu.Lock()
-	defer t.barrierMu.Unlock()
+	t.bar.mu.Lock()
+	defer t.bar.mu.Unlock()
 	if t.closed.Load() {
 		return &PeerError{Op: w.op, Rank: t.rank, Err: ErrClosed}
 	}
@@ -102,7 +104,7 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		}
 	}
 	b.inProgress = false
-	t.barriersDone.Store(b.epoch)
+	t.progress.barriers.Store(b.epoch)
 	return nil
 }
 

@@ -41,7 +41,7 @@ func (t *NetTransport) SendColl(ctx context.Context, to int, tag, meta uint32, p
 func collWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
 	w := ctxWait(ctx, "collective")
 	w.anyLost, w.meta, w.checkMeta = true, meta, true
-	w.collCall = t.collCall.Load()
+	w.collCall = t.progress.coll.Load()
 	return w
 }
 
@@ -228,33 +228,12 @@ func (t *NetTransport) sendUpTo(st *chunkState, k int) error {
 func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in []byte, chunk int) error {
 	p := t.peers[from]
 	for i := range pieces(len(in), chunk) {
-		r := t.reqs.Get().(*recvReq)
+		r := t.pools.reqs.Get().(*recvReq)
 		r.into, r.dst, r.from, r.tag = true, in[i*chunk:min((i+1)*chunk, len(in))], from, int(tag)
 		r.coll, r.meta = true, meta
 		st.recvs = append(st.recvs, r)
-		p.mu.Lock()
-		q := p.queue(tag)
-		if m, ok := q.msgs.peek(); ok && m.bb != nil {
-			n, _, err := t.takeQueued(p, q, m.bb, r.dst, true, tag) // unlocks
-			r.n, r.aux = n, m.aux
-			r.complete(err)
-		} else if ok && m.size() > len(r.dst) {
-			p.mu.Unlock()
-			r.complete(&TruncatedError{From: from, Tag: int(tag), Len: m.size(), Cap: len(r.dst)})
-		} else if ok {
-			p.takeRTS(q, tag, m, r) // unlocks
-		} else if p.lost != nil {
-			r.complete(p.errFor("collective"))
-			p.mu.Unlock()
-		} else if err := p.collQueuedStep(tag, meta); err != nil {
-			r.complete(err)
-			p.mu.Unlock()
-		} else {
-			resume := p.postRecv(q, r)
-			p.mu.Unlock()
-			if resume {
-				p.link.resume()
-			}
+		if posted, err := p.match(r, false, true, "collective"); !posted {
+			r.complete(err) // or r.err, nil, as the queued message filled it
 		}
 	}
 	return nil
@@ -279,7 +258,7 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 		}
 		n, aux, want := r.n, r.aux, len(r.dst)
 		r.reset()
-		t.reqs.Put(r)
+		t.pools.reqs.Put(r)
 		switch {
 		case err != nil:
 			return collErr(err)
@@ -315,7 +294,7 @@ func (t *NetTransport) dropChunks(st *chunkState, from int) {
 			<-r.done
 		}
 		r.reset()
-		t.reqs.Put(r)
+		t.pools.reqs.Put(r)
 		st.recvs[i] = nil
 	}
 	st.recvs = st.recvs[:0]
@@ -345,7 +324,7 @@ func (p *peer) collStep(tag, aux uint32) {
 // of the call that owns tag (but tag itself when others is set), each with
 // the error that errFor returns for its tag and receive. p.mu is held.
 func (p *peer) failCallRecvs(tag uint32, others bool, errFor func(u uint32, r *recvReq) error) {
-	for u, q := range p.tags {
+	for u, q := range p.m.tags {
 		if !sameCall(u, tag) || (others && u == tag) {
 			continue
 		}
@@ -354,10 +333,10 @@ func (p *peer) failCallRecvs(tag uint32, others bool, errFor func(u uint32, r *r
 			if !ok || !r.coll {
 				break
 			}
-			p.popRecv(q)
+			p.m.popRecv(q)
 			r.complete(errFor(u, r))
 		}
-		p.tidy(u, q)
+		p.m.tidy(u, q)
 	}
 }
 
@@ -376,7 +355,7 @@ func (p *peer) collQueuedStep(tag, meta uint32) error {
 	if err := p.abandonedErr(tag); err != nil {
 		return err
 	}
-	for t, q := range p.tags {
+	for t, q := range p.m.tags {
 		if t == tag || !sameCall(t, tag) {
 			continue
 		}

@@ -62,4 +62,14 @@
 // first). Set a key (Options.MeshKey or BOLTMESH_KEY): without one, anyone
 // who reaches a rank can join as a rank. See frame/spec.md for the wire
 // format.
+//
+// # Layers
+//
+// Beneath the API, one matcher per peer (posted receives, queued
+// messages, rendezvous, one-sided state, credit); beneath it, the peer's
+// link, which moves its frames (a full mesh's streams, a star's one
+// stream, or a route through a star's coordinator); beneath that, ioloop's
+// streams. engine/DESIGN.md draws the send path (Send to writev) and the
+// receive path (RecvInto to read) through them, layer by layer, with the
+// function names.
 package engine

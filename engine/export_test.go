@@ -46,7 +46,7 @@ func QueuedBytes(t *NetTransport, rank int) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var n uint64
-	for _, q := range p.tags {
+	for _, q := range p.m.tags {
 		q.msgs.each(func(m queuedMsg) { n += m.cost() })
 	}
 	return n
@@ -69,7 +69,7 @@ func DrainPeer(t *NetTransport, rank int) {
 	p.mu.Lock()
 	var freed uint64
 	var answer []uint64
-	for tag, q := range p.tags {
+	for tag, q := range p.m.tags {
 		for {
 			m, ok := q.msgs.pop()
 			if !ok {
@@ -82,7 +82,7 @@ func DrainPeer(t *NetTransport, rank int) {
 				answer = append(answer, m.id)
 			}
 		}
-		p.tidy(tag, q)
+		p.m.tidy(tag, q)
 	}
 	p.mu.Unlock()
 	for _, id := range answer {
@@ -98,11 +98,11 @@ func PostedRecvs(t *NetTransport, rank int) int {
 	p := t.peers[rank]
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.rdvIn)
-	if p.claimed != nil {
+	n := len(p.rdv.in)
+	if p.m.claimed != nil {
 		n++
 	}
-	for _, q := range p.tags {
+	for _, q := range p.m.tags {
 		n += q.recvs.len()
 	}
 	return n
@@ -114,5 +114,5 @@ func ClaimedRdvs(t *NetTransport, rank int) int {
 	p := t.peers[rank]
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.rdvIn)
+	return len(p.rdv.in)
 }

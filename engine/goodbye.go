@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -14,6 +17,19 @@ import (
 // (ErrPeerClosed, and the loss its GOODBYE reported; see loss.go), not for
 // a crash.
 
+// farewell is what a peer's GOODBYE told, and whether it answered this
+// rank's. Lock rule: none needed (atomics, a channel closed once).
+type farewell struct {
+	said     atomic.Bool   // the peer announced an orderly close
+	done     atomic.Uint64 // barriers it had completed then
+	coll     atomic.Uint32 // and the last collective call it completed
+	lost     atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
+	answered chan struct{} // closed when it answered this rank's GOODBYE, or was lost
+	once     sync.Once
+}
+
+func (f *farewell) init() { f.answered = make(chan struct{}) }
+
 // deliverGoodbye handles a GOODBYE from p that came on c: its answer to
 // this rank's, or p's own, which is noted and answered on c (p's link
 // may not be up yet when a peer leaves while the mesh forms).
@@ -22,12 +38,12 @@ func (p *peer) deliverGoodbye(c *ioloop.Conn, h *frame.Header) {
 		p.byeAnswer()
 		return
 	}
-	p.goodbyeDone.Store(h.Offset)
-	p.goodbyeColl.Store(h.Aux)
-	p.goodbyeLost.Store(int32(p.t.goodbyeLost(p.rank, h.Tag)))
-	p.goodbye.Store(true)
+	p.bye.done.Store(h.Offset)
+	p.bye.coll.Store(h.Aux)
+	p.bye.lost.Store(int32(p.t.goodbyeLost(p.rank, h.Tag)))
+	p.bye.said.Store(true)
 	a := frame.Header{Kind: frame.KindGoodbye, Flags: frame.FlagReply, Src: uint32(p.t.rank)}
-	if p.t.hub != nil && p.rank != 0 {
+	if p.t.topo.hub != nil && p.rank != 0 {
 		a.Dst = uint16(p.rank + 1) // a star worker's peer, through the coordinator (its link may not be up yet)
 	}
 	c.Post(&a, nil, false) // a lost peer needs no answer
@@ -36,5 +52,5 @@ func (p *peer) deliverGoodbye(c *ioloop.Conn, h *frame.Header) {
 // byeAnswer records that p answered this rank's GOODBYE, or that it need
 // not: it is lost.
 func (p *peer) byeAnswer() {
-	p.byeOnce.Do(func() { close(p.byeAnswered) })
+	p.bye.once.Do(func() { close(p.bye.answered) })
 }

@@ -38,7 +38,7 @@ func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
 	o := &t.opts
 	hc := &hsConn{nc: nc, o: o}
 	hc.self = frame.Hello{Version: frame.Version, World: uint32(t.world), Rank: uint32(t.rank), MeshID: o.meshID()}
-	if t.star {
+	if t.topo.star {
 		hc.self.Topology = frame.TopologyStar
 	}
 	hc.self.Stream, hc.self.Streams = uint16(stream), uint16(t.opts.Streams)

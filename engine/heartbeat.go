@@ -31,26 +31,26 @@ const checksPerBeat = 4
 // heartbeat say, is unacknowledged, and a stopped peer's kernel answers
 // probes.)
 func (t *NetTransport) startHeartbeat() {
-	t.beatStop = make(chan struct{})
-	t.beatDone = make(chan struct{})
-	go t.beat()
+	t.beat.stop = make(chan struct{})
+	t.beat.done = make(chan struct{})
+	go t.beating()
 }
 
 // stopHeartbeat stops the heartbeat goroutine, if it runs, and waits for it.
 func (t *NetTransport) stopHeartbeat() {
-	if t.beatStop != nil {
-		close(t.beatStop)
-		<-t.beatDone
+	if t.beat.stop != nil {
+		close(t.beat.stop)
+		<-t.beat.done
 	}
 }
 
-func (t *NetTransport) beat() {
-	defer close(t.beatDone)
+func (t *NetTransport) beating() {
+	defer close(t.beat.done)
 	tick := time.NewTicker(max(t.opts.KeepAlive/checksPerBeat, 1))
 	defer tick.Stop()
 	for {
 		select {
-		case <-t.beatStop:
+		case <-t.beat.stop:
 			return
 		case now := <-tick.C:
 			for _, p := range t.peers {

@@ -17,6 +17,6 @@ func keylessExposed(key []byte, addr string) bool {
 // transport that has no key.
 func (t *NetTransport) warnIfKeyless(addr string) {
 	if keylessExposed(t.opts.MeshKey, addr) {
-		t.keyWarn.Do(func() { t.opts.Logger.Warn(noKeyWarning, "rank", t.rank, "reachable_at", addr) })
+		t.door.keyWarn.Do(func() { t.opts.Logger.Warn(noKeyWarning, "rank", t.rank, "reachable_at", addr) })
 	}
 }

@@ -232,7 +232,7 @@ func (s *meshStream) Closed(c *ioloop.Conn, err error) {
 	switch {
 	case s.lane == laneData:
 		s.l.p.closed(err)
-	case s.lane == laneCtl && s.l.p.goodbye.Load() && !brokeProtocol(err):
+	case s.lane == laneCtl && s.l.p.bye.said.Load() && !brokeProtocol(err):
 	default:
 		s.l.abort(c, err)
 	}

@@ -102,7 +102,7 @@ func (l *streamLink) Closed(_ *ioloop.Conn, err error) { l.p.closed(err) }
 func (l *streamLink) forward(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	t := l.p.t
 	to := int(h.Dst) - 1
-	if to <= 0 || to >= t.world || to == l.p.rank || !t.starReady.Load() {
+	if to <= 0 || to >= t.world || to == l.p.rank || !t.topo.starReady.Load() {
 		ioloop.PutBuffer(bb)
 		t.opts.Logger.Warn("boltmesh: dropped a frame the coordinator cannot forward", "rank", l.p.rank, "kind", h.Kind, "to", to)
 		return

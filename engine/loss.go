@@ -1,5 +1,11 @@
 package engine
 
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
 // The first loss. When a rank dies in the middle of a collective call,
 // each survivor fails its call with ErrPeerLost, and a program that gives
 // up on the error closes its transport, which tells every peer (GOODBYE).
@@ -17,7 +23,29 @@ package engine
 // barriers that fail of a lost or closed peer name that first loss
 // (lossErr): *PeerError's Rank and Cause, and ClosedAfter.
 //
-// Lock rule: NetTransport.closedMu guards lossState.
+// Lock rule: goneState.mu guards loss and the closed* fields; once, ch
+// and rank record the first loss as it happens.
+
+// goneState is what this rank knows of the peers that are gone: the
+// first one lost (at once, for the operations that need every rank), the
+// ones that closed in order, and the first loss known (lossState).
+type goneState struct {
+	once sync.Once
+	ch   chan struct{} // closed when the first peer is lost
+	rank atomic.Int64  // that peer
+
+	mu          sync.Mutex
+	closedCh    chan struct{} // closed, and replaced, whenever a peer closes in order
+	closedEpoch uint64        // fewest barriers completed by a closed peer
+	closedRank  int           // that peer
+	closedColl  []closedCall  // the collective calls closed peers completed
+	loss        lossState     // the first loss known
+}
+
+func (g *goneState) init() {
+	g.ch, g.closedCh, g.closedEpoch = make(chan struct{}), make(chan struct{}), math.MaxUint64
+	g.loss.first = -1
+}
 
 // lossState is the first loss a rank knows of.
 type lossState struct {
@@ -64,16 +92,16 @@ func (t *NetTransport) goodbyeLost(from int, tag uint32) int {
 // GOODBYE. The peer's receives fail after it, so that their errors name
 // the first loss, and so does a GOODBYE this rank sends once they have.
 func (t *NetTransport) noteLoss(rank int, cause error) {
-	t.closedMu.Lock()
-	defer t.closedMu.Unlock()
-	t.loss.lost(rank, cause)
+	t.gone.mu.Lock()
+	defer t.gone.mu.Unlock()
+	t.gone.loss.lost(rank, cause)
 }
 
 // firstLost returns the first rank this rank knows to be lost, or -1.
 func (t *NetTransport) firstLost() int {
-	t.closedMu.Lock()
-	defer t.closedMu.Unlock()
-	return t.loss.first
+	t.gone.mu.Lock()
+	defer t.gone.mu.Unlock()
+	return t.gone.loss.first
 }
 
 // lossErr returns err, a collective operation's or a barrier's, naming the
@@ -88,10 +116,10 @@ func (t *NetTransport) lossErr(err error) error {
 	if !ok || pe.Err != ErrPeerLost {
 		return err
 	}
-	t.closedMu.Lock()
-	first, cause := t.loss.first, t.loss.cause
-	after := append([]int(nil), t.loss.closedAfter...)
-	t.closedMu.Unlock()
+	t.gone.mu.Lock()
+	first, cause := t.gone.loss.first, t.gone.loss.cause
+	after := append([]int(nil), t.gone.loss.closedAfter...)
+	t.gone.mu.Unlock()
 	if first < 0 {
 		return err
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,57 +19,70 @@ type NetTransport struct {
 	opts  Options
 	loop  *ioloop.Loop
 	peers []*peer // indexed by rank; peers[rank] is this rank itself
+	heap  *heap.Heap
 
-	closed    atomic.Bool
-	closeOnce sync.Once
+	closed   closeState    // Close ran (or runs)
+	gone     goneState     // the peers lost or closed in order (loss.go)
+	progress progress      // what this rank completed, told in GOODBYE
+	bar      barrierState  // barrier.go
+	pools    pools         // recycled requests
+	rpc      rpcState      // the RPC handler and frames that came before it
+	topo     topology      // a star or a full mesh
+	door     door          // the listener after formation, and what it refuses
+	beat     heartbeatLoop // heartbeat.go
+}
 
-	lostOnce sync.Once
-	lostCh   chan struct{} // closed when the first peer is lost
-	lostRank atomic.Int64  // that peer
+// closeState says that Close ran, or runs; once makes it run once.
+type closeState struct {
+	atomic.Bool
+	once sync.Once
+}
 
-	barriersDone atomic.Uint64 // barriers this rank completed, told in GOODBYE
-	collCall     atomic.Uint32 // the collective call in progress (see BeginCollCall)
-	collDone     atomic.Uint32 // the last collective call completed, told in GOODBYE
-	closedMu     sync.Mutex
-	closedCh     chan struct{} // closed, and replaced, whenever a peer closes in order
-	closedEpoch  uint64        // fewest barriers completed by a closed peer
-	closedRank   int           // that peer
-	closedColl   []closedCall  // the collective calls closed peers completed
-	loss         lossState     // the first loss known (loss.go)
+// progress is what this rank completed, told to its peers in GOODBYE.
+type progress struct {
+	barriers atomic.Uint64 // barriers completed
+	coll     atomic.Uint32 // the collective call in progress (see BeginCollCall)
+	collDone atomic.Uint32 // the last collective call completed
+}
 
-	heap   *heap.Heap
+// pools recycles the requests of the data path, and numbers them.
+type pools struct {
 	gets   sync.Pool // *getReq
 	rdvs   sync.Pool // *rdvSend
+	reqs   sync.Pool // *recvReq
 	nextID atomic.Uint64
+}
 
-	barrierMu sync.Mutex
-	bar       barrierState // guarded by barrierMu
-	reqs      sync.Pool    // *recvReq
-
-	rpc rpcState // the RPC handler and frames that came before it
-
+// topology is how the ranks are joined. It is set before the mesh forms,
+// but for starReady.
+type topology struct {
 	star      bool        // a star: rank 0 is the coordinator, the hub of every pair
 	hub       *hub        // star worker: the handler of the coordinator stream
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
+	loopback  bool        // every rank is reached over loopback (this machine)
+}
 
-	loopback bool // every rank is reached over loopback (this machine)
-
+// door is the listener after the mesh formed and what it refuses.
+type door struct {
 	late     *acceptor  // the listener during LateJoinWindow, if this rank accepts
 	refusals logLimiter // which refused connections are logged
 	keyWarn  sync.Once  // the warning that the mesh has no key
+}
 
-	beatStop chan struct{} // closed to stop the heartbeat goroutine
-	beatDone chan struct{} // closed when it has stopped
+// heartbeatLoop is the heartbeat goroutine's lifetime.
+type heartbeatLoop struct {
+	stop chan struct{} // closed to stop the heartbeat goroutine
+	done chan struct{} // closed when it has stopped
 }
 
 var _ Transport = (*NetTransport)(nil)
 
 func newNetTransport(rank, world int, o Options) *NetTransport {
-	t := &NetTransport{rank: rank, world: world, opts: o, lostCh: make(chan struct{}), closedCh: make(chan struct{}), closedEpoch: math.MaxUint64}
-	t.loss.first = -1
-	t.reqs.New = newRecvReq
-	t.gets.New = newGetReq
-	t.rdvs.New = newRdvSend
+	t := &NetTransport{rank: rank, world: world, opts: o}
+	t.gone.init()
+	t.pools.reqs.New = newRecvReq
+	t.pools.gets.New = newGetReq
+	t.pools.rdvs.New = newRdvSend
 	t.peers = make([]*peer, world)
 	for r := range t.peers {
 		t.peers[r] = newPeer(t, r)
@@ -87,7 +99,7 @@ func (t *NetTransport) WorldSize() int { return t.world }
 // Loopback reports whether every rank is reached over this machine's
 // loopback interface (all ranks local), as opposed to a real link.
 // Collectives size their pieces by it.
-func (t *NetTransport) Loopback() bool { return t.loopback }
+func (t *NetTransport) Loopback() bool { return t.topo.loopback }
 
 // Options returns the options in force, defaults filled in.
 func (t *NetTransport) Options() Options { return t.opts }
@@ -102,9 +114,9 @@ const goodbyeWait = 200 * time.Millisecond
 // goroutine or file descriptor and is idempotent.
 func (t *NetTransport) Close() error {
 	var err error
-	t.closeOnce.Do(func() {
-		if t.late != nil {
-			t.late.close()
+	t.closed.once.Do(func() {
+		if t.door.late != nil {
+			t.door.late.close()
 		}
 		t.stopHeartbeat()
 		t.sayGoodbye()
@@ -143,7 +155,7 @@ func (t *NetTransport) sayGoodbye() {
 		if !p.up() {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Tag: lost, Aux: t.collDone.Load(), Offset: t.barriersDone.Load()}
+		h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Tag: lost, Aux: t.progress.collDone.Load(), Offset: t.progress.barriers.Load()}
 		if p.link.ownCtl() {
 			p.link.send(laneCtl, h, nil, ctx.Done())
 		}
@@ -156,7 +168,7 @@ func (t *NetTransport) sayGoodbye() {
 			continue
 		}
 		select {
-		case <-p.byeAnswered:
+		case <-p.bye.answered:
 		case <-ctx.Done():
 			return
 		}
@@ -189,9 +201,9 @@ func (t *NetTransport) awaitReleased() bool {
 // noteLost records that rank's connection broke, for operations (barriers)
 // that need every rank.
 func (t *NetTransport) noteLost(rank int) {
-	t.lostOnce.Do(func() {
-		t.lostRank.Store(int64(rank))
-		close(t.lostCh)
+	t.gone.once.Do(func() {
+		t.gone.rank.Store(int64(rank))
+		close(t.gone.ch)
 	})
 }
 
@@ -201,15 +213,15 @@ func (t *NetTransport) noteLost(rank int) {
 // after that one, can no longer complete. Every waiter on closedChan is
 // woken, and takes the next channel.
 func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) {
-	t.closedMu.Lock()
-	defer t.closedMu.Unlock()
-	t.loss.closed(rank, lost)
-	if done < t.closedEpoch {
-		t.closedEpoch, t.closedRank = done, rank
+	t.gone.mu.Lock()
+	defer t.gone.mu.Unlock()
+	t.gone.loss.closed(rank, lost)
+	if done < t.gone.closedEpoch {
+		t.gone.closedEpoch, t.gone.closedRank = done, rank
 	}
-	t.closedColl = append(t.closedColl, closedCall{rank, coll})
-	close(t.closedCh)
-	t.closedCh = make(chan struct{})
+	t.gone.closedColl = append(t.gone.closedColl, closedCall{rank, coll})
+	close(t.gone.closedCh)
+	t.gone.closedCh = make(chan struct{})
 }
 
 // closedCall is a peer that closed in order, and the last collective call
@@ -223,29 +235,29 @@ type closedCall struct {
 // closes. Take it before checking what is recorded (closedBefore,
 // closedInCall), so that no close falls between the two.
 func (t *NetTransport) closedChan() <-chan struct{} {
-	t.closedMu.Lock()
-	defer t.closedMu.Unlock()
-	return t.closedCh
+	t.gone.mu.Lock()
+	defer t.gone.mu.Unlock()
+	return t.gone.closedCh
 }
 
 // closedBefore returns an error if a peer closed before completing barrier
 // number epoch, or nil.
 func (t *NetTransport) closedBefore(epoch uint64, op string) error {
-	t.closedMu.Lock()
-	defer t.closedMu.Unlock()
-	if t.closedEpoch >= epoch {
+	t.gone.mu.Lock()
+	defer t.gone.mu.Unlock()
+	if t.gone.closedEpoch >= epoch {
 		return nil
 	}
-	return &PeerError{Op: op, Rank: t.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
+	return &PeerError{Op: op, Rank: t.gone.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 }
 
 // closedInCall returns an error if a peer closed in order without
 // completing collective call number call (it will send nothing more for
 // it), or nil. Call numbers wrap; they compare as serial numbers.
 func (t *NetTransport) closedInCall(call uint32, op string) error {
-	t.closedMu.Lock()
-	defer t.closedMu.Unlock()
-	for _, c := range t.closedColl {
+	t.gone.mu.Lock()
+	defer t.gone.mu.Unlock()
+	for _, c := range t.gone.closedColl {
 		if int32(c.done-call) < 0 {
 			return &PeerError{Op: op, Rank: c.rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 		}
@@ -261,7 +273,7 @@ func (t *NetTransport) closedInCall(call uint32, op string) error {
 // ((k-1) mod 65536) * 256 on (256 a call); from then on, messages for the
 // calls before it are dropped, those that arrive and those queued.
 func (t *NetTransport) BeginCollCall(call uint32) {
-	t.collCall.Store(call)
+	t.progress.coll.Store(call)
 	for _, p := range t.peers {
 		t.dropPastColl(p, call)
 	}
@@ -270,13 +282,13 @@ func (t *NetTransport) BeginCollCall(call uint32) {
 // EndCollCall records that this rank completed collective call number
 // call: a GOODBYE it sends later tells its peers so, and they go on
 // waiting for the others' parts of that call.
-func (t *NetTransport) EndCollCall(call uint32) { t.collDone.Store(call) }
+func (t *NetTransport) EndCollCall(call uint32) { t.progress.collDone.Store(call) }
 
 // anyLost returns the error of the first lost peer, or nil.
 func (t *NetTransport) anyLost(op string) error {
 	select {
-	case <-t.lostCh:
-		return t.peers[t.lostRank.Load()].lostErr(op)
+	case <-t.gone.ch:
+		return t.peers[t.gone.rank.Load()].lostErr(op)
 	default:
 		return nil
 	}

@@ -2,167 +2,63 @@ package engine
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"github.com/valyala/bytebufferpool"
 )
 
-// tagQueue holds, for one (source, tag), either messages that arrived before
-// anybody asked for them or receives posted before their message arrived.
-type tagQueue struct {
-	msgs  fifo[queuedMsg]
-	recvs fifo[*recvReq]
-}
-
-// queuedMsg is a message that arrived before its receive: an eager one's
-// payload, or a rendezvous one's announcement (RTS), and its header's Aux
-// (the collectives' call meta).
-type queuedMsg struct {
-	bb  *bytebufferpool.ByteBuffer // an eager message's payload; nil for an RTS
-	aux uint32
-	id  uint64 // RTS: the send id
-	n   uint64 // RTS: the message's length
-}
-
-// size returns the message's length.
-func (m queuedMsg) size() int {
-	if m.bb != nil {
-		return len(m.bb.B)
-	}
-	return int(m.n)
-}
-
-// cost returns the flow-control credit the message holds.
-func (m queuedMsg) cost() uint64 {
-	if m.bb != nil {
-		return frame.Cost(uint64(len(m.bb.B)))
-	}
-	return frame.Cost(0)
-}
-
 // peer is this rank's view of one other rank (or of itself, with no
-// link): the matching state for messages from it, the one-sided and
-// rendezvous state, and its flow-control credit in both directions. Its
-// link (link.go) moves its frames and hands each arrival to payload and
-// arrive, with the lane it came on.
+// link), made of components, each with its state, its lock rule and its
+// file:
 //
-// Lock rule: mu guards the matching state (tags, freeQ, claimed, lost,
-// posted, deferred), the one-sided state (gets, claimedGet, putErr) and the
-// rendezvous state (rdvIn, rdvOut, maxRTS, tombs). Whoever completes a
-// request does so after taking it out of these under mu. mu is never held
-// while calling into the link, but for Defer and Discard from inside
-// payload: a send that fails calls the handlers, which take mu. The credit
-// has its own locks (credit.go); the atomics need none.
+//	link   link.go, link_*.go  moves the peer's frames; hands arrivals to payload and arrive
+//	m      match.go            posted receives and queued messages, FIFO per tag
+//	rdv    rendezvous.go       large messages announced (RTS), answered (CTS), sent (DATA)
+//	one    peer_heap.go        one-sided operations: gets by id, the put fence
+//	in/out credit.go           flow-control credit granted to the peer, and by it
+//	rpcIn  rpc.go              the RPC frame being read
+//	bye    goodbye.go          the peer's orderly close
+//
+// Lock rule: mu guards m, rdv, one (but for its atomics), lost, abandoned
+// and windowOpen: the matcher, rendezvous and one-sided state move
+// together (a posted receive may be waiting for a rendezvous, or for a
+// deferred payload), so they share it. Whoever completes a request does so
+// after taking it out of them under mu. mu is never held while calling
+// into the link, but for Defer and Discard from inside payload: a send
+// that fails calls the handlers, which take mu. The credit has its own
+// locks; rpcIn belongs to the reader of the link's control lane; bye and
+// the atomics need none.
 type peer struct {
 	t    *NetTransport
 	rank int
+	link link // nil for this rank itself
 
-	mu      sync.Mutex
-	tags    map[uint32]*tagQueue
-	freeQ   []*tagQueue // emptied queues, for reuse
-	claimed *recvReq    // receive whose buffer an eager payload is being read into
-	lost    *PeerError  // why the peer is gone, once it is
-
+	mu        sync.Mutex
+	m         matcher
+	rdv       rdvState
+	one       oneSided
+	lost      *PeerError    // why the peer is gone, once it is
 	abandoned []abandonNote // the collective calls the peer gave up, by index in the tag space (abandon.go)
 
-	gets       map[uint64]*getReq // gets waiting for their reply, by id
-	claimedGet *getReq            // get whose reply is being read into its buffer
-	putErr     error              // first put refusal since the last Quiet
-	putSeq     atomic.Uint64      // puts sent to this peer
-	fenced     atomic.Uint64      // puts known complete at the peer
-	released   chan struct{}      // closed when the connection is released
+	in    inCredit  // the credit granted to the peer
+	out   outCredit // the credit the peer granted this rank
+	rpcIn rpcIn
+	bye   farewell
 
-	rdvIn  map[uint64]*recvReq    // receives waiting for a rendezvous message's DATA, by send id
-	rdvOut map[uint64]*rdvSend    // rendezvous sends waiting for their CTS, by send id
-	rts    [2][frame.RTSSize]byte // an RTS payload being read: on the data, on the control stream
-	maxRTS uint64                 // the highest send id of an RTS from the peer (ids grow on the wire)
-	rtsMu  sync.Mutex             // held while an RTS to the peer takes its id and is queued; never with mu
-	tombs  tombs                  // RTSs withdrawn before they came (tombs.go)
-
-	rpcCost uint64 // the credit of the RPC request being read
-	rpcDrop bool   // the RPC frame being read is discarded (RPCFrame.Dropped)
-
-	in  inCredit  // the credit granted to the peer
-	out outCredit // the credit the peer granted this rank
-
-	goodbye     atomic.Bool   // the peer announced an orderly close
-	goodbyeDone atomic.Uint64 // barriers it had completed then
-	goodbyeColl atomic.Uint32 // and the last collective call it completed
-	goodbyeLost atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
-	byeAnswered chan struct{} // closed when it answered this rank's GOODBYE, or was lost (goodbye.go)
-	byeOnce     sync.Once
-
-	link link // what moves the peer's frames (link.go); nil for this rank itself
-
-	windowOpen bool        // the first CREDIT went out; guarded by mu
-	posted     int         // receives posted in the tags' recvs queues; guarded by mu
-	deferred   bool        // a payload on conn waits in the socket for a receive; guarded by mu
-	charged    atomic.Bool // the deferred SEND's credit is used (the data stream's reader's)
+	windowOpen bool          // the first CREDIT went out
+	released   chan struct{} // closed when the link is released
 }
 
 func newPeer(t *NetTransport, rank int) *peer {
-	p := &peer{t: t, rank: rank, tags: make(map[uint32]*tagQueue), gets: make(map[uint64]*getReq), released: make(chan struct{}), byeAnswered: make(chan struct{})}
-	p.rdvIn, p.rdvOut = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
+	p := &peer{t: t, rank: rank, released: make(chan struct{})}
+	p.m.init()
+	p.rdv.init()
+	p.one.init()
+	p.bye.init()
 	p.in.window = uint64(t.opts.MaxQueuedBytes)
 	p.out.init()
 	return p
-}
-
-func (p *peer) queue(tag uint32) *tagQueue {
-	q := p.tags[tag]
-	if q == nil {
-		if n := len(p.freeQ); n > 0 {
-			q, p.freeQ = p.freeQ[n-1], p.freeQ[:n-1]
-		} else {
-			q = &tagQueue{}
-		}
-		p.tags[tag] = q
-	}
-	return q
-}
-
-// postRecv queues r for tag's next message, and reports whether the data
-// stream must be read again: what r waits for may be behind a deferred
-// payload. p.mu is held.
-func (p *peer) postRecv(q *tagQueue, r *recvReq) bool {
-	q.recvs.push(r)
-	p.posted++
-	return p.undefer()
-}
-
-// popRecv takes the first receive posted in q. p.mu is held.
-func (p *peer) popRecv(q *tagQueue) (*recvReq, bool) {
-	r, ok := q.recvs.pop()
-	if ok {
-		p.posted--
-	}
-	return r, ok
-}
-
-// removeRecv takes r back from q, if it is there. p.mu is held.
-func (p *peer) removeRecv(q *tagQueue, r *recvReq) bool {
-	if !q.recvs.remove(r) {
-		return false
-	}
-	p.posted--
-	return true
-}
-
-// tidy drops tag's queue once it holds nothing and keeps it for reuse, so
-// that tags used once (collectives take fresh tags per call) neither pile
-// up nor cost an allocation each; a queue kept for reuse keeps at most a
-// little storage. p.mu must be held.
-func (p *peer) tidy(tag uint32, q *tagQueue) {
-	if q.msgs.len() == 0 && q.recvs.len() == 0 {
-		delete(p.tags, tag)
-		if len(p.freeQ) < 64 {
-			q.msgs.trim(64)
-			q.recvs.trim(64)
-			p.freeQ = append(p.freeQ, q)
-		}
-	}
 }
 
 // payload is the matcher's part of ioloop.Handler.Payload for a frame
@@ -179,7 +75,7 @@ func (p *peer) payload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 		if isAbandon(h) {
 			return nil
 		}
-		if !p.chargedDeferred() && !p.useCredit(c, frame.Cost(h.Length)) {
+		if !p.m.chargedDeferred() && !p.useCredit(c, frame.Cost(h.Length)) {
 			return nil
 		}
 		return p.sendPayload(c, l, h)
@@ -212,7 +108,7 @@ func (p *peer) payload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	q := p.tags[h.Tag]
+	q := p.m.tags[h.Tag]
 	var r *recvReq
 	if q != nil && q.msgs.len() == 0 {
 		r, _ = q.recvs.peek()
@@ -224,11 +120,11 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	if h.Length == 0 || !r.fits(int(h.Length)) {
 		return nil // nothing to read, or Deliver reports the truncation
 	}
-	p.popRecv(q)
-	p.tidy(h.Tag, q)
+	p.m.popRecv(q)
+	p.m.tidy(h.Tag, q)
 	r.state.Store(reqClaimed)
 	r.aux = h.Aux
-	p.claimed = r
+	p.m.claimed = r
 	if r.into {
 		r.dst = r.dst[:h.Length]
 		return r.dst
@@ -300,8 +196,8 @@ func isAbandon(h *frame.Header) bool {
 
 func (p *peer) completeClaimed(n int) {
 	p.mu.Lock()
-	r := p.claimed
-	p.claimed = nil
+	r := p.m.claimed
+	p.m.claimed = nil
 	p.mu.Unlock()
 	p.freeCredit(frame.Cost(uint64(n)))
 	r.n = n
@@ -316,20 +212,20 @@ func (p *peer) completeClaimed(n int) {
 func (p *peer) deliverSend(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
 	cost := frame.Cost(uint64(len(bb.B)))
 	p.mu.Lock()
-	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
+	if isCollTag(tag) && pastCall(p.t.progress.coll.Load(), tag) {
 		p.mu.Unlock()
 		ioloop.PutBuffer(bb) // its call is over here: see stale.go
 		p.freeCredit(cost)
 		return
 	}
-	q := p.queue(tag)
+	q := p.m.queue(tag)
 	for {
-		r, ok := p.popRecv(q)
+		r, ok := p.m.popRecv(q)
 		if !ok {
 			break
 		}
 		if r.fits(len(bb.B)) {
-			p.tidy(tag, q)
+			p.m.tidy(tag, q)
 			p.mu.Unlock()
 			p.freeCredit(cost)
 			r.take(bb, aux)
@@ -367,10 +263,10 @@ func (p *peer) lose(err error) {
 	switch {
 	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)
-	case p.goodbye.Load():
+	case p.bye.said.Load():
 		// Noted first, so that the errors of the receives failed next name
 		// the loss its GOODBYE reported (loss.go).
-		p.t.noteClosed(p.rank, p.goodbyeDone.Load(), p.goodbyeColl.Load(), int(p.goodbyeLost.Load()))
+		p.t.noteClosed(p.rank, p.bye.done.Load(), p.bye.coll.Load(), int(p.bye.lost.Load()))
 		p.fail(ErrPeerLost, ErrPeerClosed)
 	default:
 		p.t.noteLoss(p.rank, err) // first, as noteClosed above
@@ -388,28 +284,28 @@ func (p *peer) fail(sentinel, cause error) {
 		p.lost = &PeerError{Rank: p.rank, Err: sentinel, Cause: cause}
 	}
 	p.out.fail()
-	if r := p.claimed; r != nil {
-		p.claimed = nil
+	if r := p.m.claimed; r != nil {
+		p.m.claimed = nil
 		r.complete(p.errFor("recv"))
 	}
-	for tag, q := range p.tags {
+	for tag, q := range p.m.tags {
 		for {
-			r, ok := p.popRecv(q)
+			r, ok := p.m.popRecv(q)
 			if !ok {
 				break
 			}
 			r.complete(p.errFor("recv"))
 		}
-		p.tidy(tag, q)
+		p.m.tidy(tag, q)
 	}
 	p.failRdv()
-	p.tombs = nil
-	if g := p.claimedGet; g != nil {
-		p.claimedGet = nil
+	p.rdv.tombs = nil
+	if g := p.one.claimed; g != nil {
+		p.one.claimed = nil
 		g.complete(p.errFor("get"))
 	}
-	for id, g := range p.gets {
-		delete(p.gets, id)
+	for id, g := range p.one.gets {
+		delete(p.one.gets, id)
 		g.complete(p.errFor("get"))
 	}
 }

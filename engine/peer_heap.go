@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -21,6 +22,21 @@ func codeErr(code uint32) error {
 	}
 	return ErrClosed
 }
+
+// oneSided is a peer's one-sided state: the gets waiting for its
+// replies, and the fence of the puts sent to it (Quiet).
+//
+// Lock rule: the peer's mu guards gets, claimed and putErr; putSeq and
+// fenced are atomics.
+type oneSided struct {
+	gets    map[uint64]*getReq // gets waiting for their reply, by id
+	claimed *getReq            // get whose reply is being read into its buffer
+	putErr  error              // first put refusal since the last Quiet
+	putSeq  atomic.Uint64      // puts sent to this peer
+	fenced  atomic.Uint64      // puts known complete at the peer
+}
+
+func (o *oneSided) init() { o.gets = make(map[uint64]*getReq) }
 
 // heapRange returns the target range of a PUT or GET, or why it is refused.
 func (p *peer) heapRange(off, n uint64) ([]byte, uint32, string) {
@@ -42,7 +58,7 @@ func (p *peer) addGet(g *getReq) error {
 		p.mu.Unlock()
 		return err
 	}
-	p.gets[g.id] = g
+	p.one.gets[g.id] = g
 	p.mu.Unlock()
 	return nil
 }
@@ -51,14 +67,14 @@ func (p *peer) addGet(g *getReq) error {
 func (p *peer) removeGet(g *getReq) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.gets[g.id] != g || g.state.Load() != reqPosted {
+	if p.one.gets[g.id] != g || g.state.Load() != reqPosted {
 		return false
 	}
-	delete(p.gets, g.id)
+	delete(p.one.gets, g.id)
 	return true
 }
 
-// claimGet takes the get a GET reply answers (p.claimedGet, for Deliver)
+// claimGet takes the get a GET reply answers (p.one.claimed, for Deliver)
 // and names where the reply goes: the get's own buffer when it carries
 // data of the expected length, a pooled buffer for a short refusal
 // reason, and nowhere (discarded) for a reply nobody waits for or one that
@@ -66,11 +82,11 @@ func (p *peer) removeGet(g *getReq) bool {
 func (p *peer) claimGet(c *ioloop.Conn, h *frame.Header) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	g := p.gets[h.Offset]
+	g := p.one.gets[h.Offset]
 	if g != nil {
-		delete(p.gets, h.Offset)
+		delete(p.one.gets, h.Offset)
 		g.state.Store(reqClaimed)
-		p.claimedGet = g
+		p.one.claimed = g
 	}
 	switch {
 	case g != nil && h.Flags&frame.FlagError != 0 && h.Length <= frame.MaxReasonSize:
@@ -99,8 +115,8 @@ func (p *peer) notePutErr(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	err := &RemoteError{Op: "put", Rank: p.rank, Reason: string(bb.B), Err: codeErr(h.Aux)}
 	ioloop.PutBuffer(bb)
 	p.mu.Lock()
-	if p.putErr == nil {
-		p.putErr = err
+	if p.one.putErr == nil {
+		p.one.putErr = err
 	}
 	p.mu.Unlock()
 }
@@ -108,8 +124,8 @@ func (p *peer) notePutErr(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 // fenceDone records that every put up to seq is complete at p.
 func (p *peer) fenceDone(seq uint64) {
 	for {
-		cur := p.fenced.Load()
-		if cur >= seq || p.fenced.CompareAndSwap(cur, seq) {
+		cur := p.one.fenced.Load()
+		if cur >= seq || p.one.fenced.CompareAndSwap(cur, seq) {
 			return
 		}
 	}
@@ -119,8 +135,8 @@ func (p *peer) fenceDone(seq uint64) {
 func (p *peer) takePutErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	err := p.putErr
-	p.putErr = nil
+	err := p.one.putErr
+	p.one.putErr = nil
 	return err
 }
 
@@ -150,8 +166,8 @@ func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.Byte
 // deliverGetReply completes the get a reply answers (claimGet took it).
 func (p *peer) deliverGetReply(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	p.mu.Lock()
-	g := p.claimedGet
-	p.claimedGet = nil
+	g := p.one.claimed
+	p.one.claimed = nil
 	p.mu.Unlock()
 	defer putBuffer(bb)
 	switch {

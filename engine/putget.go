@@ -62,7 +62,7 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 	if err != nil {
 		return Request{}, t.connErr(p, "put", err)
 	}
-	p.putSeq.Add(1) // after the frame is queued: a fence sent later covers it
+	p.one.putSeq.Add(1) // after the frame is queued: a fence sent later covers it
 	return Request{t: t, p: p, w: w, op: "put", wait: true}, nil
 }
 
@@ -99,17 +99,17 @@ func (t *NetTransport) GetNB(src SymmetricBuffer, dst []byte) (Request, error) {
 
 // startGet registers a pending get and sends its request.
 func (t *NetTransport) startGet(p *peer, off uint64, dst []byte) (*getReq, error) {
-	g := t.gets.Get().(*getReq)
-	g.dst, g.id = dst, t.nextID.Add(1)
+	g := t.pools.gets.Get().(*getReq)
+	g.dst, g.id = dst, t.pools.nextID.Add(1)
 	if err := p.addGet(g); err != nil {
-		t.gets.Put(g)
+		t.pools.gets.Put(g)
 		return nil, err
 	}
 	(&frame.GetReq{ID: g.id, Length: uint64(len(dst))}).Encode(&g.req)
 	h := frame.Header{Kind: frame.KindGetReq, Src: uint32(t.rank), Offset: off}
 	if err := p.link.send(laneCtl, h, g.req[:], nil); err != nil {
 		if p.removeGet(g) {
-			t.gets.Put(g)
+			t.pools.gets.Put(g)
 		} else {
 			t.waitGet(p, g) // the peer's loss completes it
 		}
@@ -125,7 +125,7 @@ func (t *NetTransport) waitGet(p *peer, g *getReq) error {
 	<-g.done
 	err := g.err
 	g.reset()
-	t.gets.Put(g)
+	t.pools.gets.Put(g)
 	return err
 }
 
@@ -140,8 +140,8 @@ func (t *NetTransport) Quiet() error {
 		if !p.up() {
 			continue
 		}
-		target := p.putSeq.Load()
-		if p.fenced.Load() >= target {
+		target := p.one.putSeq.Load()
+		if p.one.fenced.Load() >= target {
 			continue
 		}
 		g, err := t.startGet(p, 0, nil)

@@ -7,9 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/boltmesh/boltmesh/frame"
-	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // waitOpts says when a blocked receive gives up besides completing.
@@ -93,45 +90,11 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 		}
 	}
 	p := t.peers[from]
-	p.mu.Lock()
-	q := p.queue(tag)
-	var r *recvReq
-	if m, ok := q.msgs.peek(); ok {
-		if m.bb != nil {
-			n, data, err := t.takeQueued(p, q, m.bb, dst, into, tag)
-			if err == nil && w.checkMeta && m.aux != w.meta {
-				err = &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: w.meta, Got: m.aux}
-			}
-			return n, data, err
-		}
-		if into && m.size() > len(dst) {
-			p.mu.Unlock()
-			return 0, nil, &TruncatedError{From: from, Tag: int(tag), Len: m.size(), Cap: len(dst)}
-		}
-		r = t.newRecv(from, tag, dst, into, w)
-		p.takeRTS(q, tag, m, r) // unlocks
-	} else {
-		if p.lost != nil {
-			err = p.errFor(w.op)
-		} else if w.try {
-			err = errNotQueued
-		} else if w.checkMeta {
-			err = p.collQueuedStep(tag, w.meta)
-		}
-		if err != nil {
-			p.tidy(tag, q)
-			p.mu.Unlock()
-			return 0, nil, err
-		}
-		r = t.newRecv(from, tag, dst, into, w)
-		resume := p.postRecv(q, r)
-		p.mu.Unlock()
-		if resume {
-			p.link.resume()
-		}
+	r := t.newRecv(from, tag, dst, into, w)
+	posted, err := p.match(r, w.try, w.checkMeta, w.op)
+	if posted {
+		err = t.wait(p, r, w)
 	}
-
-	err = t.wait(p, r, w)
 	if errors.Is(err, ErrInFlight) {
 		return 0, nil, err // r and dst are the transport's until the message is in
 	}
@@ -143,36 +106,16 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 		err = &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: w.meta, Got: r.aux}
 	}
 	r.reset()
-	t.reqs.Put(r)
+	t.pools.reqs.Put(r)
 	return n, data, err
 }
 
 // newRecv returns a receive request from the pool.
 func (t *NetTransport) newRecv(from int, tag uint32, dst []byte, into bool, w waitOpts) *recvReq {
-	r := t.reqs.Get().(*recvReq)
+	r := t.pools.reqs.Get().(*recvReq)
 	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
 	r.coll, r.meta = w.checkMeta, w.meta
 	return r
-}
-
-// takeQueued receives the first queued message, an eager one held in bb,
-// and releases its credit; p.mu is held and released.
-func (t *NetTransport) takeQueued(p *peer, q *tagQueue, bb *bytebufferpool.ByteBuffer, dst []byte, into bool, tag uint32) (int, []byte, error) {
-	n := len(bb.B)
-	if into && n > len(dst) {
-		p.mu.Unlock()
-		return 0, nil, &TruncatedError{From: p.rank, Tag: int(tag), Len: n, Cap: len(dst)}
-	}
-	q.msgs.pop()
-	p.tidy(tag, q)
-	p.mu.Unlock()
-	p.freeCredit(frame.Cost(uint64(n)))
-	if into {
-		copy(dst, bb.B)
-		ioloop.PutBuffer(bb)
-		return n, nil, nil
-	}
-	return n, bb.B, nil
 }
 
 // wait blocks until r completes or w says to give up. It first drives the
@@ -196,7 +139,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	}
 	var lost, closed <-chan struct{}
 	if w.anyLost {
-		lost = t.lostCh
+		lost = t.gone.ch
 	}
 	var cause error
 	if w.epoch > 0 || w.collCall != 0 {
@@ -231,8 +174,8 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 func (t *NetTransport) leave(p *peer, r *recvReq, cause error, inflight <-chan struct{}) error {
 	p.mu.Lock()
 	tag := uint32(r.tag)
-	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && p.removeRecv(q, r) {
-		p.tidy(tag, q)
+	if q := p.m.tags[tag]; r.state.Load() == reqPosted && q != nil && p.m.removeRecv(q, r) {
+		p.m.tidy(tag, q)
 		p.mu.Unlock()
 		return cause
 	}
@@ -303,8 +246,8 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 	p.mu.Lock()
 	tag := uint32(r.tag)
-	if q := p.tags[tag]; r.state.Load() == reqPosted && q != nil && p.removeRecv(q, r) {
-		p.tidy(tag, q)
+	if q := p.m.tags[tag]; r.state.Load() == reqPosted && q != nil && p.m.removeRecv(q, r) {
+		p.m.tidy(tag, q)
 		p.mu.Unlock()
 		return cause
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -31,6 +32,25 @@ import (
 // still queued, and ignores it if a receive had taken it, in which case
 // the CTS already on its way commits the sender. Either way each RTS gets
 // exactly one answer.
+
+// rdvState is a peer's rendezvous state, in both directions.
+//
+// Lock rule: the peer's mu guards in, out, maxRTS and tombs; rtsMu is
+// held while an RTS to the peer takes its id and is queued, never with
+// mu; rts[i] belongs to the reader of lane i's stream (0: data, 1:
+// control).
+type rdvState struct {
+	in     map[uint64]*recvReq    // receives waiting for a rendezvous message's DATA, by send id
+	out    map[uint64]*rdvSend    // rendezvous sends waiting for their CTS, by send id
+	rts    [2][frame.RTSSize]byte // an RTS payload being read: on the data, on the control lane
+	maxRTS uint64                 // the highest send id of an RTS from the peer (ids grow on the wire)
+	rtsMu  sync.Mutex
+	tombs  tombs // RTSs withdrawn before they came (tombs.go)
+}
+
+func (r *rdvState) init() {
+	r.in, r.out = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
+}
 
 // Rendezvous send states.
 const (
@@ -92,29 +112,29 @@ func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-
 	if err := t.acquire(p, frame.Cost(0), cancel, "send"); err != nil {
 		return nil, err
 	}
-	s := t.rdvs.Get().(*rdvSend)
+	s := t.pools.rdvs.Get().(*rdvSend)
 	s.data, s.tag, s.aux = data, tag, aux
 	frame.EncodeRTS(&s.rts, uint64(len(data)))
-	p.rtsMu.Lock() // the ids of a peer's RTSs grow on the wire (see withdrawRTS)
+	p.rdv.rtsMu.Lock() // the ids of a peer's RTSs grow on the wire (see withdrawRTS)
 	p.mu.Lock()
 	if p.lost != nil {
 		err := p.errFor("send")
 		p.mu.Unlock()
-		p.rtsMu.Unlock()
-		t.rdvs.Put(s)
+		p.rdv.rtsMu.Unlock()
+		t.pools.rdvs.Put(s)
 		return nil, err
 	}
-	s.id = t.nextID.Add(1)
-	p.rdvOut[s.id] = s
+	s.id = t.pools.nextID.Add(1)
+	p.rdv.out[s.id] = s
 	p.mu.Unlock()
 	h := frame.Header{Kind: frame.KindRTS, Src: uint32(t.rank), Tag: tag, Aux: aux, Offset: s.id}
 	err := p.link.post(laneData, h, s.rts[:], true)
-	p.rtsMu.Unlock()
+	p.rdv.rtsMu.Unlock()
 	if err != nil {
 		// The connection failed: its loss completes s, if it has not yet.
 		<-s.done
 		s.reset()
-		t.rdvs.Put(s)
+		t.pools.rdvs.Put(s)
 		return nil, t.connErr(p, "send", err)
 	}
 	return s, nil
@@ -126,7 +146,7 @@ func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-
 // message, in which case it is sent whole and the call returns nil, as
 // once its writes have started (they then finish in the background).
 func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) error {
-	defer func() { s.reset(); t.rdvs.Put(s) }()
+	defer func() { s.reset(); t.pools.rdvs.Put(s) }()
 	if t.spinUntil(p, laneCtl, func() bool { return s.state.Load() != rdvWaiting }) {
 		<-s.done
 		return t.rdvAnswered(p, s, false, cancel)
@@ -174,8 +194,8 @@ func (t *NetTransport) rdvAnswered(p *peer, s *rdvSend, withdrawn bool, cancel <
 // CTS with Error). A CTS for no send of ours breaks the protocol.
 func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 	p.mu.Lock()
-	s := p.rdvOut[h.Offset]
-	delete(p.rdvOut, h.Offset)
+	s := p.rdv.out[h.Offset]
+	delete(p.rdv.out, h.Offset)
 	p.mu.Unlock()
 	if s == nil {
 		p.violation(c, fmt.Errorf("%w: CTS for send %d, which is not waiting", ErrProtocol, h.Offset))
@@ -236,13 +256,13 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *bytebuffe
 	}
 	tag, id := h.Tag, h.Offset
 	p.mu.Lock()
-	if id <= p.maxRTS {
+	if id <= p.rdv.maxRTS {
 		p.mu.Unlock()
-		p.violation(c, fmt.Errorf("%w: RTS with send id %d after %d (ids grow)", ErrProtocol, id, p.maxRTS))
+		p.violation(c, fmt.Errorf("%w: RTS with send id %d after %d (ids grow)", ErrProtocol, id, p.rdv.maxRTS))
 		return
 	}
-	p.maxRTS = id
-	stale, own := p.tombs.arrive(id)
+	p.rdv.maxRTS = id
+	stale, own := p.rdv.tombs.arrive(id)
 	if own > 0 { // withdrawn before it came: answered then
 		p.mu.Unlock()
 		p.freeCredit(uint64(stale+own+1) * frame.Cost(0)) // the withdrawals' and the RTS's
@@ -251,20 +271,20 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *bytebuffe
 	if stale > 0 { // withdrawals of RTSs that never came: once p.mu is released
 		defer p.freeCredit(uint64(stale) * frame.Cost(0))
 	}
-	if isCollTag(tag) && pastCall(p.t.collCall.Load(), tag) {
+	if isCollTag(tag) && pastCall(p.t.progress.coll.Load(), tag) {
 		p.mu.Unlock()
 		p.answerRTS(id, false) // its call is over here: see stale.go
 		return
 	}
-	q := p.queue(tag)
+	q := p.m.queue(tag)
 	for {
-		r, ok := p.popRecv(q)
+		r, ok := p.m.popRecv(q)
 		if !ok {
 			break
 		}
 		if r.fits(int(n)) {
 			p.claimRdv(r, id, n, h.Aux)
-			p.tidy(tag, q)
+			p.m.tidy(tag, q)
 			p.mu.Unlock()
 			p.answerRTS(id, true)
 			return
@@ -282,9 +302,9 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *bytebuffe
 // into: one per lane that may carry RTSs, since each has its own reader.
 func (p *peer) rtsBuf(l lane) []byte {
 	if l == laneCtl {
-		return p.rts[1][:]
+		return p.rdv.rts[1][:]
 	}
-	return p.rts[0][:]
+	return p.rdv.rts[0][:]
 }
 
 // claimRdv makes r the receive of rendezvous message id of n bytes: its
@@ -299,8 +319,8 @@ func (p *peer) claimRdv(r *recvReq, id, n uint64, aux uint32) {
 		r.data = make([]byte, n)
 		r.dst = r.data
 	}
-	r.left, r.seen = int(n), 0
-	p.rdvIn[id] = r
+	r.rdv.left, r.rdv.seen = int(n), 0
+	p.rdv.in[id] = r
 }
 
 // answerRTS releases an RTS's credit and answers it: CTS (send the data)
@@ -324,8 +344,8 @@ func (p *peer) sendCTS(id uint64, send bool) {
 func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 	q.msgs.pop()
 	p.claimRdv(r, m.id, m.n, m.aux)
-	p.tidy(tag, q)
-	resume := p.undefer() // its DATA may be behind a deferred payload
+	p.m.tidy(tag, q)
+	resume := p.m.undefer() // its DATA may be behind a deferred payload
 	p.mu.Unlock()
 	p.answerRTS(m.id, true)
 	if resume {
@@ -343,14 +363,14 @@ func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	p.mu.Lock()
 	found := false
-	if q := p.tags[tag]; q != nil {
+	if q := p.m.tags[tag]; q != nil {
 		_, found = q.msgs.removeFunc(func(m queuedMsg) bool { return m.bb == nil && m.id == id })
-		p.tidy(tag, q)
+		p.m.tidy(tag, q)
 	}
-	_, taken := p.rdvIn[id]
-	tomb := !found && !taken && credited && id > p.maxRTS
+	_, taken := p.rdv.in[id]
+	tomb := !found && !taken && credited && id > p.rdv.maxRTS
 	if tomb {
-		p.tombs.add(id)
+		p.rdv.tombs.add(id)
 	}
 	p.mu.Unlock()
 	switch {
@@ -370,12 +390,12 @@ func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 func (p *peer) dataPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	k, i := int(h.Aux>>16), int(h.Aux&0xffff)
 	p.mu.Lock()
-	r := p.rdvIn[h.Offset]
+	r := p.rdv.in[h.Offset]
 	var dst []byte
 	ok := false
-	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == p.link.width()) && (r.pieces == 0 || r.pieces == k) && r.seen&(1<<i) == 0 {
+	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == p.link.width()) && (r.rdv.pieces == 0 || r.rdv.pieces == k) && r.rdv.seen&(1<<i) == 0 {
 		if lo, hi := piece(len(r.dst), k, i); uint64(hi-lo) == h.Length {
-			r.pieces, r.seen = k, r.seen|1<<i
+			r.rdv.pieces, r.rdv.seen = k, r.rdv.seen|1<<i
 			dst, ok = r.dst[lo:hi], true
 		}
 	}
@@ -391,12 +411,12 @@ func (p *peer) dataPayload(c *ioloop.Conn, h *frame.Header) []byte {
 // completes the receive once every piece is in.
 func (p *peer) dataDone(h *frame.Header) {
 	p.mu.Lock()
-	r := p.rdvIn[h.Offset]
+	r := p.rdv.in[h.Offset]
 	done := false
 	if r != nil {
-		r.left -= int(h.Length)
-		if done = r.left == 0; done {
-			delete(p.rdvIn, h.Offset)
+		r.rdv.left -= int(h.Length)
+		if done = r.rdv.left == 0; done {
+			delete(p.rdv.in, h.Offset)
 		}
 	}
 	p.mu.Unlock()
@@ -410,12 +430,12 @@ func (p *peer) dataDone(h *frame.Header) {
 // DATA (their buffers may still be read into, so they are left to the
 // garbage collector) and sends waiting for an answer. p.mu is held.
 func (p *peer) failRdv() {
-	for id, r := range p.rdvIn {
-		delete(p.rdvIn, id)
+	for id, r := range p.rdv.in {
+		delete(p.rdv.in, id)
 		r.complete(p.errFor("recv"))
 	}
-	for id, s := range p.rdvOut {
-		delete(p.rdvOut, id)
+	for id, s := range p.rdv.out {
+		delete(p.rdv.out, id)
 		s.finish(rdvFailed, p.errFor("send"))
 	}
 }

@@ -17,22 +17,27 @@ const (
 
 // recvReq is one pending receive. It is recycled through a pool.
 type recvReq struct {
-	into   bool   // RecvInto: fill dst; otherwise hand over data
-	dst    []byte // RecvInto destination
-	from   int
-	tag    int
-	n      int    // bytes received
-	aux    uint32 // the message header's Aux
-	coll   bool   // a collective receive, expecting meta
-	meta   uint32
-	data   []byte // Recv: the message
-	left   int    // rendezvous: bytes of DATA still to come
-	seen   uint32 // rendezvous: the DATA pieces that came, a bit each
-	pieces int    // rendezvous: the number of pieces, from the first that came
-	err    error
-	state  atomic.Uint32
-	done   chan struct{} // buffered 1: completion token
-	timer  *time.Timer
+	into  bool   // RecvInto: fill dst; otherwise hand over data
+	dst   []byte // RecvInto destination
+	from  int
+	tag   int
+	n     int    // bytes received
+	aux   uint32 // the message header's Aux
+	coll  bool   // a collective receive, expecting meta
+	meta  uint32
+	data  []byte // Recv: the message
+	rdv   rdvPieces
+	err   error
+	state atomic.Uint32
+	done  chan struct{} // buffered 1: completion token
+	timer *time.Timer
+}
+
+// rdvPieces is the progress of a rendezvous message's DATA into a receive.
+type rdvPieces struct {
+	left   int    // bytes of DATA still to come
+	seen   uint32 // the DATA pieces that came, a bit each
+	pieces int    // the number of pieces, from the first that came
 }
 
 func newRecvReq() any { return &recvReq{done: make(chan struct{}, 1)} }
@@ -51,6 +56,13 @@ func (r *recvReq) fits(n int) bool { return !r.into || n <= len(r.dst) }
 // RecvInto it is copied into dst and bb is recycled; for Recv the buffer
 // itself becomes the caller's.
 func (r *recvReq) take(bb *bytebufferpool.ByteBuffer, aux uint32) {
+	r.fill(bb, aux)
+	r.complete(nil)
+}
+
+// fill is take without the completion: for a receive that found its
+// message queued, whose caller is the one waiting.
+func (r *recvReq) fill(bb *bytebufferpool.ByteBuffer, aux uint32) {
 	r.aux = aux
 	if r.into {
 		r.n = copy(r.dst, bb.B)
@@ -59,7 +71,6 @@ func (r *recvReq) take(bb *bytebufferpool.ByteBuffer, aux uint32) {
 		r.data = bb.B
 		r.n = len(bb.B)
 	}
-	r.complete(nil)
 }
 
 func (r *recvReq) truncated(n int) *TruncatedError {
@@ -67,6 +78,6 @@ func (r *recvReq) truncated(n int) *TruncatedError {
 }
 
 func (r *recvReq) reset() {
-	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta, r.left, r.seen, r.pieces = nil, nil, nil, 0, 0, false, 0, 0, 0, 0
+	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta, r.rdv = nil, nil, nil, 0, 0, false, 0, rdvPieces{}
 	r.state.Store(reqPosted)
 }

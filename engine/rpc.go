@@ -291,33 +291,41 @@ func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *p
 	return h, t.peers[to], nil
 }
 
+// rpcIn is what the reader of a peer's control lane notes of the RPC
+// frame it is reading, between payload and arrive. Lock rule: only that
+// reader touches it.
+type rpcIn struct {
+	cost uint64 // the credit of the RPC request being read
+	drop bool   // the RPC frame being read is discarded (RPCFrame.Dropped)
+}
+
 // rpcPayload accounts an RPC frame's credit (a request's) and names where
 // its payload goes: a pooled buffer, or nowhere for one discarded unread
 // (see RPCFrame.Dropped). It notes the outcome for deliverRPC.
 func (p *peer) rpcPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	req := h.Kind == frame.KindRPCReq
-	p.rpcCost, p.rpcDrop = 0, false
+	p.rpcIn.cost, p.rpcIn.drop = 0, false
 	if req {
-		p.rpcCost = rpcCost(h.Length, p.in.window)
-		if !p.useCredit(c, p.rpcCost) {
+		p.rpcIn.cost = rpcCost(h.Length, p.in.window)
+		if !p.useCredit(c, p.rpcIn.cost) {
 			return nil
 		}
-		p.rpcDrop = p.rpcCost != frame.Cost(h.Length)
+		p.rpcIn.drop = p.rpcIn.cost != frame.Cost(h.Length)
 	}
 	s := &p.t.rpc
 	s.mu.Lock()
 	hd := s.h
 	s.mu.Unlock()
 	switch {
-	case p.rpcDrop:
+	case p.rpcIn.drop:
 	case hd == nil:
-		p.rpcDrop = !req // nobody waits for a reply
+		p.rpcIn.drop = !req // nobody waits for a reply
 	default:
 		if f, ok := hd.(RPCPayloadFilter); ok {
-			p.rpcDrop = !f.Accept(p.rank, rpcFrame(h), h.Length)
+			p.rpcIn.drop = !f.Accept(p.rank, rpcFrame(h), h.Length)
 		}
 	}
-	if p.rpcDrop && h.Length > 0 {
+	if p.rpcIn.drop && h.Length > 0 {
 		c.Discard()
 	}
 	return nil
@@ -332,7 +340,7 @@ func rpcFrame(h *frame.Header) RPCFrame {
 // one is installed; a reply nobody waits for is dropped.
 func (p *peer) deliverRPC(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	f := rpcFrame(h)
-	if p.rpcDrop {
+	if p.rpcIn.drop {
 		f.Dropped = h.Length
 		putBuffer(bb)
 		bb = nil
@@ -340,8 +348,8 @@ func (p *peer) deliverRPC(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
 	if bb == nil {
 		bb = ioloop.GetBuffer(0)
 	}
-	pl := RPCPayload{bb: bb, p: p, cost: p.rpcCost}
-	p.rpcCost, p.rpcDrop = 0, false
+	pl := RPCPayload{bb: bb, p: p, cost: p.rpcIn.cost}
+	p.rpcIn.cost, p.rpcIn.drop = 0, false
 	s := &p.t.rpc
 	s.mu.Lock()
 	hd := s.h

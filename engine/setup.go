@@ -95,7 +95,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 		o.Streams = 1 // a star's links carry every pair's traffic: no striping
 	}
 	t := newNetTransport(rank, world, o)
-	t.loopback = local >= world
+	t.topo.loopback = local >= world
 	t.makeLinks(star)
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err
@@ -212,7 +212,7 @@ func (t *NetTransport) dialStream(ctx context.Context, r, s int, addr string) er
 // Options.Streams data streams and the control stream (meshLink, index
 // Options.Streams); in a star one.
 func (t *NetTransport) streams() int {
-	if t.star {
+	if t.topo.star {
 		return 1
 	}
 	return t.opts.Streams + 1
@@ -221,7 +221,7 @@ func (t *NetTransport) streams() int {
 // ctlIndex is the control stream's index among a peer's connections, or
 // -1 in a star.
 func (t *NetTransport) ctlIndex() int {
-	if t.star {
+	if t.topo.star {
 		return -1
 	}
 	return t.opts.Streams
@@ -266,8 +266,8 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 		h = l.handler(s)
 	case *streamLink:
 		h = l
-		if t.hub != nil {
-			h = t.hub // a star worker: frames from every rank come this way
+		if t.topo.hub != nil {
+			h = t.topo.hub // a star worker: frames from every rank come this way
 		}
 	}
 	open := false
@@ -278,8 +278,8 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
 			ready = l.attach(s, c)
 		case *streamLink:
 			l.conn, ready = c, true
-			if t.hub != nil {
-				t.hub.routeVia(c) // before any frame from the coordinator is read
+			if t.topo.hub != nil {
+				t.topo.hub.routeVia(c) // before any frame from the coordinator is read
 			}
 		}
 		p.mu.Lock()

@@ -36,13 +36,13 @@ func pastCall(call, tag uint32) bool {
 func (t *NetTransport) dropPastColl(p *peer, call uint32) {
 	p.mu.Lock()
 	p.forgetAbandoned(call)
-	if len(p.tags) == 0 {
+	if len(p.m.tags) == 0 {
 		p.mu.Unlock()
 		return
 	}
 	var freed uint64
 	var answer []uint64
-	for tag, q := range p.tags {
+	for tag, q := range p.m.tags {
 		if !isCollTag(tag) || !pastCall(call, tag) {
 			continue
 		}
@@ -58,7 +58,7 @@ func (t *NetTransport) dropPastColl(p *peer, call uint32) {
 				answer = append(answer, m.id)
 			}
 		}
-		p.tidy(tag, q)
+		p.m.tidy(tag, q)
 	}
 	p.mu.Unlock()
 	if freed > 0 {

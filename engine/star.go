@@ -63,7 +63,7 @@ func CoordinatorListen(world int, ln net.Listener, opts Options) (*NetTransport,
 		t.Close()
 		return nil, err
 	}
-	t.starReady.Store(true)
+	t.topo.starReady.Store(true)
 	t.startStar()
 	t.startHeartbeat()
 	return t, nil
@@ -109,7 +109,7 @@ func WorkerDial(rank, world int, coordAddr string, opts Options) (*NetTransport,
 		return nil, err
 	}
 	select {
-	case <-t.hub.ready:
+	case <-t.topo.hub.ready:
 		for _, p := range t.peers[1:] {
 			if p.rank != rank {
 				p.openWindow() // through the coordinator, now forwarding
@@ -119,7 +119,7 @@ func WorkerDial(rank, world int, coordAddr string, opts Options) (*NetTransport,
 			t.startHeartbeat()
 			return t, nil
 		}
-	case <-t.lostCh:
+	case <-t.gone.ch:
 		err = t.anyLost("join")
 	case <-ctx.Done():
 		err = fmt.Errorf("boltmesh: rank %d: the coordinator at %s did not report every worker joined within %v: %w", rank, coordAddr, t.opts.DialTimeout, ctx.Err())
@@ -141,22 +141,22 @@ func checkStar(rank, world int) error {
 // StarCenter reports whether the transport is a star and, if so, the rank
 // of its coordinator, through which every other pair of ranks
 // communicates. Collectives use it to pick algorithms that suit a star.
-func (t *NetTransport) StarCenter() (center int, ok bool) { return 0, t.star }
+func (t *NetTransport) StarCenter() (center int, ok bool) { return 0, t.topo.star }
 
 // makeStar prepares a star transport before it connects: a worker's
 // frames all come through one handler, the hub of its coordinator stream.
 func (t *NetTransport) makeStar() {
-	t.star = true
+	t.topo.star = true
 	if t.rank == 0 {
 		return
 	}
-	t.hub = &hub{t: t, ready: make(chan struct{})}
+	t.topo.hub = &hub{t: t, ready: make(chan struct{})}
 }
 
 // announceGone tells every other worker that p is gone (the coordinator
 // lost it); frames it forwarded from p before are ahead of the notice.
 func (t *NetTransport) announceGone(p *peer) {
-	if !t.star || t.rank != 0 || !t.starReady.Load() || t.closed.Load() {
+	if !t.topo.star || t.rank != 0 || !t.topo.starReady.Load() || t.closed.Load() {
 		return
 	}
 	for _, q := range t.peers[1:] {

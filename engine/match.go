@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"github.com/valyala/bytebufferpool"
+)
+
+// matcher is a peer's matching state: for each tag, the messages from
+// the peer that arrived before anybody asked for them and the receives
+// posted before their message arrived, each in order, so that messages
+// from one source under one tag are received in the order they were sent.
+// The credit a queued message holds is released as a receive takes it
+// (credit.go): the peer's flow-control window bounds what it can queue.
+//
+// Lock rule: the peer's mu guards every field but charged (an atomic):
+// matcher methods are called with it held.
+type matcher struct {
+	tags     map[uint32]*tagQueue
+	freeQ    []*tagQueue // emptied queues, for reuse
+	claimed  *recvReq    // receive whose buffer an eager payload is being read into
+	posted   int         // receives posted in the tags' recvs queues
+	deferred bool        // a payload on data stream 0 waits in the socket for a receive
+	charged  atomic.Bool // the deferred SEND's credit is used (data stream 0's reader's)
+}
+
+// match matches receive r from p with what has arrived, and reports
+// whether r is now the transport's, posted or claimed, to complete later:
+//
+//	an eager message queued for r's tag  -> taken into r, its credit released (posted false)
+//	an RTS queued for it                 -> r claimed for its DATA, the CTS sent (takeRTS)
+//	nothing, the peer lost               -> its loss as an error of op
+//	nothing, try                         -> errNotQueued
+//	nothing, coll and the step is behind -> the mismatch (collQueuedStep)
+//	nothing                              -> r posted, and p's link read again if a
+//	                                        deferred payload may be what r waits for
+//
+// A queued message longer than r's buffer fails r with a *TruncatedError
+// and stays queued. r's own outcome (err, n, data, aux) is set when match
+// returns with posted false and a nil error.
+func (p *peer) match(r *recvReq, try, coll bool, op string) (posted bool, err error) {
+	tag := uint32(r.tag)
+	p.mu.Lock()
+	q := p.m.queue(tag)
+	if m, ok := q.msgs.peek(); ok {
+		if r.into && m.size() > len(r.dst) {
+			p.mu.Unlock()
+			return false, r.truncated(m.size())
+		}
+		if m.bb == nil {
+			p.takeRTS(q, tag, m, r) // unlocks
+			return true, nil
+		}
+		q.msgs.pop()
+		p.m.tidy(tag, q)
+		p.mu.Unlock()
+		p.freeCredit(m.cost())
+		r.fill(m.bb, m.aux)
+		return false, nil
+	}
+	switch {
+	case p.lost != nil:
+		err = p.errFor(op)
+	case try:
+		err = errNotQueued
+	case coll:
+		err = p.collQueuedStep(tag, r.meta)
+	}
+	if err != nil {
+		p.m.tidy(tag, q)
+		p.mu.Unlock()
+		return false, err
+	}
+	resume := p.m.postRecv(q, r)
+	p.mu.Unlock()
+	if resume {
+		p.link.resume()
+	}
+	return true, nil
+}
+
+func (m *matcher) init() { m.tags = make(map[uint32]*tagQueue) }
+
+// tagQueue holds, for one (source, tag), either messages that arrived before
+// anybody asked for them or receives posted before their message arrived.
+type tagQueue struct {
+	msgs  fifo[queuedMsg]
+	recvs fifo[*recvReq]
+}
+
+// queuedMsg is a message that arrived before its receive: an eager one's
+// payload, or a rendezvous one's announcement (RTS), and its header's Aux
+// (the collectives' call meta).
+type queuedMsg struct {
+	bb  *bytebufferpool.ByteBuffer // an eager message's payload; nil for an RTS
+	aux uint32
+	id  uint64 // RTS: the send id
+	n   uint64 // RTS: the message's length
+}
+
+// size returns the message's length.
+func (m queuedMsg) size() int {
+	if m.bb != nil {
+		return len(m.bb.B)
+	}
+	return int(m.n)
+}
+
+// cost returns the flow-control credit the message holds.
+func (m queuedMsg) cost() uint64 {
+	if m.bb != nil {
+		return frame.Cost(uint64(len(m.bb.B)))
+	}
+	return frame.Cost(0)
+}
+
+func (m *matcher) queue(tag uint32) *tagQueue {
+	q := m.tags[tag]
+	if q == nil {
+		if n := len(m.freeQ); n > 0 {
+			q, m.freeQ = m.freeQ[n-1], m.freeQ[:n-1]
+		} else {
+			q = &tagQueue{}
+		}
+		m.tags[tag] = q
+	}
+	return q
+}
+
+// postRecv queues r for tag's next message, and reports whether the data
+// stream must be read again: what r waits for may be behind a deferred
+// payload.
+func (m *matcher) postRecv(q *tagQueue, r *recvReq) bool {
+	q.recvs.push(r)
+	m.posted++
+	return m.undefer()
+}
+
+// popRecv takes the first receive posted in q.
+func (m *matcher) popRecv(q *tagQueue) (*recvReq, bool) {
+	r, ok := q.recvs.pop()
+	if ok {
+		m.posted--
+	}
+	return r, ok
+}
+
+// removeRecv takes r back from q, if it is there.
+func (m *matcher) removeRecv(q *tagQueue, r *recvReq) bool {
+	if !q.recvs.remove(r) {
+		return false
+	}
+	m.posted--
+	return true
+}
+
+// tidy drops tag's queue once it holds nothing and keeps it for reuse, so
+// that tags used once (collectives take fresh tags per call) neither pile
+// up nor cost an allocation each; a queue kept for reuse keeps at most a
+// little storage.
+func (m *matcher) tidy(tag uint32, q *tagQueue) {
+	if q.msgs.len() == 0 && q.recvs.len() == 0 {
+		delete(m.tags, tag)
+		if len(m.freeQ) < 64 {
+			q.msgs.trim(64)
+			q.recvs.trim(64)
+			m.freeQ = append(m.freeQ, q)
+		}
+	}
+}
+
+// Deferred payloads. Where the control lane is a stream of its own (a
+// full mesh, see meshLink), nothing on data stream 0 can be needed by
+// anything but a receive: a large eager SEND that arrives before its
+// receive may then stay in the socket until a receive from its sender is
+// posted (ioloop.Conn.Defer), to be read straight into that receive's
+// buffer instead of being read ahead into a pooled buffer and copied.
+
+// deferMin is the payload size from which a SEND that no receive waits
+// for is left in the data stream's socket until a receive from its
+// sender is posted.
+const deferMin = 32 << 10
+
+// maybeDefer defers the eager SEND h on c, lane l of p's link, if nothing
+// can want it or what is behind it yet: no receive from p is posted, no
+// rendezvous message from p is coming in, and the payload is large.
+func (p *peer) maybeDefer(c *ioloop.Conn, l lane, h *frame.Header) bool {
+	if h.Length < deferMin || p.m.posted > 0 || len(p.rdv.in) > 0 || l != laneData || !p.link.ownCtl() {
+		return false
+	}
+	p.m.deferred = true
+	p.m.charged.Store(true)
+	c.Defer()
+	return true
+}
+
+// chargedDeferred reports whether the SEND whose payload the data stream's
+// reader asks for again is the one it deferred, whose credit was used.
+func (m *matcher) chargedDeferred() bool {
+	return m.charged.Load() && m.charged.CompareAndSwap(true, false) // only data stream 0 defers
+}
+
+// undefer reports whether the data stream must be read again because a
+// receive from p was posted (or a rendezvous message's DATA is expected):
+// what it waits for may be behind the deferred payload.
+func (m *matcher) undefer() bool {
+	was := m.deferred
+	m.deferred = false
+	return was
+}
