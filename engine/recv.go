@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-
 )
 
 // waitOpts says when a blocked receive gives up besides completing.
