@@ -48,7 +48,13 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, held bool, now time.Time) {
 		lv.read, lv.silent, lv.heard = read, 0, now
 	} else if lv.silent++; lv.silent >= silentBeats*checksPerBeat {
 		p.t.opts.Logger.Warn("boltmesh: peer silent, dropping its connection", "rank", p.t.rank, "peer", p.rank, "silent", now.Sub(lv.heard).Round(time.Millisecond))
+		// The peer is lost first, so that the loss names the silence
+		// whatever its streams report as they end: the peer, seeing c
+		// end, ends its other streams, whose end may be read here before
+		// c's own (a pre-existing race: TestCheckLiveCounts).
+		p.lose(ErrNoHeartbeat)
 		c.Abort(ErrNoHeartbeat)
+		p.link.abort(c, ErrNoHeartbeat)
 		return
 	} else if lv.silent > checksPerBeat+1 {
 		// Longer than a live peer's heartbeats leave between them: what it
