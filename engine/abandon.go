@@ -12,19 +12,14 @@ import (
 // (it found that the ranks' calls differ, its arguments were refused, its
 // ctx ended: anything but a lost peer, which every rank sees itself)
 // tells every peer with
-// an abandon: a zero-length SEND on a tag of the call, with collAbandonAux
-// as its meta and why (what the collective layer says made it give up) in
-// its Offset. A peer fails its collective receives from that rank for the
+// an ABANDON frame on a tag of the call, with why (what the collective
+// layer says made it give up) in its Offset. A peer fails its collective receives from that rank for the
 // call, those posted and those posted later, instead of waiting for a part
 // that will never come; the collective layer then abandons in turn, so the
 // news reaches ranks that wait on a third rank. A peer notes every call
 // that a rank gave up until it has left that call behind itself: a rank
 // whose ctx has ended may give up several calls in a row before a slower
 // peer reaches the first of them.
-
-// collAbandonAux is the meta (frame Aux) of an abandon. The collective
-// layer's metas are 0xB0 | kind | dtype | op; kind 0xFF is none of its.
-const collAbandonAux = 0xB0FF_0000
 
 // ErrCollAbandoned means another rank gave up the collective call in
 // progress: it found that the ranks' calls differ, refused its arguments,
@@ -64,7 +59,7 @@ func (t *NetTransport) AbandonCollCall(tag uint32, why uint64) {
 		if !p.up() {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: collAbandonAux, Offset: why}
+		h := frame.Header{Kind: frame.KindAbandon, Src: uint32(t.rank), Tag: collTagBase + tag, Offset: why}
 		p.link.post(laneCtl, h, nil, false) // a lost peer needs no news
 	}
 }

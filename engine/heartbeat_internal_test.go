@@ -43,6 +43,7 @@ func TestCheckLiveCounts(t *testing.T) {
 // checkLiveCounts is TestCheckLiveCounts on the link from ts[0] to ts[1],
 // watched on c; fwd, if not nil, is the link's forwarding backlog.
 func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdCounter) {
+
 	p := ts[0].peers[1]
 	check := func() { p.link.checkLive(time.Now()) }
 	silent := func(n int) { // n checks that find nothing read, each required not to drop

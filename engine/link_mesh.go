@@ -9,7 +9,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // meshLink joins two ranks of a full mesh: Options.Streams data streams
@@ -214,7 +213,7 @@ func (s *meshStream) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 }
 
 // Deliver implements ioloop.Handler.
-func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
 	if !s.carries(h) {
 		putBuffer(bb) // refused in Payload
 		return
@@ -246,16 +245,14 @@ func (n lane) String() string {
 	return fmt.Sprintf("data stream %d", int(n))
 }
 
-// dataKind reports whether h is a frame of the data lanes: a SEND (but
-// an abandon), an RTS (but a withdrawal), or DATA.
+// dataKind reports whether h is a frame of the data lanes: a SEND, an
+// RTS (but a withdrawal), or DATA.
 func dataKind(h *frame.Header) bool {
 	switch h.Kind {
-	case frame.KindSend:
-		return !isAbandon(h)
+	case frame.KindSend, frame.KindData:
+		return true
 	case frame.KindRTS:
 		return h.Flags&frame.FlagError == 0
-	case frame.KindData:
-		return true
 	}
 	return false
 }

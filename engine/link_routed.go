@@ -6,7 +6,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // routeLink joins two workers of a star: their frames go through the
@@ -112,7 +111,7 @@ func (u *hub) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 }
 
 // Deliver implements ioloop.Handler.
-func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
 	p := u.from(h)
 	switch {
 	case p == nil:

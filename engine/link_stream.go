@@ -6,7 +6,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // streamLink joins a star's worker and its coordinator: one stream that
@@ -82,7 +81,7 @@ func (l *streamLink) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 }
 
 // Deliver implements ioloop.Handler at the coordinator.
-func (l *streamLink) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+func (l *streamLink) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
 	if h.Dst != 0 {
 		l.forward(c, h, bb)
 		return
@@ -99,7 +98,7 @@ func (l *streamLink) Closed(_ *ioloop.Conn, err error) { l.p.closed(err) }
 // is gone is dropped; its sender learns of the loss from GONE. A worker
 // whose frames wait to be written on past Options.MaxQueuedBytes is
 // paused until they are down to half of it.
-func (l *streamLink) forward(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+func (l *streamLink) forward(c *ioloop.Conn, h *frame.Header, bb *ioloop.Buffer) {
 	t := l.p.t
 	to := int(h.Dst) - 1
 	if to <= 0 || to >= t.world || to == l.p.rank || !t.topo.starReady.Load() {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // matcher is a peer's matching state: for each tag, the messages from
@@ -94,7 +93,7 @@ type tagQueue struct {
 // payload, or a rendezvous one's announcement (RTS), and its header's Aux
 // (the collectives' call meta).
 type queuedMsg struct {
-	bb  *bytebufferpool.ByteBuffer // an eager message's payload; nil for an RTS
+	bb  *ioloop.Buffer // an eager message's payload; nil for an RTS
 	aux uint32
 	id  uint64 // RTS: the send id
 	n   uint64 // RTS: the message's length

@@ -5,7 +5,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // peer is this rank's view of one other rank (or of itself, with no
@@ -61,47 +60,6 @@ func newPeer(t *NetTransport, rank int) *peer {
 	return p
 }
 
-// payload is the matcher's part of ioloop.Handler.Payload for a frame
-// that came on lane l of p's link (which checked that the lane carries
-// its kind): it accounts the credit of a credited frame and names where
-// the payload goes. An eager SEND whose receive is posted is read
-// straight into the receiver's buffer; one that nobody waits for, into a
-// pooled buffer (held within the peer's credit). A payload that will be
-// refused (a PUT outside the heap, a reply nobody waits for) is discarded
-// as it is read.
-func (p *peer) payload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
-	switch h.Kind {
-	case frame.KindSend:
-		if isAbandon(h) {
-			return nil
-		}
-		if !p.m.chargedDeferred() && !p.useCredit(c, frame.Cost(h.Length)) {
-			return nil
-		}
-		return p.sendPayload(c, l, h)
-	case frame.KindRTS:
-		// A withdrawal uses credit on the control lane (see withdrawRTS).
-		credited := h.Flags&frame.FlagError == 0 || l == laneCtl
-		if credited && !p.useCredit(c, frame.Cost(0)) {
-			return nil
-		}
-		return p.rtsBuf(l)
-	case frame.KindData:
-		return p.dataPayload(c, h)
-	case frame.KindPut:
-		s, _, _ := p.heapRange(h.Offset, h.Length)
-		if s == nil {
-			c.Discard() // refused: Deliver answers
-		}
-		return s
-	case frame.KindGetReply:
-		return p.claimGet(c, h)
-	case frame.KindRPCReq, frame.KindRPCReply:
-		return p.rpcPayload(c, h)
-	}
-	return nil
-}
-
 // sendPayload names where an eager SEND's payload goes: the first posted
 // receive for its tag if it fits, else a pooled buffer (nil), unless it
 // may wait in the socket for its receive (maybeDefer).
@@ -133,65 +91,11 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	return r.data
 }
 
-// arrive is the matcher's part of ioloop.Handler.Deliver for a frame
-// that came whole on lane l of p's link: one handler per frame kind.
-func (p *peer) arrive(c *ioloop.Conn, l lane, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
-	switch h.Kind {
-	case frame.KindSend:
-		switch {
-		case isAbandon(h):
-			p.mu.Lock()
-			p.abandon(h.Tag, h.Offset)
-			p.mu.Unlock()
-			putBuffer(bb)
-		case bb == nil:
-			p.completeClaimed(len(payload))
-		default:
-			p.deliverSend(h.Tag, h.Aux, bb)
-		}
-	case frame.KindRTS:
-		p.deliverRTS(c, l, h, bb)
-	case frame.KindCTS:
-		putBuffer(bb)
-		p.deliverCTS(c, h)
-	case frame.KindData:
-		putBuffer(bb)
-		p.dataDone(h)
-	case frame.KindCredit:
-		putBuffer(bb)
-		p.out.grant(h.Offset)
-	case frame.KindPut:
-		p.deliverPut(c, h, bb)
-	case frame.KindPutAck:
-		p.notePutErr(h, bb)
-	case frame.KindGetReq:
-		p.serveGet(c, h, bb)
-	case frame.KindGetReply:
-		p.deliverGetReply(h, bb)
-	case frame.KindRPCReq, frame.KindRPCReply:
-		p.deliverRPC(h, bb)
-	case frame.KindHeartbeat:
-		putBuffer(bb)
-	case frame.KindGoodbye:
-		p.deliverGoodbye(c, h)
-		putBuffer(bb)
-	default:
-		putBuffer(bb)
-		p.t.opts.Logger.Warn("boltmesh: dropped frame of unsupported kind", "rank", p.rank, "kind", h.Kind)
-	}
-}
-
 // putBuffer returns bb to the pool, if there is one.
-func putBuffer(bb *bytebufferpool.ByteBuffer) {
+func putBuffer(bb *ioloop.Buffer) {
 	if bb != nil {
 		ioloop.PutBuffer(bb)
 	}
-}
-
-// isAbandon reports whether h is a collective abandon (see abandon.go),
-// which uses no credit and is never queued.
-func isAbandon(h *frame.Header) bool {
-	return h.Aux == collAbandonAux && h.Length == 0 && isCollTag(h.Tag)
 }
 
 func (p *peer) completeClaimed(n int) {
@@ -209,7 +113,7 @@ func (p *peer) completeClaimed(n int) {
 // *TruncatedError, leaving the message for later ones. The message's
 // credit is released once a receive takes it. From this rank itself
 // (sendSelf) nothing is credited.
-func (p *peer) deliverSend(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 	cost := frame.Cost(uint64(len(bb.B)))
 	p.mu.Lock()
 	if isCollTag(tag) && pastCall(p.t.progress.coll.Load(), tag) {
@@ -246,6 +150,7 @@ func (p *peer) deliverSend(tag, aux uint32, bb *bytebufferpool.ByteBuffer) {
 // need every rank (barriers) are not aborted, since the peer finished its
 // part of them before closing.
 func (p *peer) closed(err error) {
+
 	defer close(p.released)
 	if p.link != nil {
 		p.link.close()

@@ -6,7 +6,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // Refusal codes carried in the Aux field of PUT_ACK and GET_REPLY frames
@@ -102,7 +101,7 @@ func (p *peer) claimGet(c *ioloop.Conn, h *frame.Header) []byte {
 
 // deliverPut finishes a PUT; one refused (discarded, not read into the
 // heap) is answered with a PUT_ACK carrying the reason.
-func (p *peer) deliverPut(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) deliverPut(c *ioloop.Conn, h *frame.Header, bb *ioloop.Buffer) {
 	putBuffer(bb)
 	if _, code, why := p.heapRange(h.Offset, h.Length); code != 0 {
 		ack := frame.Header{Kind: frame.KindPutAck, Flags: frame.FlagError, Src: uint32(p.t.rank), Aux: code, Offset: h.Offset}
@@ -111,7 +110,7 @@ func (p *peer) deliverPut(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.By
 }
 
 // notePutErr records a put refusal for the next Quiet.
-func (p *peer) notePutErr(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) notePutErr(h *frame.Header, bb *ioloop.Buffer) {
 	err := &RemoteError{Op: "put", Rank: p.rank, Reason: string(bb.B), Err: codeErr(h.Aux)}
 	ioloop.PutBuffer(bb)
 	p.mu.Lock()
@@ -142,7 +141,7 @@ func (p *peer) takePutErr() error {
 
 // serveGet answers a GET request with the heap range, sent from the heap
 // itself without blocking the reader.
-func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *ioloop.Buffer) {
 	req, err := frame.DecodeGetReq(bb.B)
 	ioloop.PutBuffer(bb)
 	if err != nil {
@@ -164,7 +163,7 @@ func (p *peer) serveGet(c *ioloop.Conn, h *frame.Header, bb *bytebufferpool.Byte
 }
 
 // deliverGetReply completes the get a reply answers (claimGet took it).
-func (p *peer) deliverGetReply(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) deliverGetReply(h *frame.Header, bb *ioloop.Buffer) {
 	p.mu.Lock()
 	g := p.one.claimed
 	p.one.claimed = nil

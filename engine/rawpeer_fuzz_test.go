@@ -196,9 +196,7 @@ func (rp *rawPeer) conn(to, s int, h frame.Header) *rawStream {
 // script sends one on the control stream (opWithdraw).
 func rawDataKind(h frame.Header) bool {
 	switch h.Kind {
-	case frame.KindSend:
-		return !(h.Length == 0 && h.Aux == 0xB0FF0000) // an abandon takes the control stream
-	case frame.KindRTS, frame.KindData:
+	case frame.KindSend, frame.KindRTS, frame.KindData:
 		return true
 	}
 	return false
@@ -286,7 +284,7 @@ func (rp *rawPeer) take(from int, h frame.Header, p []byte, ctl bool) {
 		if h.Flags&frame.FlagError != 0 && ctl {
 			back = frame.Cost(0) // a withdrawal there uses credit
 		}
-	case frame.Credited(h.Kind, h.Flags) && !(h.Kind == frame.KindSend && h.Length == 0 && h.Aux == 0xB0FF_0000):
+	case frame.Credited(h.Kind, h.Flags):
 		back = frame.Cost(h.Length)
 	}
 	if h.Kind != frame.KindCredit && h.Kind != frame.KindHeartbeat {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // The rendezvous protocol (frame/spec.md, "Rendezvous"). A SEND longer
@@ -243,7 +242,7 @@ func piece(n, k, i int) (lo, hi int) {
 
 // deliverRTS handles an RTS from p: a withdrawal, or an announcement that
 // is matched to the first fitting posted receive for its tag or queued.
-func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Buffer) {
 	putBuffer(bb) // the payload is in p.rtsBuf(l)
 	n, err := frame.DecodeRTS(p.rtsBuf(l), p.t.opts.MaxFrame)
 	if err != nil {

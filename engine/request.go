@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // Receive request states.
@@ -55,14 +54,14 @@ func (r *recvReq) fits(n int) bool { return !r.into || n <= len(r.dst) }
 // take completes r with the message in bb, which r's owner then holds: for
 // RecvInto it is copied into dst and bb is recycled; for Recv the buffer
 // itself becomes the caller's.
-func (r *recvReq) take(bb *bytebufferpool.ByteBuffer, aux uint32) {
+func (r *recvReq) take(bb *ioloop.Buffer, aux uint32) {
 	r.fill(bb, aux)
 	r.complete(nil)
 }
 
 // fill is take without the completion: for a receive that found its
 // message queued, whose caller is the one waiting.
-func (r *recvReq) fill(bb *bytebufferpool.ByteBuffer, aux uint32) {
+func (r *recvReq) fill(bb *ioloop.Buffer, aux uint32) {
 	r.aux = aux
 	if r.into {
 		r.n = copy(r.dst, bb.B)

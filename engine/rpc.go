@@ -8,7 +8,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // RPCFrame is the header of one RPC_REQ or RPC_REPLY frame, as the RPC
@@ -32,7 +31,7 @@ type RPCFrame struct {
 // payload also holds the sender's flow-control credit until then, so an
 // RPC handler that keeps requests holds their senders back.
 type RPCPayload struct {
-	bb   *bytebufferpool.ByteBuffer
+	bb   *ioloop.Buffer
 	p    *peer  // a request's sender
 	cost uint64 // the credit it holds
 }
@@ -338,7 +337,7 @@ func rpcFrame(h *frame.Header) RPCFrame {
 
 // deliverRPC hands an RPC frame to the handler, or holds a request until
 // one is installed; a reply nobody waits for is dropped.
-func (p *peer) deliverRPC(h *frame.Header, bb *bytebufferpool.ByteBuffer) {
+func (p *peer) deliverRPC(h *frame.Header, bb *ioloop.Buffer) {
 	f := rpcFrame(h)
 	if p.rpcIn.drop {
 		f.Dropped = h.Length

@@ -32,6 +32,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindRTS:       frame.FlagError,
 	frame.KindCTS:       frame.FlagError,
 	frame.KindData:      0,
+	frame.KindAbandon:   0,
 }
 
 // validLength returns a payload length every kind accepts.
@@ -43,7 +44,7 @@ func validLength(k frame.Kind) uint64 {
 		return frame.MACSize
 	case frame.KindGetReq:
 		return frame.GetReqSize
-	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone, frame.KindCredit, frame.KindCTS:
+	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone, frame.KindCredit, frame.KindCTS, frame.KindAbandon:
 		return 0
 	case frame.KindRTS:
 		return frame.RTSSize
@@ -75,7 +76,7 @@ func TestConstants(t *testing.T) {
 		{"DefaultMaxLength", frame.DefaultMaxLength, 1 << 30},
 		{"MeshIDSize", frame.MeshIDSize, 16},
 		{"NonceSize", frame.NonceSize, 32},
-		{"Version", uint64(frame.Version), 2},
+		{"Version", uint64(frame.Version), 3},
 		{"RejectReason", uint64(frame.RejectReason), 0},
 		{"RejectUnproven", uint64(frame.RejectUnproven), 1},
 		{"RejectSlotTaken", uint64(frame.RejectSlotTaken), 2},
@@ -112,6 +113,7 @@ func TestKindValues(t *testing.T) {
 		{frame.KindRTS, 16, "RTS"},
 		{frame.KindCTS, 17, "CTS"},
 		{frame.KindData, 18, "DATA"},
+		{frame.KindAbandon, 19, "ABANDON"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -134,7 +136,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {19, "KIND(19)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {20, "KIND(20)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -142,7 +144,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 19; k < 256; k++ {
+	for k := 20; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -368,7 +370,7 @@ func TestDecodeRejects(t *testing.T) {
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
 		{name: "kind 14 (retired)", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
-		{name: "kind 19", in: hdr(frame.Header{Kind: 19}), err: frame.ErrUnknownKind, field: "kind", kind: 19, value: 19},
+		{name: "kind 20", in: hdr(frame.Header{Kind: 20}), err: frame.ErrUnknownKind, field: "kind", kind: 20, value: 20},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
@@ -435,8 +437,8 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 19}), 0)
-	want = "frame: unknown kind: KIND(19) kind=19"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 20}), 0)
+	want = "frame: unknown kind: KIND(20) kind=20"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -462,7 +464,7 @@ func TestHelloGolden(t *testing.T) {
 	m.Encode(&b)
 	var want [frame.HelloSize]byte
 	copy(want[0:], "BOLTMESH")
-	copy(want[8:], []byte{0x02, 0x00})              // version
+	copy(want[8:], []byte{0x03, 0x00})              // version
 	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank

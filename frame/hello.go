@@ -5,11 +5,13 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks. Version 2 has the
-// dialer prove the mesh key first (see spec.md, "Handshake"), and flow
-// control and rendezvous ("Flow control", "Rendezvous"); version 1 had the
-// acceptor prove first, to anyone who sent a HELLO.
-const Version uint16 = 2
+// Version is the protocol version this package speaks. Version 3 has the
+// collective abandon as a kind of its own (ABANDON; version 2 sent it as a
+// SEND with a reserved Aux). Version 2 has the dialer prove the mesh key
+// first (see spec.md, "Handshake"), and flow control and rendezvous
+// ("Flow control", "Rendezvous"); version 1 had the acceptor prove first,
+// to anyone who sent a HELLO.
+const Version uint16 = 3
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16

@@ -22,10 +22,11 @@ const (
 	KindGoodbye   Kind = 12 // orderly close; Offset: barriers the sender completed; Aux: its last collective call; Tag: 1 + the first rank it knew lost, or 0; Reply: the answer
 	KindGone      Kind = 13 // star: the coordinator tells a worker that rank Src left
 	// 14 was STRIPE (protocol version 1): retired.
-	KindCredit Kind = 15 // flow control: Offset is the credit granted so far, in bytes
-	KindRTS    Kind = 16 // rendezvous: a large SEND is ready; Offset: send id; payload: its length
-	KindCTS    Kind = 17 // rendezvous: send the message now (Error: send nothing); Offset: send id
-	KindData   Kind = 18 // rendezvous: (a piece of) the message; Offset: send id; Aux: piece
+	KindCredit  Kind = 15 // flow control: Offset is the credit granted so far, in bytes
+	KindRTS     Kind = 16 // rendezvous: a large SEND is ready; Offset: send id; payload: its length
+	KindCTS     Kind = 17 // rendezvous: send the message now (Error: send nothing); Offset: send id
+	KindData    Kind = 18 // rendezvous: (a piece of) the message; Offset: send id; Aux: piece
+	KindAbandon Kind = 19 // the sender gave up the collective call that owns Tag; Offset: why
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -74,6 +75,7 @@ var kindSpecs = [...]kindSpec{
 	KindRTS:       {name: "RTS", flags: FlagError, fixed: RTSSize, routed: true},
 	KindCTS:       {name: "CTS", flags: FlagError, fixed: 0, routed: true},
 	KindData:      {name: "DATA", fixed: -1, routed: true},
+	KindAbandon:   {name: "ABANDON", fixed: 0, routed: true},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 )
 
 // intoHandler reads every payload into one fixed buffer and signals each
@@ -20,7 +19,7 @@ func (h *intoHandler) Payload(_ *ioloop.Conn, hd *frame.Header) []byte {
 	return h.buf[:hd.Length]
 }
 
-func (h *intoHandler) Deliver(_ *ioloop.Conn, _ *frame.Header, p []byte, bb *bytebufferpool.ByteBuffer) {
+func (h *intoHandler) Deliver(_ *ioloop.Conn, _ *frame.Header, p []byte, bb *ioloop.Buffer) {
 	if bb != nil {
 		ioloop.PutBuffer(bb)
 		h.delivered <- -1

@@ -7,6 +7,25 @@ import (
 	"github.com/valyala/bytebufferpool"
 )
 
+// Buffer is a pooled payload buffer: B holds the bytes. Its ownership
+// contract, for every API that hands one over (Handler.Deliver,
+// GetBuffer, Conn.PostBuffer):
+//
+//   - A Buffer has exactly one owner at a time. Whoever holds it may read
+//     and write B, and either passes it on or returns it with PutBuffer,
+//     once; after that it must not touch B, nor any slice of it.
+//   - Deliver hands its Buffer to the handler: the loop keeps no reference
+//     to it. GetBuffer makes the caller its owner. PostBuffer takes it
+//     over: the connection returns it to the pool once written (or once
+//     the connection fails), after calling done.
+//   - A Buffer that is never returned is not a leak, only a missed reuse:
+//     the garbage collector frees it. A slice of B may thus be handed to
+//     a user as a message of its own, the Buffer given up.
+//   - B's length is the payload's; its capacity is a power of two (the
+//     size class), which the pool relies on: do not grow or reslice B
+//     beyond its length before PutBuffer.
+type Buffer bytebufferpool.ByteBuffer
+
 // poolClasses is the number of power-of-two size classes: 1 B to 1 GiB.
 const poolClasses = 31
 
@@ -26,10 +45,10 @@ const stashBytes = 64 << 20
 
 type stash struct {
 	mu   sync.Mutex
-	bufs []*bytebufferpool.ByteBuffer
+	bufs []*Buffer
 }
 
-func (s *stash) get() *bytebufferpool.ByteBuffer {
+func (s *stash) get() *Buffer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.bufs)
@@ -43,7 +62,7 @@ func (s *stash) get() *bytebufferpool.ByteBuffer {
 }
 
 // put keeps bb if there is room: at most 1024 buffers and stashBytes.
-func (s *stash) put(bb *bytebufferpool.ByteBuffer) bool {
+func (s *stash) put(bb *Buffer) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.bufs) >= 1024 || (len(s.bufs)+1)*cap(bb.B) > stashBytes {
@@ -53,16 +72,17 @@ func (s *stash) put(bb *bytebufferpool.ByteBuffer) bool {
 	return true
 }
 
-// GetBuffer returns a pooled buffer whose B has length n. Return it with
-// PutBuffer once its bytes are no longer needed.
-func GetBuffer(n int) *bytebufferpool.ByteBuffer {
+// GetBuffer returns a pooled buffer whose B has length n, which the
+// caller then owns (see Buffer). Return it with PutBuffer once its bytes
+// are no longer needed.
+func GetBuffer(n int) *Buffer {
 	k := ceilClass(n)
 	if k >= poolClasses {
-		return &bytebufferpool.ByteBuffer{B: make([]byte, n)}
+		return &Buffer{B: make([]byte, n)}
 	}
 	bb := stashes[k].get()
 	if bb == nil {
-		bb = pools[k].Get()
+		bb = (*Buffer)(pools[k].Get())
 	}
 	if cap(bb.B) < n {
 		bb.B = make([]byte, n, 1<<k)
@@ -72,8 +92,8 @@ func GetBuffer(n int) *bytebufferpool.ByteBuffer {
 }
 
 // PutBuffer returns bb to the pool of the largest class its capacity
-// serves. bb must not be used afterwards.
-func PutBuffer(bb *bytebufferpool.ByteBuffer) {
+// serves. bb, and every slice of its B, must not be used afterwards.
+func PutBuffer(bb *Buffer) {
 	c := cap(bb.B)
 	if c == 0 {
 		return
@@ -84,7 +104,7 @@ func PutBuffer(bb *bytebufferpool.ByteBuffer) {
 	}
 	bb.B = bb.B[:1<<k]
 	if !stashes[k].put(bb) {
-		pools[k].Put(bb)
+		pools[k].Put((*bytebufferpool.ByteBuffer)(bb))
 	}
 }
 

@@ -2,7 +2,6 @@ package ioloop
 
 import (
 	"github.com/boltmesh/boltmesh/frame"
-	"github.com/valyala/bytebufferpool"
 )
 
 // Write is a frame queued by Start. Its zero value is a completed write.
@@ -116,7 +115,7 @@ func (c *Conn) Post(h *frame.Header, payload []byte, copyPayload bool) error {
 // must be quick and must not call the connection's methods. A star's
 // coordinator forwards frames with it: read once into bb, written out
 // with writev, never copied.
-func (c *Conn) PostBuffer(h *frame.Header, bb *bytebufferpool.ByteBuffer, done func(n int)) error {
+func (c *Conn) PostBuffer(h *frame.Header, bb *Buffer, done func(n int)) error {
 	n := len(bb.B)
 	h.Length = uint64(n)
 	r, fin, err := c.sendDirect(h, bb.B, true, false)
@@ -145,7 +144,7 @@ func (c *Conn) PostBuffer(h *frame.Header, bb *bytebufferpool.ByteBuffer, done f
 // adopt hands bb and done to the queued request r, unless r already
 // completed (a partial direct write finished by a flush in between), in
 // which case they are settled here.
-func (c *Conn) adopt(r *sendReq, bb *bytebufferpool.ByteBuffer, done func(n int)) {
+func (c *Conn) adopt(r *sendReq, bb *Buffer, done func(n int)) {
 	w := &c.wr
 	w.qmu.Lock()
 	live := r.async && len(r.payload) > 0 && &r.payload[0] == &bb.B[0] && w.queued(r)

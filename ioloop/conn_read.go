@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
-	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,7 +31,7 @@ type reader struct {
 	hdr         frame.Header
 	dst         []byte // payload destination, len == hdr.Length
 	got         int    // payload bytes in dst
-	bb          *bytebufferpool.ByteBuffer
+	bb          *Buffer
 	short       bool // the last read hit EAGAIN (or, when lazy, came back short)
 	lazy        bool // this drain may end at a short read (Poll)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
-	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,12 +20,12 @@ const maxIovecs = 1024
 type sendReq struct {
 	hdr     [frame.HeaderSize]byte
 	payload []byte
-	done    chan error                 // buffered 1: the completion
-	off     int                        // bytes of hdr+payload already written
-	owned   *bytebufferpool.ByteBuffer // detached: payload is this copy
-	async   bool                       // nobody waits: the queue recycles it
-	onDone  func(n int)                // PostBuffer's callback, or nil
-	cost    int64                      // what it counts in writer.posted
+	done    chan error  // buffered 1: the completion
+	off     int         // bytes of hdr+payload already written
+	owned   *Buffer     // detached: payload is this copy
+	async   bool        // nobody waits: the queue recycles it
+	onDone  func(n int) // PostBuffer's callback, or nil
+	cost    int64       // what it counts in writer.posted
 }
 
 // PostOverhead is what a frame that nobody waits for counts against

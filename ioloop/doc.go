@@ -6,8 +6,8 @@
 // connection coalesced into one writev; the payload is never copied into a
 // send buffer. Receiving reads each header, asks the connection's Handler
 // where the payload goes, and reads the payload straight there, or into a
-// pooled buffer (github.com/valyala/bytebufferpool) when the handler has no
-// destination yet.
+// pooled Buffer (its ownership rules are stated once, at the type) when
+// the handler has no destination yet.
 //
 // Progress is made both by the loop goroutine, when the poller reports
 // readiness, and by any goroutine that calls Conn.Progress: a goroutine

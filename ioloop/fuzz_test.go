@@ -12,7 +12,6 @@ import (
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/internal/fuzzkit"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +119,7 @@ func (h *streamHandler) Payload(c *ioloop.Conn, hd *frame.Header) []byte {
 	return h.named
 }
 
-func (h *streamHandler) Deliver(c *ioloop.Conn, hd *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+func (h *streamHandler) Deliver(c *ioloop.Conn, hd *frame.Header, payload []byte, bb *ioloop.Buffer) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, pause := h.choice(h.i)

@@ -2,7 +2,6 @@ package ioloop
 
 import (
 	"github.com/boltmesh/boltmesh/frame"
-	"github.com/valyala/bytebufferpool"
 )
 
 // Handler decides where incoming payloads go and receives complete frames.
@@ -20,8 +19,8 @@ type Handler interface {
 	Payload(c *Conn, h *frame.Header) []byte
 	// Deliver hands over a complete frame. payload is the buffer Payload
 	// returned or, when it returned nil, bb.B; in that case the handler owns
-	// bb and returns it with PutBuffer when done.
-	Deliver(c *Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer)
+	// bb (see Buffer for what that means).
+	Deliver(c *Conn, h *frame.Header, payload []byte, bb *Buffer)
 	// Closed is called once, when the connection fails or is closed. err is
 	// a *ConnError. A buffer named by Payload whose frame was not delivered
 	// is abandoned: the loop no longer writes to it.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -79,7 +78,7 @@ func (th *testHandler) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	return th.lastDst
 }
 
-func (th *testHandler) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *bytebufferpool.ByteBuffer) {
+func (th *testHandler) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
 	th.mu.Lock()
 	f := rxFrame{Hdr: *h}
 	switch {
@@ -504,7 +503,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 type nopHandler struct{}
 
 func (nopHandler) Payload(*ioloop.Conn, *frame.Header) []byte { return nil }
-func (nopHandler) Deliver(_ *ioloop.Conn, _ *frame.Header, _ []byte, bb *bytebufferpool.ByteBuffer) {
+func (nopHandler) Deliver(_ *ioloop.Conn, _ *frame.Header, _ []byte, bb *ioloop.Buffer) {
 	if bb != nil {
 		ioloop.PutBuffer(bb)
 	}
