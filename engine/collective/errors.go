@@ -156,22 +156,24 @@ func (e *MismatchError) Error() string {
 
 func (e *MismatchError) Unwrap() error { return e.Err }
 
-// LengthMismatchError reports a message of a call whose length differs
-// from the one this rank's call expects: the ranks passed different
-// lengths (or counts). It wraps ErrLengthMismatch and ErrMismatch, and
-// the transport's error when the transport found it.
-type LengthMismatchError struct {
+// CallLengthError reports that the ranks passed different lengths (or
+// counts) to one collective call: a message of the call from Rank has Got
+// bytes where this rank's call expects Want. It wraps ErrLengthMismatch and
+// ErrMismatch, and the transport's error when the transport found it. (It
+// is not engine.LengthMismatchError, a buffer that does not fit one
+// transfer of one rank.)
+type CallLengthError struct {
 	Rank      int   // the sender
 	Want, Got int   // bytes
 	Err       error // the transport's error (*engine.CollLengthError), or nil
 }
 
-func (e *LengthMismatchError) Error() string {
+func (e *CallLengthError) Error() string {
 	return fmt.Sprintf("boltmesh: collective: rank %d sent %d bytes, this rank expected %d: %v", e.Rank, e.Got, e.Want, ErrMismatch)
 }
 
 // Unwrap returns ErrLengthMismatch, ErrMismatch and the transport's error.
-func (e *LengthMismatchError) Unwrap() []error {
+func (e *CallLengthError) Unwrap() []error {
 	if e.Err == nil {
 		return []error{ErrLengthMismatch, ErrMismatch}
 	}

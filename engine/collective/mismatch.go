@@ -65,7 +65,7 @@ func explain(err error) error {
 	}
 	var le *engine.CollLengthError
 	if errors.As(err, &le) {
-		return &LengthMismatchError{Rank: le.Rank, Want: le.Want, Got: le.Got, Err: err}
+		return &CallLengthError{Rank: le.Rank, Want: le.Want, Got: le.Got, Err: err}
 	}
 	return err
 }
