@@ -56,11 +56,17 @@ var (
 	ErrVersion = errors.New("boltmesh: protocol versions differ")
 	// ErrUnknownRank means a rank outside [0, world) was named.
 	ErrUnknownRank = errors.New("boltmesh: unknown rank")
-	// ErrLengthMismatch means two lengths that must agree do not.
+	// ErrLengthMismatch means a buffer's length is not the one its
+	// operation needs (*LengthMismatchError): a put's or get's against its
+	// SymmetricBuffer's Len, a get's reply against its dst, a barrier
+	// signal's against its fixed size.
 	ErrLengthMismatch = errors.New("boltmesh: length mismatch")
-	// ErrOutOfBounds means an offset and length fall outside a region.
+	// ErrOutOfBounds means a one-sided transfer's range falls outside the
+	// target rank's symmetric heap: refused before it is sent
+	// (*OutOfBoundsError), or by the target (*RemoteError).
 	ErrOutOfBounds = errors.New("boltmesh: out of bounds")
-	// ErrOptions means an Options field is invalid.
+	// ErrOptions means an Options field is invalid: this package's, or
+	// rpc's (rpc.ErrOptions is this error). *OptionError names the field.
 	ErrOptions = errors.New("boltmesh: invalid options")
 	// ErrProtocol is the cause of a peer's loss when it sent a frame the
 	// protocol does not allow there: an answer to nothing this rank asked
@@ -138,7 +144,10 @@ func (e *UnknownRankError) Error() string {
 // Unwrap returns ErrUnknownRank.
 func (e *UnknownRankError) Unwrap() error { return ErrUnknownRank }
 
-// LengthMismatchError reports two lengths that must agree.
+// LengthMismatchError reports a buffer whose length is not the one its
+// operation needs (see ErrLengthMismatch). (The collective layer's
+// collective.CallLengthError is another thing: ranks that passed different
+// lengths to one collective call.)
 type LengthMismatchError struct {
 	Expected uint64
 	Got      uint64
@@ -151,12 +160,15 @@ func (e *LengthMismatchError) Error() string {
 // Unwrap returns ErrLengthMismatch.
 func (e *LengthMismatchError) Unwrap() error { return ErrLengthMismatch }
 
-// OutOfBoundsError reports an access outside a rank's symmetric heap.
+// OutOfBoundsError reports a one-sided transfer refused before it is sent:
+// its range is outside rank Rank's symmetric heap, or longer than
+// Options.MaxFrame. (heap.RangeError is the heap package's own check of a
+// range of this process's heap.)
 type OutOfBoundsError struct {
 	Rank     int
 	Offset   uint64
 	Len      uint64
-	HeapSize uint64
+	HeapSize uint64 // the heap's size; Options.MaxFrame when Len is above it
 }
 
 func (e *OutOfBoundsError) Error() string {
@@ -168,6 +180,7 @@ func (e *OutOfBoundsError) Unwrap() error { return ErrOutOfBounds }
 
 // RemoteError reports a one-sided operation the target rank refused, such
 // as a put or get outside its heap. Err is ErrOutOfBounds or ErrClosed.
+// (An RPC handler's error is rpc.HandlerError.)
 type RemoteError struct {
 	Op     string // "put" or "get"
 	Rank   int    // the target
@@ -226,7 +239,8 @@ func (e *HandshakeError) Unwrap() []error {
 	return []error{ErrHandshake, e.Err}
 }
 
-// OptionError names an invalid Options field.
+// OptionError names an invalid Options field, of this package's Options
+// or of rpc.Options (package rpc returns it too).
 type OptionError struct {
 	Field  string
 	Reason string
