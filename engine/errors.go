@@ -86,6 +86,40 @@ var (
 	// request) found no flow-control credit for it: the peer holds
 	// Options.MaxQueuedBytes of this rank's frames that it has not taken.
 	ErrNoCredit = errors.New("boltmesh: no flow-control credit to send without waiting")
+	// ErrNoHeartbeat is the cause (errors.Is) of a peer's loss when nothing at
+	// all was heard from it for 4 Options.KeepAlive periods while this rank
+	// was reading its connection: the link went silent without a FIN, RST or
+	// ICMP error (host gone, cable pulled, link down), or the peer's process
+	// stopped (SIGSTOP, a debugger, a hung machine) with its sockets open.
+	ErrNoHeartbeat = errors.New("nothing heard from the peer within 4*KeepAlive")
+	// ErrCongestion means the congestion control that Options.Congestion names
+	// could not be set on a connection: the kernel does not have it, does not
+	// allow it (net.ipv4.tcp_allowed_congestion_control), or this system
+	// cannot choose one per socket (macOS).
+	ErrCongestion = errors.New("boltmesh: congestion control not available")
+	// ErrBarrierSkew means a barrier signal from a later barrier arrived: the
+	// ranks have not called Barrier the same number of times.
+	ErrBarrierSkew = errors.New("boltmesh: barrier calls out of step across ranks")
+	// ErrAllocMismatch means ranks disagree about a collective allocation:
+	// they did not make the same sequence of Alloc and Free calls.
+	ErrAllocMismatch = errors.New("boltmesh: ranks disagree on a symmetric allocation")
+	// ErrCollAbandoned means another rank gave up the collective call in
+	// progress: it found that the ranks' calls differ, refused its arguments,
+	// ran out of time, or was itself told.
+	ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective call")
+	// ErrRPCHandlerSet is returned by SetRPCHandler when a handler is already
+	// installed.
+	ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
+)
+
+// Unexported sentinels: a loss's cause, and a signal inside the transport
+// that no caller sees.
+var (
+	// errGone is the cause of a star worker's loss of a peer that the
+	// coordinator reported gone without an orderly GOODBYE.
+	errGone = errors.New("the coordinator lost its connection to it")
+	// errNotQueued is TryRecvCollInto's "nothing has arrived".
+	errNotQueued = errors.New("boltmesh: no message queued")
 )
 
 type timeoutError struct{}
@@ -310,3 +344,33 @@ func (e *InFlightError) Error() string {
 
 // Unwrap returns ErrInFlight and the cause.
 func (e *InFlightError) Unwrap() []error { return []error{ErrInFlight, e.Err} }
+
+// AllocMismatchError reports the first rank whose allocation differs from
+// this rank's.
+type AllocMismatchError struct {
+	Rank          int             // the rank that disagrees
+	Local, Remote SymmetricBuffer // this rank's and its allocation
+}
+
+func (e *AllocMismatchError) Error() string {
+	return fmt.Sprintf("%v: this rank got offset %d len %d, rank %d offset %d len %d",
+		ErrAllocMismatch, e.Local.Offset, e.Local.Len, e.Rank, e.Remote.Offset, e.Remote.Len)
+}
+
+// Unwrap returns ErrAllocMismatch.
+func (e *AllocMismatchError) Unwrap() error { return ErrAllocMismatch }
+
+// CollAbandonError is the error of a collective receive whose sender gave
+// up the call. It wraps ErrCollAbandoned.
+type CollAbandonError struct {
+	Rank int    // the rank that gave up
+	Tag  uint32 // the receive's collective tag
+	Why  uint64 // what the rank said made it give up (AbandonCollCall), 0 if nothing
+}
+
+func (e *CollAbandonError) Error() string {
+	return fmt.Sprintf("boltmesh: rank %d gave up collective call %d: %v", e.Rank, e.Tag/collCallTags, ErrCollAbandoned)
+}
+
+// Unwrap returns ErrCollAbandoned.
+func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
