@@ -14,9 +14,6 @@ func (c caseID) labels(ctx context.Context) context.Context {
 	return pprof.WithLabels(ctx, pprof.Labels("op", c.op.Name, "suite", c.suite.Name, "impl", c.impl, "size", strconv.Itoa(c.size)))
 }
 
-// errAborted wraps failures that end a run.
-var errAborted = errors.New("run aborted")
-
 // runCase runs one case on this rank in step with the others; it returns
 // rank 0's result (nil elsewhere, or when the case could not start).
 func (w *world) runCase(cfg Config, c caseID) (*Result, error) {

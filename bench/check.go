@@ -2,26 +2,8 @@ package bench
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 )
-
-// CheckError reports a data-check failure: bytes received or read back
-// that differ from the ones sent.
-type CheckError struct {
-	Rank int
-	Msg  string
-}
-
-// Error implements error.
-func (e *CheckError) Error() string { return fmt.Sprintf("rank %d: data check: %s", e.Rank, e.Msg) }
-
-// Is makes errors.Is(err, ErrCheck) true for every *CheckError.
-func (e *CheckError) Is(target error) bool { return target == ErrCheck }
-
-// ErrCheck is matched (errors.Is) by every data-check failure, and wrapped
-// by Run's error when a case failed its check.
-var ErrCheck = errors.New("bench: data check failed")
 
 func checkErr(rank int, format string, args ...any) error {
 	return &CheckError{Rank: rank, Msg: fmt.Sprintf(format, args...)}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -113,9 +112,6 @@ func ReadReport(rd io.Reader) (*Report, error) {
 	}
 	return &r, r.Validate()
 }
-
-// ErrInvalidReport is wrapped by every error Validate returns.
-var ErrInvalidReport = errors.New("bench: invalid report")
 
 // Validate checks the schema name, the host and every result: known
 // implementation, positive ranks, iterations and times, percentiles in

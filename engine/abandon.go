@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -21,25 +19,6 @@ import (
 // whose ctx has ended may give up several calls in a row before a slower
 // peer reaches the first of them.
 
-// ErrCollAbandoned means another rank gave up the collective call in
-// progress: it found that the ranks' calls differ, refused its arguments,
-// ran out of time, or was itself told.
-var ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective call")
-
-// CollAbandonError is the error of a collective receive whose sender gave
-// up the call. It wraps ErrCollAbandoned.
-type CollAbandonError struct {
-	Rank int    // the rank that gave up
-	Tag  uint32 // the receive's collective tag
-	Why  uint64 // what the rank said made it give up (AbandonCollCall), 0 if nothing
-}
-
-func (e *CollAbandonError) Error() string {
-	return fmt.Sprintf("boltmesh: rank %d gave up collective call %d: %v", e.Rank, e.Tag/collCallTags, ErrCollAbandoned)
-}
-
-// Unwrap returns ErrCollAbandoned.
-func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
 
 // AbandonCollCall tells every peer that this rank gave up the collective
 // call that owns tag, without waiting: a peer that waits for this rank's

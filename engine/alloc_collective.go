@@ -1,32 +1,9 @@
 package engine
 
-import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-)
+import "encoding/binary"
 
 // tagAlloc is the reserved tag AllocCollective compares allocations on.
 const tagAlloc = TagReservedBase + 0x200
-
-// ErrAllocMismatch means ranks disagree about a collective allocation:
-// they did not make the same sequence of Alloc and Free calls.
-var ErrAllocMismatch = errors.New("boltmesh: ranks disagree on a symmetric allocation")
-
-// AllocMismatchError reports the first rank whose allocation differs from
-// this rank's.
-type AllocMismatchError struct {
-	Rank          int             // the rank that disagrees
-	Local, Remote SymmetricBuffer // this rank's and its allocation
-}
-
-func (e *AllocMismatchError) Error() string {
-	return fmt.Sprintf("%v: this rank got offset %d len %d, rank %d offset %d len %d",
-		ErrAllocMismatch, e.Local.Offset, e.Local.Len, e.Rank, e.Remote.Offset, e.Remote.Len)
-}
-
-// Unwrap returns ErrAllocMismatch.
-func (e *AllocMismatchError) Unwrap() error { return ErrAllocMismatch }
 
 // AllocCollective is Alloc called by every rank together: each rank
 // allocates and then checks with every other rank that they got the same

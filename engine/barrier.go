@@ -14,10 +14,6 @@ import (
 // round, at most 32).
 const tagBarrier = TagReservedBase + 0x100
 
-// ErrBarrierSkew means a barrier signal from a later barrier arrived: the
-// ranks have not called Barrier the same number of times.
-var ErrBarrierSkew = errors.New("boltmesh: barrier calls out of step across ranks")
-
 // barrierState is the per-transport barrier bookkeeping, guarded by
 // barrierMu. A barrier that gave up (its context ended) stays in progress
 // and the next call resumes it where it stopped, so that every rank's

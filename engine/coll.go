@@ -70,9 +70,6 @@ func collErr(err error) error {
 	return err
 }
 
-// errNotQueued is TryRecvCollInto's "nothing has arrived".
-var errNotQueued = errors.New("boltmesh: no message queued")
-
 // TryRecvCollInto takes a message from rank from under collective tag tag
 // into dst if one has arrived, without waiting: ok is false if none has.
 func (t *NetTransport) TryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error) {

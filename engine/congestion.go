@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"net"
 )
@@ -26,12 +25,6 @@ const (
 	// connection, loopback included.
 	CongestionSystem = "system"
 )
-
-// ErrCongestion means the congestion control that Options.Congestion names
-// could not be set on a connection: the kernel does not have it, does not
-// allow it (net.ipv4.tcp_allowed_congestion_control), or this system
-// cannot choose one per socket (macOS).
-var ErrCongestion = errors.New("boltmesh: congestion control not available")
 
 // checkCongestion fails with ErrCongestion, before any connection is
 // made, if no socket can take the congestion control that

@@ -56,11 +56,17 @@ var (
 	ErrVersion = errors.New("boltmesh: protocol versions differ")
 	// ErrUnknownRank means a rank outside [0, world) was named.
 	ErrUnknownRank = errors.New("boltmesh: unknown rank")
-	// ErrLengthMismatch means two lengths that must agree do not.
+	// ErrLengthMismatch means a buffer's length is not the one its
+	// operation needs (*LengthMismatchError): a put's or get's against its
+	// SymmetricBuffer's Len, a get's reply against its dst, a barrier
+	// signal's against its fixed size.
 	ErrLengthMismatch = errors.New("boltmesh: length mismatch")
-	// ErrOutOfBounds means an offset and length fall outside a region.
+	// ErrOutOfBounds means a one-sided transfer's range falls outside the
+	// target rank's symmetric heap: refused before it is sent
+	// (*OutOfBoundsError), or by the target (*RemoteError).
 	ErrOutOfBounds = errors.New("boltmesh: out of bounds")
-	// ErrOptions means an Options field is invalid.
+	// ErrOptions means an Options field is invalid: this package's, or
+	// rpc's (rpc.ErrOptions is this error). *OptionError names the field.
 	ErrOptions = errors.New("boltmesh: invalid options")
 	// ErrProtocol is the cause of a peer's loss when it sent a frame the
 	// protocol does not allow there: an answer to nothing this rank asked
@@ -80,6 +86,43 @@ var (
 	// request) found no flow-control credit for it: the peer holds
 	// Options.MaxQueuedBytes of this rank's frames that it has not taken.
 	ErrNoCredit = errors.New("boltmesh: no flow-control credit to send without waiting")
+	// ErrNoHeartbeat is the cause (errors.Is) of a peer's loss when nothing at
+	// all was heard from it for 4 Options.KeepAlive periods while this rank
+	// was reading its connection: the link went silent without a FIN, RST or
+	// ICMP error (host gone, cable pulled, link down), or the peer's process
+	// stopped (SIGSTOP, a debugger, a hung machine) with its sockets open.
+	ErrNoHeartbeat = errors.New("nothing heard from the peer within 4*KeepAlive")
+	// ErrCongestion means the congestion control that Options.Congestion names
+	// could not be set on a connection: the kernel does not have it, does not
+	// allow it (net.ipv4.tcp_allowed_congestion_control), or this system
+	// cannot choose one per socket (macOS).
+	ErrCongestion = errors.New("boltmesh: congestion control not available")
+	// ErrBarrierSkew means a barrier signal from a later barrier arrived: the
+	// ranks have not called Barrier the same number of times.
+	ErrBarrierSkew = errors.New("boltmesh: barrier calls out of step across ranks")
+	// ErrAllocMismatch means ranks disagree about a collective allocation:
+	// they did not make the same sequence of Alloc and Free calls.
+	ErrAllocMismatch = errors.New("boltmesh: ranks disagree on a symmetric allocation")
+	// ErrCollAbandoned means another rank gave up the collective call in
+	// progress: it found that the ranks' calls differ, refused its arguments,
+	// ran out of time, or was itself told.
+	ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective call")
+	// ErrRPCHandlerSet is returned by SetRPCHandler when a handler is already
+	// installed.
+	ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
+)
+
+// Unexported sentinels: a loss's cause, and a signal inside the transport
+// that no caller sees.
+var (
+	// errGone is the cause of a star worker's loss of a peer that the
+	// coordinator reported gone without an orderly GOODBYE.
+	errGone = errors.New("the coordinator lost its connection to it")
+	// errNotQueued is TryRecvCollInto's "nothing has arrived".
+	errNotQueued = errors.New("boltmesh: no message queued")
+	// errUnlinked is returned by a link asked to send before the stream
+	// of the lane is registered (while the mesh forms; link.go).
+	errUnlinked = errors.New("boltmesh: the peer's stream is not connected yet")
 )
 
 type timeoutError struct{}
@@ -138,7 +181,10 @@ func (e *UnknownRankError) Error() string {
 // Unwrap returns ErrUnknownRank.
 func (e *UnknownRankError) Unwrap() error { return ErrUnknownRank }
 
-// LengthMismatchError reports two lengths that must agree.
+// LengthMismatchError reports a buffer whose length is not the one its
+// operation needs (see ErrLengthMismatch). (The collective layer's
+// collective.CallLengthError is another thing: ranks that passed different
+// lengths to one collective call.)
 type LengthMismatchError struct {
 	Expected uint64
 	Got      uint64
@@ -151,12 +197,15 @@ func (e *LengthMismatchError) Error() string {
 // Unwrap returns ErrLengthMismatch.
 func (e *LengthMismatchError) Unwrap() error { return ErrLengthMismatch }
 
-// OutOfBoundsError reports an access outside a rank's symmetric heap.
+// OutOfBoundsError reports a one-sided transfer refused before it is sent:
+// its range is outside rank Rank's symmetric heap, or longer than
+// Options.MaxFrame. (heap.RangeError is the heap package's own check of a
+// range of this process's heap.)
 type OutOfBoundsError struct {
 	Rank     int
 	Offset   uint64
 	Len      uint64
-	HeapSize uint64
+	HeapSize uint64 // the heap's size; Options.MaxFrame when Len is above it
 }
 
 func (e *OutOfBoundsError) Error() string {
@@ -168,6 +217,7 @@ func (e *OutOfBoundsError) Unwrap() error { return ErrOutOfBounds }
 
 // RemoteError reports a one-sided operation the target rank refused, such
 // as a put or get outside its heap. Err is ErrOutOfBounds or ErrClosed.
+// (An RPC handler's error is rpc.HandlerError.)
 type RemoteError struct {
 	Op     string // "put" or "get"
 	Rank   int    // the target
@@ -226,7 +276,8 @@ func (e *HandshakeError) Unwrap() []error {
 	return []error{ErrHandshake, e.Err}
 }
 
-// OptionError names an invalid Options field.
+// OptionError names an invalid Options field, of this package's Options
+// or of rpc.Options (package rpc returns it too).
 type OptionError struct {
 	Field  string
 	Reason string
@@ -296,3 +347,33 @@ func (e *InFlightError) Error() string {
 
 // Unwrap returns ErrInFlight and the cause.
 func (e *InFlightError) Unwrap() []error { return []error{ErrInFlight, e.Err} }
+
+// AllocMismatchError reports the first rank whose allocation differs from
+// this rank's.
+type AllocMismatchError struct {
+	Rank          int             // the rank that disagrees
+	Local, Remote SymmetricBuffer // this rank's and its allocation
+}
+
+func (e *AllocMismatchError) Error() string {
+	return fmt.Sprintf("%v: this rank got offset %d len %d, rank %d offset %d len %d",
+		ErrAllocMismatch, e.Local.Offset, e.Local.Len, e.Rank, e.Remote.Offset, e.Remote.Len)
+}
+
+// Unwrap returns ErrAllocMismatch.
+func (e *AllocMismatchError) Unwrap() error { return ErrAllocMismatch }
+
+// CollAbandonError is the error of a collective receive whose sender gave
+// up the call. It wraps ErrCollAbandoned.
+type CollAbandonError struct {
+	Rank int    // the rank that gave up
+	Tag  uint32 // the receive's collective tag
+	Why  uint64 // what the rank said made it give up (AbandonCollCall), 0 if nothing
+}
+
+func (e *CollAbandonError) Error() string {
+	return fmt.Sprintf("boltmesh: rank %d gave up collective call %d: %v", e.Rank, e.Tag/collCallTags, ErrCollAbandoned)
+}
+
+// Unwrap returns ErrCollAbandoned.
+func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }

@@ -1,16 +1,8 @@
 package engine
 
 import (
-	"errors"
 	"time"
 )
-
-// ErrNoHeartbeat is the cause (errors.Is) of a peer's loss when nothing at
-// all was heard from it for 4 Options.KeepAlive periods while this rank
-// was reading its connection: the link went silent without a FIN, RST or
-// ICMP error (host gone, cable pulled, link down), or the peer's process
-// stopped (SIGSTOP, a debugger, a hung machine) with its sockets open.
-var ErrNoHeartbeat = errors.New("nothing heard from the peer within 4*KeepAlive")
 
 // silentBeats is how many KeepAlive periods of silence lose a peer.
 const silentBeats = 4

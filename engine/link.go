@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -36,10 +35,6 @@ const (
 	laneData lane = 0  // SEND, RTS and DATA, in order
 	laneCtl  lane = -1 // every other frame
 )
-
-// errUnlinked is returned by a link asked to send before the stream of
-// the lane is registered (while the mesh forms).
-var errUnlinked = errors.New("boltmesh: the peer's stream is not connected yet")
 
 // link moves one peer's frames. Its methods are safe for concurrent use;
 // the sending ones return the ioloop error of the stream (the caller turns

@@ -77,10 +77,6 @@ type RPCHandler interface {
 	RPCPeerLost(from int, err error)
 }
 
-// ErrRPCHandlerSet is returned by SetRPCHandler when a handler is already
-// installed.
-var ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
-
 // rpcState holds the RPC handler and the requests that came before it
 // (each holding its sender's credit, which bounds them).
 type rpcState struct {

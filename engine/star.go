@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 
@@ -12,10 +11,6 @@ import (
 // MaxStarWorld is the largest world a star can hold: a routed frame names
 // its destination in 16 bits (frame.Header.Dst, rank+1).
 const MaxStarWorld = 1<<16 - 1
-
-// errGone is the cause of a star worker's loss of a peer that the
-// coordinator reported gone without an orderly GOODBYE.
-var errGone = errors.New("the coordinator lost its connection to it")
 
 // CoordinatorListen builds rank 0 of a star of world ranks: it accepts the
 // world-1 workers (WorkerDial) on ln, each announcing its rank in HELLO

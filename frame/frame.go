@@ -27,15 +27,27 @@ const (
 // DefaultMaxLength is the payload limit Decode applies when it is given 0.
 const DefaultMaxLength = 1 << 30
 
-// Header is a decoded frame header.
+// Header is a decoded frame header. What Tag, Aux and Offset hold depends
+// on Kind: spec.md's table of kinds is the reference; a kind that does not
+// use a field sends 0 there.
 type Header struct {
-	Kind   Kind   // what the frame is
-	Flags  Flags  // modifiers allowed for Kind
-	Dst    uint16 // in a star, 1 + the rank the coordinator forwards the frame to; else 0
-	Src    uint32 // rank of the sender
-	Tag    uint32 // kind-specific (spec.md, the table of kinds): a message's tag (SEND, RTS, DATA), the RPC layer's, else 0
-	Aux    uint32 // kind-specific: a collective call's meta (SEND, RTS), a DATA piece's place, the RPC layer's, a refusal code, else 0
-	Offset uint64 // kind-specific: heap offset (PUT, GET request), request id (replies, RPC), send id (RTS, CTS, DATA), credit (CREDIT), else 0
+	Kind  Kind   // what the frame is
+	Flags Flags  // modifiers allowed for Kind
+	Dst   uint16 // on a frame a star's worker sends through the coordinator, 1 + the destination rank; else 0
+	Src   uint32 // rank of the sender
+	// Tag is a message's tag (SEND, RTS, DATA), the RPC layer's (RPC_REQ,
+	// RPC_REPLY), or 1 + the first rank the sender knew lost (GOODBYE).
+	Tag uint32
+	// Aux is a collective call's meta (SEND, RTS; an abandon's marker on a
+	// collective SEND), a piece's place (DATA), the RPC layer's (RPC_REQ,
+	// RPC_REPLY), a refusal code (REJECT, PUT_ACK, GET_REPLY with Error),
+	// or the last collective call the sender completed (GOODBYE).
+	Aux uint32
+	// Offset is a heap offset (PUT, GET_REQ, the refused put's in PUT_ACK),
+	// a request id (GET_REPLY, RPC_REQ, RPC_REPLY), a send id (RTS, CTS,
+	// DATA), the credit granted so far (CREDIT), the barriers the sender
+	// completed (GOODBYE), or an abandon's cause (a collective SEND).
+	Offset uint64
 	Length uint64 // payload length in bytes
 }
 

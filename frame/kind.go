@@ -13,8 +13,8 @@ const (
 	KindReject    Kind = 3  // handshake refused; Aux: refusal code; payload: the reason text
 	KindSend      Kind = 4  // tagged two-sided message
 	KindPut       Kind = 5  // one-sided write into the target's heap at Offset
-	KindPutAck    Kind = 6  // refusal of a PUT (Error flag, reason text; Aux: refusal code)
-	KindGetReq    Kind = 7  // one-sided read request: payload {request id, length}
+	KindPutAck    Kind = 6  // refusal of a PUT (Error flag, reason text; Aux: refusal code; Offset: the put's)
+	KindGetReq    Kind = 7  // one-sided read request of the heap at Offset: payload {request id, length}
 	KindGetReply  Kind = 8  // reply to a GetReq; Offset is the request id
 	KindRPCReq    Kind = 9  // RPC request; Offset is the request id
 	KindRPCReply  Kind = 10 // RPC reply; Offset is the request id
@@ -34,7 +34,7 @@ type Flags uint8
 
 // Frame flags.
 const (
-	FlagReply Flags = 1 << 0 // the frame answers one of the same kind (handshake)
+	FlagReply Flags = 1 << 0 // the frame answers one of the same kind (handshake, GOODBYE)
 	FlagError Flags = 1 << 1 // the payload is an error text instead of data
 	FlagMore  Flags = 1 << 2 // a fragment: more frames of the same message follow
 )

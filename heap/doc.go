@@ -24,7 +24,7 @@
 // # Errors
 //
 // Errors are the sentinels in errors.go, usually wrapped in an
-// *AllocError or *OutOfBoundsError that says which call and which range
+// *AllocError or *RangeError that says which call and which range
 // failed; test them with errors.Is and errors.As. Bad input is an error,
 // never a panic.
 package heap

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Sentinel errors of package heap, usually wrapped in an *AllocError or an
-// *OutOfBoundsError. Test for them with errors.Is.
+// Sentinel errors of package heap, usually wrapped in an *AllocError or a
+// *RangeError. Test for them with errors.Is.
 var (
 	// ErrOutOfBounds means a requested range does not lie inside the heap,
 	// or its end overflows uint64.
@@ -26,20 +26,22 @@ var (
 	ErrZeroSize = errors.New("heap: zero size")
 )
 
-// OutOfBoundsError reports a range [Offset, Offset+Len) that does not fit
-// a heap of Size bytes. It wraps ErrOutOfBounds.
-type OutOfBoundsError struct {
+// RangeError reports a range [Offset, Offset+Len) of this process's heap
+// that does not fit its Size bytes (Slice's arguments). It wraps
+// ErrOutOfBounds. (engine.OutOfBoundsError is the engine's check of a
+// one-sided transfer against a rank's heap, before it is sent.)
+type RangeError struct {
 	Offset uint64 // start of the requested range
 	Len    uint64 // length of the requested range
 	Size   uint64 // size of the heap
 }
 
-func (e *OutOfBoundsError) Error() string {
+func (e *RangeError) Error() string {
 	return fmt.Sprintf("%v: [%d, +%d) in a heap of %d bytes", ErrOutOfBounds, e.Offset, e.Len, e.Size)
 }
 
 // Unwrap returns ErrOutOfBounds.
-func (e *OutOfBoundsError) Unwrap() error { return ErrOutOfBounds }
+func (e *RangeError) Unwrap() error { return ErrOutOfBounds }
 
 // AllocError reports a failed New, Alloc, Free or Bytes call and the
 // arguments it was given. Err is one of the package's sentinels, or a

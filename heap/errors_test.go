@@ -147,12 +147,12 @@ func TestSliceErrors(t *testing.T) {
 		{math.MaxUint64, 0},
 	} {
 		p, err := h.Slice(tc.off, tc.n)
-		var oob *heap.OutOfBoundsError
+		var oob *heap.RangeError
 		if !errors.Is(err, heap.ErrOutOfBounds) || !errors.As(err, &oob) || p != nil {
-			t.Errorf("Slice(%d, %d) = %d bytes, %v; want *OutOfBoundsError", tc.off, tc.n, len(p), err)
+			t.Errorf("Slice(%d, %d) = %d bytes, %v; want *RangeError", tc.off, tc.n, len(p), err)
 			continue
 		}
-		if *oob != (heap.OutOfBoundsError{Offset: tc.off, Len: tc.n, Size: size}) {
+		if *oob != (heap.RangeError{Offset: tc.off, Len: tc.n, Size: size}) {
 			t.Errorf("Slice(%d, %d): %+v", tc.off, tc.n, *oob)
 		}
 	}

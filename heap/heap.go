@@ -67,7 +67,7 @@ func (h *Heap) Region() []byte {
 
 // Slice returns the n bytes of the heap at offset off, with capacity n.
 // Like Region, it aliases the heap and is valid until Close. A range that
-// overflows or ends past Size returns an *OutOfBoundsError wrapping
+// overflows or ends past Size returns a *RangeError wrapping
 // ErrOutOfBounds; after Close, Slice returns ErrClosed.
 func (h *Heap) Slice(off, n uint64) ([]byte, error) {
 	h.mu.Lock()
@@ -76,7 +76,7 @@ func (h *Heap) Slice(off, n uint64) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	if off > h.size || n > h.size-off {
-		return nil, &OutOfBoundsError{Offset: off, Len: n, Size: h.size}
+		return nil, &RangeError{Offset: off, Len: n, Size: h.size}
 	}
 	return h.mem[off : off+n : off+n], nil
 }

@@ -67,10 +67,11 @@ func TestEOFWithDataInOneEdge(t *testing.T) {
 // TestCloseFromDeliver: a handler may close its connection from Deliver,
 // e.g. on a GOODBYE frame.
 //
-// Bug: conn.go, Conn.fail calls Conn.release, which locks rd.mu; Deliver
-// (and Payload) run with rd.mu held by the same goroutine, so Close
-// deadlocks. The delivering goroutine and the connection's fd stay stuck
-// forever.
+// Regression test. Conn.fail used to call Conn.release, which locked
+// rd.mu; Deliver (and Payload) run with rd.mu held by the same goroutine,
+// so Close deadlocked, and the delivering goroutine and the connection's
+// fd stayed stuck forever. fail now takes rd.mu only with TryLock
+// (releaseIfDue), and the reader releases the connection as it leaves.
 func TestCloseFromDeliver(t *testing.T) {
 	l := bugLoop(t)
 	returned := make(chan struct{})
@@ -100,9 +101,11 @@ func TestCloseFromDeliver(t *testing.T) {
 // TestCloseFromClosed: "Closing a failed connection does nothing", also
 // from Handler.Closed.
 //
-// Bug: conn.go, Conn.fail runs the handler's Closed inside failOnce.Do; a
-// Close from there calls failOnce.Do again, which deadlocks (sync.Once:
-// "if f calls Do, it will deadlock").
+// Regression test. Conn.fail used to run the handler's Closed inside
+// failOnce.Do; a Close from there called failOnce.Do again, which
+// deadlocked (sync.Once: "if f calls Do, it will deadlock"). fail now
+// claims the connection with a CompareAndSwap of c.failed, so a second
+// Close returns at once.
 func TestCloseFromClosed(t *testing.T) {
 	l := bugLoop(t)
 	returned := make(chan struct{})
@@ -140,16 +143,17 @@ func bugLoop(t *testing.T) *ioloop.Loop {
 // keeps the stream intact, SendCancel returns nil, and the payload may be
 // reused at once; the rest of the frame still reaches the peer.
 //
-// Bug (in the SendCancel "detach" change to conn_write.go): Conn.detach
-// takes wr.mu with a blocking Lock while it copies the payload. A writable
-// edge that arrives meanwhile finds wr.mu held: onWritable sets pending and
-// its flush gives up, trusting the holder to look at pending after
-// unlocking, but detach never does. The edge is consumed, the socket is
-// writable, and nobody writes the rest of the frame: the stream stalls
-// until some later Send happens to flush. The peer drains the socket while
-// detach copies (a 16 MiB payload takes milliseconds), which loses the edge
-// in nearly every attempt; the original conn_write.go, which waited for the
-// frame instead, passes.
+// Regression test for the SendCancel "detach" change to conn_write.go:
+// Conn.detach takes wr.mu with a blocking Lock while it copies the
+// payload. A writable edge that arrives meanwhile finds wr.mu held:
+// onWritable sets pending and its flush gives up, trusting the holder to
+// look at pending after unlocking, which detach did not. The edge was
+// consumed, the socket writable, and nobody wrote the rest of the frame:
+// the stream stalled until some later Send happened to flush. The peer
+// drains the socket while detach copies (a 16 MiB payload takes
+// milliseconds), which lost the edge in nearly every attempt. The callers
+// of detach (Conn.await, Write.WaitDetach) now set pending
+// and flush once it returns.
 func TestSendCancelStartedFrame(t *testing.T) {
 	wl := installWritevLog(t)
 	l := newLoop(t, ioloop.Options{})

@@ -117,13 +117,6 @@ func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
 	}
 }
 
-// ErrCanceled is returned by SendCancel when it gave up before writing.
-var ErrCanceled = errCanceled{}
-
-type errCanceled struct{}
-
-func (errCanceled) Error() string { return "ioloop: send canceled before it started" }
-
 // await waits for r or cancel; detached reports that r was handed over to
 // the queue and must not be recycled by the sender.
 func (c *Conn) await(r *sendReq, cancel <-chan struct{}) (err error, detached bool) {

@@ -13,6 +13,8 @@ var (
 	ErrEOF = errors.New("ioloop: connection closed by peer")
 	// ErrProtocol means the peer sent bytes that are not a valid frame.
 	ErrProtocol = errors.New("ioloop: protocol violation")
+	// ErrCanceled is returned by SendCancel when it gave up before writing.
+	ErrCanceled error = errCanceled{}
 )
 
 // ConnError reports the failure of one connection: the operation that saw
@@ -35,3 +37,7 @@ type protocolError struct{ err error }
 
 func (e protocolError) Error() string   { return ErrProtocol.Error() + ": " + e.err.Error() }
 func (e protocolError) Unwrap() []error { return []error{ErrProtocol, e.err} }
+
+type errCanceled struct{}
+
+func (errCanceled) Error() string { return "ioloop: send canceled before it started" }

@@ -73,7 +73,7 @@ func (a *Agent) Go(ctx context.Context, dst int, name string, args []byte) *Call
 
 // Call calls name on rank dst with args and waits for the reply, which the
 // caller owns. dst may be this rank. Errors:
-//   - *RemoteError: the handler returned an error or panicked;
+//   - *HandlerError: the handler returned an error or panicked;
 //   - *CallError wrapping ErrFunctionNotFound, ErrBusy, ErrPeerLost,
 //     ErrClosed, a *SizeError (ErrTooLarge), context.DeadlineExceeded (the
 //     deadline passed; the handler's context is cancelled too) or

@@ -138,7 +138,7 @@ func TestCallSelf(t *testing.T) {
 	_, err := as[0].Call(context.Background(), 0, "nope", nil)
 	wantCallError(t, err, rpc.ErrFunctionNotFound, 0, "nope")
 	_, err = as[0].Call(context.Background(), 0, "fail", nil)
-	var re *rpc.RemoteError
+	var re *rpc.HandlerError
 	if !errors.As(err, &re) || re.Message != errBoom.Error() || re.Rank != 0 {
 		t.Fatalf("self call of fail: %v", err)
 	}
@@ -158,16 +158,16 @@ func TestFunctionNotFound(t *testing.T) {
 }
 
 // TestHandlerError: a handler's error reaches the caller as a
-// *RemoteError with its message.
+// *HandlerError with its message.
 func TestHandlerError(t *testing.T) {
 	as := newAgents(t, 2, rpc.Options{})
 	_, err := as[0].Call(context.Background(), 1, "fail", nil)
-	var re *rpc.RemoteError
+	var re *rpc.HandlerError
 	if !errors.As(err, &re) {
-		t.Fatalf("error %v (%T): want *RemoteError", err, err)
+		t.Fatalf("error %v (%T): want *HandlerError", err, err)
 	}
 	if re.Message != errBoom.Error() || re.Rank != 1 || re.Name != "fail" || re.Panicked {
-		t.Fatalf("RemoteError %+v", re)
+		t.Fatalf("HandlerError %+v", re)
 	}
 }
 
@@ -177,9 +177,9 @@ func TestHandlerPanic(t *testing.T) {
 	as := newAgents(t, 2, rpc.Options{Workers: 1})
 	for range 3 {
 		_, err := as[0].Call(context.Background(), 1, "panic", nil)
-		var re *rpc.RemoteError
+		var re *rpc.HandlerError
 		if !errors.As(err, &re) || !re.Panicked || re.Message != "handler exploded" {
-			t.Fatalf("error %v: want a *RemoteError that says the handler panicked", err)
+			t.Fatalf("error %v: want a *HandlerError that says the handler panicked", err)
 		}
 		wantEcho(t, mustCall(t, as[0], 1, "echo", []byte("after")), []byte("after"))
 	}

@@ -15,7 +15,7 @@
 // the request: the handler's context ends when it passes, and the caller
 // gets an error matching context.DeadlineExceeded. A lost peer fails every
 // call pending on it with ErrPeerLost at once. A handler's error or panic
-// reaches the caller as a *RemoteError; the server keeps serving. Calls to
+// reaches the caller as a *HandlerError; the server keeps serving. Calls to
 // the agent's own rank take the same path minus the transport.
 //
 // Nested calls never deadlock. Replies never need a worker: the event loop

@@ -34,8 +34,9 @@ var (
 	ErrBadName = errors.New("rpc: invalid function name")
 	// ErrNilHandler is returned by Register and Replace for a nil handler.
 	ErrNilHandler = errors.New("rpc: nil handler")
-	// ErrOptions means an Options field is invalid; see *OptionError.
-	ErrOptions = errors.New("rpc: invalid options")
+	// ErrOptions is engine.ErrOptions: an Options field is invalid.
+	// NewAgent returns it as an *engine.OptionError that names the field.
+	ErrOptions = engine.ErrOptions
 	// ErrProtocol means a peer sent a frame this agent cannot parse.
 	ErrProtocol = errors.New("rpc: protocol error")
 )
@@ -68,16 +69,17 @@ func (e *CallError) Unwrap() []error {
 	return []error{e.Err, e.Cause}
 }
 
-// RemoteError is the error a handler returned, or its panic, as the caller
-// sees it: only the message crosses the wire.
-type RemoteError struct {
+// HandlerError is the error a handler returned, or its panic, as the caller
+// sees it: only the message crosses the wire. (engine.RemoteError is
+// another thing: a one-sided transfer the target rank refused.)
+type HandlerError struct {
 	Rank     int    // the rank whose handler failed
 	Name     string // the function
 	Message  string // the handler's err.Error(), or the panic value
 	Panicked bool   // the handler panicked (the server recovered and keeps serving)
 }
 
-func (e *RemoteError) Error() string {
+func (e *HandlerError) Error() string {
 	what := "failed"
 	if e.Panicked {
 		what = "panicked"
@@ -99,16 +101,3 @@ func (e *SizeError) Error() string {
 
 // Unwrap returns ErrTooLarge.
 func (e *SizeError) Unwrap() error { return ErrTooLarge }
-
-// OptionError names an invalid Options field. It unwraps to ErrOptions.
-type OptionError struct {
-	Field  string
-	Reason string
-}
-
-func (e *OptionError) Error() string {
-	return fmt.Sprintf("%v: %s %s", ErrOptions, e.Field, e.Reason)
-}
-
-// Unwrap returns ErrOptions.
-func (e *OptionError) Unwrap() error { return ErrOptions }

@@ -3,6 +3,8 @@ package rpc
 import (
 	"log/slog"
 	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
 )
 
 // Options configures an Agent. The zero value selects every default;
@@ -54,14 +56,14 @@ func (o Options) withDefaults() (Options, error) {
 		{"MaxReplySize", &o.MaxReplySize, defaultMaxSize},
 	} {
 		if *f.p < 0 {
-			return o, &OptionError{f.name, "is negative"}
+			return o, &engine.OptionError{Field: f.name, Reason: "is negative"}
 		}
 		if *f.p == 0 {
 			*f.p = f.def
 		}
 	}
 	if o.DefaultTimeout < 0 {
-		return o, &OptionError{"DefaultTimeout", "is negative"}
+		return o, &engine.OptionError{Field: "DefaultTimeout", Reason: "is negative"}
 	}
 	if o.DefaultTimeout == 0 {
 		o.DefaultTimeout = defaultTimeout

@@ -100,7 +100,7 @@ func (a *Agent) decode(c *Call, f engine.RPCFrame, p engine.RPCPayload) ([]byte,
 	defer p.Release()
 	switch st := status(f.Aux); st {
 	case statusError, statusPanic:
-		return nil, &RemoteError{Rank: c.dst, Name: c.name, Message: string(b), Panicked: st == statusPanic}
+		return nil, &HandlerError{Rank: c.dst, Name: c.name, Message: string(b), Panicked: st == statusPanic}
 	case statusNotFound:
 		return nil, c.fail(ErrFunctionNotFound)
 	case statusBusy:

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/rpc"
 )
 
@@ -123,7 +124,7 @@ func TestOptions(t *testing.T) {
 			o.MaxReplySize = -1
 		}
 		_, err := rpc.NewAgent(nil, o)
-		var oe *rpc.OptionError
+		var oe *engine.OptionError
 		if !errors.Is(err, rpc.ErrOptions) || !errors.As(err, &oe) || oe.Field != field {
 			t.Errorf("negative %s: %v", field, err)
 		}

@@ -461,10 +461,10 @@ func replyOutcome(f engine.RPCFrame, p []byte) func(*testing.T, *rpcCall, []byte
 			want(errors.Is(err, rpc.ErrProtocol), "ErrProtocol")
 			return
 		}
-		var re *rpc.RemoteError
+		var re *rpc.HandlerError
 		switch f.Aux {
 		case 1, 2:
-			want(errors.As(err, &re) && *re == rpc.RemoteError{Rank: 1, Name: c.name, Message: string(p), Panicked: f.Aux == 2}, "a RemoteError")
+			want(errors.As(err, &re) && *re == rpc.HandlerError{Rank: 1, Name: c.name, Message: string(p), Panicked: f.Aux == 2}, "a HandlerError")
 		case 3:
 			want(errors.Is(err, rpc.ErrFunctionNotFound), "ErrFunctionNotFound")
 		case 4:

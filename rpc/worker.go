@@ -159,12 +159,12 @@ func (a *Agent) answerSelfJob(j job, reply []byte, err error, panicked bool) {
 }
 
 // selfResult is what a call to this rank returns, as if it had crossed
-// the wire: the reply copied, the error as a *RemoteError.
+// the wire: the reply copied, the error as a *HandlerError.
 func (a *Agent) selfResult(j job, reply []byte, err error, panicked bool) ([]byte, error) {
 	c := j.self
 	switch {
 	case err != nil:
-		return nil, &RemoteError{Rank: a.rank, Name: c.name, Message: err.Error(), Panicked: panicked}
+		return nil, &HandlerError{Rank: a.rank, Name: c.name, Message: err.Error(), Panicked: panicked}
 	case len(reply) > a.opts.MaxReplySize:
 		return nil, c.fail(&SizeError{What: "reply", Size: len(reply), Limit: a.opts.MaxReplySize})
 	}

@@ -33,7 +33,7 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 //
 // Every rank must pass the same length, element type and reduction: ranks
 // whose lengths differ fail with an error wrapping ErrMismatch and
-// ErrLengthMismatch (a *LengthMismatchError, or one saying that the ranks
+// ErrLengthMismatch (a *CallLengthError, or one saying that the ranks
 // are at different steps of the call), and other differences with a
 // *MismatchError; with more than two ranks, a rank that received no odd
 // message fails with ErrAbandoned instead.
@@ -153,7 +153,7 @@ func (c *Comm) labels(algo Algorithm, size int) context.Context {
 // passed different lengths.
 func (c *Comm) recvCheck(n, want, from int) error {
 	if n != want {
-		return &LengthMismatchError{Rank: from, Want: want, Got: n}
+		return &CallLengthError{Rank: from, Want: want, Got: n}
 	}
 	return nil
 }

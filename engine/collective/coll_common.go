@@ -2,26 +2,10 @@ package collective
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime/pprof"
 	"unsafe"
-)
-
-// Sentinel errors of the collectives' argument checks (see also errors.go).
-// Arguments are checked before any message is sent; a call that fails
-// them still takes its number and is abandoned (see refuse), so the other
-// ranks, which did call the collective, fail with ErrAbandoned.
-var (
-	// ErrRoot means a root rank is outside [0, world size).
-	ErrRoot = errors.New("boltmesh: collective: root rank out of range")
-	// ErrCounts means a counts slice does not have one entry per rank, has
-	// a negative entry, or sums beyond what a buffer can hold.
-	ErrCounts = errors.New("boltmesh: collective: invalid counts")
-	// ErrBufferSize means a buffer's length is not what the counts and the
-	// element size make it (count × dt.Size() bytes).
-	ErrBufferSize = errors.New("boltmesh: collective: buffer length does not match counts")
 )
 
 // collKind names a collective in profile labels.

@@ -3,15 +3,10 @@ package collective
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 	"time"
 )
-
-// ErrWorldTooLarge means a deadline allreduce was asked of more than 64
-// ranks (Contributors is a 64-bit set).
-var ErrWorldTooLarge = errors.New("collective: deadline allreduce supports at most 64 ranks")
 
 // Contributors is the set of ranks whose data went into a deadline
 // allreduce.

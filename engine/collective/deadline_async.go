@@ -11,13 +11,6 @@ import (
 	"github.com/boltmesh/boltmesh/engine"
 )
 
-// ErrBehind is the error of a deadline allreduce on a rank that was still
-// in an earlier round when the root finished this one (it had not yet
-// taken the earlier round's result): the round went on without it, and
-// it gets no result, so that it catches up with the root instead of
-// falling further behind. Its next calls are on time again.
-var ErrBehind = errors.New("collective: this rank was a round behind the root: the deadline allreduce went on without it")
-
 // deadlineTransport is implemented by transports on which the deadline
 // allreduce never waits for a rank that is late, stopped or lost
 // (engine.NetTransport): sends that do not wait (StartColl, PostColl) and

@@ -120,51 +120,6 @@ func (a Algorithm) String() string {
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }
 
-// Errors of the one-sided allreduce.
-var (
-	// ErrAlgorithm means Options.Algorithm is not one of the constants.
-	ErrAlgorithm = errors.New("boltmesh: collective: invalid algorithm")
-	// ErrNoSymmetricHeap means the one-sided algorithm was selected over a
-	// transport that does not implement SymmetricTransport.
-	ErrNoSymmetricHeap = errors.New("boltmesh: collective: transport has no symmetric heap for the one-sided allreduce")
-	// ErrHeapSpace means the one-sided allreduce could not allocate its
-	// area in the symmetric heap of some rank (*HeapError).
-	ErrHeapSpace = errors.New("boltmesh: collective: symmetric heap too small for the one-sided allreduce")
-	// ErrOneSidedFailed means an earlier one-sided allreduce of this Comm
-	// failed in a way that may have left the ranks at different steps, or
-	// gets of its heap area in flight: the Comm no longer uses the
-	// symmetric heap, and every later one-sided call returns this error,
-	// wrapping the first failure (errors.Is(err, engine.ErrPeerLost)
-	// still holds after a lost peer).
-	ErrOneSidedFailed = errors.New("boltmesh: collective: an earlier one-sided allreduce failed; this Comm no longer uses the symmetric heap")
-)
-
-// HeapError reports that the one-sided allreduce's heap area did not
-// fit in a rank's symmetric heap. Every rank returns it for the same call.
-// It wraps ErrHeapSpace and, on the ranks whose allocation failed, the
-// heap's error.
-type HeapError struct {
-	Need uint64 // bytes of symmetric heap the call needs on every rank
-	Err  error  // this rank's allocation error; nil if only another rank's failed
-}
-
-// Error names the size needed and the option that sets the heap's size.
-func (e *HeapError) Error() string {
-	s := fmt.Sprintf("%v: it needs %d bytes free on every rank (engine.Options.HeapSize, default 64 MiB)", ErrHeapSpace, e.Need)
-	if e.Err == nil {
-		return s + "; another rank has less"
-	}
-	return s + ": " + e.Err.Error()
-}
-
-// Unwrap returns ErrHeapSpace and this rank's allocation error.
-func (e *HeapError) Unwrap() []error {
-	if e.Err == nil {
-		return []error{ErrHeapSpace}
-	}
-	return []error{ErrHeapSpace, e.Err}
-}
-
 // Layout of a rank's area: n slots of stride bytes, slot p for block p of
 // the data. Slot p (p not this rank) holds this rank's header in its first
 // osHdrSlot bytes, then its contribution to block p, for rank p to get;
@@ -412,19 +367,6 @@ func (c *Comm) osCheckHeaders(buf []byte, stride uint64) error {
 	}
 	return nil
 }
-
-// osLengthMismatch is the error of ranks whose one-sided allreduces have
-// different lengths.
-type osLengthMismatch struct {
-	rank      int
-	got, want uint64
-}
-
-func (e osLengthMismatch) Error() string {
-	return fmt.Sprintf("boltmesh: collective: one-sided allreduce: rank %d passed %d bytes, this rank %d: %v", e.rank, e.got, e.want, ErrMismatch)
-}
-
-func (e osLengthMismatch) Unwrap() []error { return []error{ErrLengthMismatch, ErrMismatch} }
 
 // osAgreeMeta is the call meta of the one-sided allreduce's agreements.
 var osAgreeMeta = callMeta(kindOneSidedAgree, 0, 0)

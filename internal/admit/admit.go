@@ -8,7 +8,6 @@ package admit
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -21,10 +20,6 @@ const (
 	// DefaultMaxPending is Options.MaxPending's default.
 	DefaultMaxPending = 64
 )
-
-// ErrBusy is the cause of a refusal when MaxPending handshakes were
-// already under way.
-var ErrBusy = errors.New("admit: too many handshakes under way")
 
 // Options say how Serve admits connections.
 type Options struct {
@@ -41,17 +36,6 @@ type Options struct {
 	// connection, on Serve's goroutine.
 	OnReject func(error)
 }
-
-// RejectError is a refused connection.
-type RejectError struct {
-	Addr net.Addr // the remote address
-	Err  error    // why: the handshake's or the admit function's error, or ErrBusy
-}
-
-func (e *RejectError) Error() string { return fmt.Sprintf("refused %v: %v", e.Addr, e.Err) }
-
-// Unwrap returns the cause.
-func (e *RejectError) Unwrap() error { return e.Err }
 
 // result is a connection whose handshake ended.
 type result[T any] struct {

@@ -189,10 +189,6 @@ func (c *Client) NumKeys(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// errNotSent marks a request refused before any of it was written: the
-// stream is still in step.
-var errNotSent = errors.New("not sent")
-
 // send writes the request built in c.req.
 func (c *Client) send() error {
 	if c.req.err != nil {

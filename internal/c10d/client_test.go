@@ -309,9 +309,9 @@ func TestOptionErrors(t *testing.T) {
 		{c10d.Options{Protocol: 9}, "Protocol"},
 	} {
 		_, err := c10d.Dial(context.Background(), "127.0.0.1:1", c.o)
-		var oe *c10d.OptionError
+		var oe *c10d.DialOptionError
 		if !errors.Is(err, c10d.ErrOption) || !errors.As(err, &oe) || oe.Field != c.field {
-			t.Errorf("%+v: %v, want an *OptionError for %s", c.o, err, c.field)
+			t.Errorf("%+v: %v, want a *DialOptionError for %s", c.o, err, c.field)
 		}
 	}
 }

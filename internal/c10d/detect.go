@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 )
 
@@ -15,10 +14,6 @@ import (
 // store's: anything larger is more likely text, such as the first bytes
 // of a line that a peer which speaks first sent.
 const maxPlausibleKeys = 1 << 32
-
-// errNoAnswer means a probe got nothing: the peer hung up or stayed
-// silent, as a store of the other protocol does.
-var errNoAnswer = errors.New("no answer")
 
 // dialProtocol connects to addr and sets up the protocol: o.Protocol's,
 // or the one the store answers in (see the package doc, "Versions").
@@ -126,16 +121,3 @@ func checkProbe(br *bufio.Reader) error {
 	}
 	return nil
 }
-
-// joined is errors.Join on one line.
-type joined []error
-
-func (j joined) Error() string {
-	s := make([]string, len(j))
-	for i, err := range j {
-		s[i] = err.Error()
-	}
-	return strings.Join(s, "; ")
-}
-
-func (j joined) Unwrap() []error { return j }

@@ -3,9 +3,11 @@ package c10d
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// Sentinel errors. Test for them with errors.Is; *OpError wraps them.
+// Sentinel errors. Test for them with errors.Is; *OpError (and, for
+// ErrOption, *DialOptionError) wraps them.
 // An operation whose deadline passed wraps os.ErrDeadlineExceeded, one
 // whose context ended wraps the context's error.
 var (
@@ -23,6 +25,9 @@ var (
 	ErrBroken = errors.New("c10d: client broken by an earlier failure")
 	// ErrClosed means the client was closed.
 	ErrClosed = errors.New("c10d: client closed")
+	// ErrOption means an Options field is out of range; the
+	// *DialOptionError wrapping it names the field.
+	ErrOption = errors.New("c10d: bad option")
 )
 
 // OpError is a failed operation: which, on which key, at which store.
@@ -43,16 +48,35 @@ func (e *OpError) Error() string {
 // Unwrap returns the cause.
 func (e *OpError) Unwrap() error { return e.Err }
 
-// ErrOption means an Options field is out of range; *OptionError names it.
-var ErrOption = errors.New("c10d: bad option")
-
-// OptionError is an Options field that Dial refuses.
-type OptionError struct {
+// DialOptionError is an Options field that Dial refuses. (It is this
+// package's, for c10d.Options; engine.OptionError is the engine's.)
+type DialOptionError struct {
 	Field  string // "Timeout", "ProbeTimeout", "MaxValue" or "Protocol"
 	Reason string
 }
 
-func (e *OptionError) Error() string { return "c10d: Options." + e.Field + " " + e.Reason }
+func (e *DialOptionError) Error() string { return "c10d: Options." + e.Field + " " + e.Reason }
 
 // Unwrap returns ErrOption.
-func (e *OptionError) Unwrap() error { return ErrOption }
+func (e *DialOptionError) Unwrap() error { return ErrOption }
+
+// errNotSent marks a request refused before any of it was written: the
+// stream is still in step.
+var errNotSent = errors.New("not sent")
+
+// errNoAnswer means a probe got nothing: the peer hung up or stayed
+// silent, as a store of the other protocol does.
+var errNoAnswer = errors.New("no answer")
+
+// joined is errors.Join on one line.
+type joined []error
+
+func (j joined) Error() string {
+	s := make([]string, len(j))
+	for i, err := range j {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }

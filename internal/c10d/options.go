@@ -38,13 +38,13 @@ type Options struct {
 func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Protocol < ProtocolDetect || o.Protocol > ProtocolValidate:
-		return o, &OptionError{"Protocol", fmt.Sprintf("%d is not a Protocol", int(o.Protocol))}
+		return o, &DialOptionError{"Protocol", fmt.Sprintf("%d is not a Protocol", int(o.Protocol))}
 	case o.Timeout < 0:
-		return o, &OptionError{"Timeout", "must not be negative"}
+		return o, &DialOptionError{"Timeout", "must not be negative"}
 	case o.ProbeTimeout < 0:
-		return o, &OptionError{"ProbeTimeout", "must not be negative"}
+		return o, &DialOptionError{"ProbeTimeout", "must not be negative"}
 	case o.MaxValue < 0 || o.MaxValue > MaxMaxValue:
-		return o, &OptionError{"MaxValue", fmt.Sprintf("%d is outside 0..%d", o.MaxValue, MaxMaxValue)}
+		return o, &DialOptionError{"MaxValue", fmt.Sprintf("%d is outside 0..%d", o.MaxValue, MaxMaxValue)}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout

@@ -1,13 +1,9 @@
 package c10dtest
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 )
-
-// ErrNoTorch means no Python that imports torch.distributed was found.
-var ErrNoTorch = errors.New("no python3 that imports torch.distributed (apt-get install python3-torch)")
 
 // TorchPython returns a Python interpreter that imports
 // torch.distributed: $BOLTMESH_PYTHON, else Debian's /usr/bin/python3
