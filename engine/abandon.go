@@ -19,7 +19,6 @@ import (
 // whose ctx has ended may give up several calls in a row before a slower
 // peer reaches the first of them.
 
-
 // AbandonCollCall tells every peer that this rank gave up the collective
 // call that owns tag, without waiting: a peer that waits for this rank's
 // part of it fails instead (CollAbandonError, with why, which the engine
