@@ -36,7 +36,7 @@ var ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective
 type CollAbandonError struct {
 	Rank int    // the rank that gave up
 	Tag  uint32 // the receive's collective tag
-	Why  uint64 // what the rank said made it give up (AbandonCollCall), 0 if nothing
+	Why  uint64 // what the rank said made it give up (package collective), 0 if nothing
 }
 
 func (e *CollAbandonError) Error() string {
@@ -46,7 +46,7 @@ func (e *CollAbandonError) Error() string {
 // Unwrap returns ErrCollAbandoned.
 func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
 
-// AbandonCollCall tells every peer that this rank gave up the collective
+// abandonCollCall tells every peer that this rank gave up the collective
 // call that owns tag, without waiting: a peer that waits for this rank's
 // part of it fails instead (CollAbandonError, with why, which the engine
 // carries without reading it). Package collective calls it when a call
@@ -56,7 +56,7 @@ func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
 // behind a message that nobody receives, and may therefore arrive before
 // messages of the call sent ahead of it: why lets a peer fail with the
 // cause it would have found in them.
-func (t *NetTransport) AbandonCollCall(tag uint32, why uint64) {
+func (t *NetTransport) abandonCollCall(tag uint32, why uint64) {
 	if tag >= CollTags {
 		return
 	}

@@ -82,7 +82,7 @@ type peer struct {
 	tombs  tombs                  // RTSs withdrawn before they came (tombs.go)
 
 	rpcCost uint64 // the credit of the RPC request being read
-	rpcDrop bool   // the RPC frame being read is discarded (RPCFrame.Dropped)
+	rpcDrop bool   // the RPC frame being read is discarded (plumb.RPCFrame.Dropped)
 
 	in  inCredit  // the credit granted to the peer
 	out outCredit // the credit the peer granted this rank
