@@ -7,6 +7,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/engine/collective"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/rpc"
 )
 
@@ -19,8 +20,12 @@ type boltEndpoint struct {
 
 var _ Endpoint = (*boltEndpoint)(nil)
 
-func newBoltEndpoint(t *engine.NetTransport) *boltEndpoint {
-	return &boltEndpoint{t: t, comm: collective.New(t, collective.Options{})}
+func newBoltEndpoint(t *engine.NetTransport) (*boltEndpoint, error) {
+	comm, err := collective.New(t, collective.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &boltEndpoint{t: t, comm: comm}, nil
 }
 
 // Impl implements Endpoint.
@@ -162,8 +167,10 @@ func (e *boltEndpoint) endRPC(ctl control) error {
 		_, err = ctl.gather(nil)
 	}
 	if err == nil {
-		if err = e.t.SetRPCHandler(discardRPC{}); err == nil {
-			err = e.t.SetRPCHandler(nil)
+		if rt, ok := plumb.RPCOf(e.t); ok {
+			if err = rt.SetRPCHandler(discardRPC{}); err == nil {
+				err = rt.SetRPCHandler(nil)
+			}
 		}
 	}
 	return err
@@ -187,8 +194,8 @@ func (e *boltEndpoint) closeRPC() error {
 // discardRPC drops the RPC frames a transport holds.
 type discardRPC struct{}
 
-// HandleRPC implements engine.RPCHandler.
-func (discardRPC) HandleRPC(_ int, _ engine.RPCFrame, p engine.RPCPayload) { p.Release() }
+// HandleRPC implements plumb.RPCHandler.
+func (discardRPC) HandleRPC(_ int, _ plumb.RPCFrame, p plumb.RPCPayload) { p.Release() }
 
-// RPCPeerLost implements engine.RPCHandler.
+// RPCPeerLost implements plumb.RPCHandler.
 func (discardRPC) RPCPeerLost(int, error) {}

@@ -94,7 +94,11 @@ func (r *Runner) progress(done, total int, what string) {
 // unless the baseline is none.
 func (r *Runner) newWorld(cfg Config) (*world, error) {
 	w := &world{ctl: control{r.T}, transport: cfg.Transport, eps: map[string]Endpoint{}}
-	w.bolt = newBoltEndpoint(r.T)
+	bolt, err := newBoltEndpoint(r.T)
+	if err != nil {
+		return nil, err
+	}
+	w.bolt = bolt
 	w.eps[ImplBoltmesh] = w.bolt
 	if cfg.Baseline == BaselineNone {
 		return w, nil

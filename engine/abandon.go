@@ -29,7 +29,7 @@ import (
 // behind a message that nobody receives, and may therefore arrive before
 // messages of the call sent ahead of it: why lets a peer fail with the
 // cause it would have found in them.
-func (t *NetTransport) AbandonCollCall(tag uint32, why uint64) {
+func (t *NetTransport) abandonCollCall(tag uint32, why uint64) {
 	if tag >= CollTags {
 		return
 	}

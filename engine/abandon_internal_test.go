@@ -23,7 +23,7 @@ func TestAbandonedNotes(t *testing.T) {
 		}
 		return err != nil
 	}
-	tr.BeginCollCall(5)
+	tr.beginCollCall(5)
 	p.abandon(tag(8, collCallTags-1), 0)
 	p.abandon(tag(9, collCallTags-1), 7)
 	var ae *CollAbandonError
@@ -33,16 +33,16 @@ func TestAbandonedNotes(t *testing.T) {
 	if !abandoned(8) || !abandoned(9) || abandoned(7) || abandoned(10) {
 		t.Fatalf("abandoned 7, 8, 9, 10: %v %v %v %v, want false true true false", abandoned(7), abandoned(8), abandoned(9), abandoned(10))
 	}
-	tr.BeginCollCall(8)
+	tr.beginCollCall(8)
 	if !abandoned(8) || !abandoned(9) {
 		t.Fatal("a note was forgotten before this rank left its call")
 	}
-	tr.BeginCollCall(9)
+	tr.beginCollCall(9)
 	if abandoned(8) || !abandoned(9) {
 		t.Fatalf("in call 9: abandoned 8 %v, 9 %v, want false true", abandoned(8), abandoned(9))
 	}
-	tr.BeginCollCall(10)
-	tr.BeginCollCall(8 + collSlots) // call 8's tags again
+	tr.beginCollCall(10)
+	tr.beginCollCall(8 + collSlots) // call 8's tags again
 	if abandoned(8 + collSlots) {
 		t.Fatal("a call that reuses an abandoned call's tags fails")
 	}

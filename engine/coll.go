@@ -23,10 +23,10 @@ const CollTags = 1 << 24
 // *CollMismatchError, so that ranks which called different collectives, or
 // the same one with different types, learn of it instead of mixing bytes.
 
-// SendColl is Send on the collective tag space: tag is in [0, CollTags),
+// sendColl is Send on the collective tag space: tag is in [0, CollTags),
 // and meta travels with the message. It is what package engine/collective
 // builds on.
-func (t *NetTransport) SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
+func (t *NetTransport) sendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
 	if tag >= CollTags {
 		return ErrReservedTag
 	}
@@ -45,11 +45,11 @@ func collWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
 	return w
 }
 
-// RecvCollInto is RecvIntoContext on the collective tag space for a
+// recvCollInto is RecvIntoContext on the collective tag space for a
 // message carrying meta. Because a collective needs every rank, it also
 // gives up as soon as any peer is lost, with ErrPeerLost naming the first
 // rank lost (see PeerError.ClosedAfter).
-func (t *NetTransport) RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
+func (t *NetTransport) recvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
@@ -70,9 +70,9 @@ func collErr(err error) error {
 	return err
 }
 
-// TryRecvCollInto takes a message from rank from under collective tag tag
+// tryRecvCollInto takes a message from rank from under collective tag tag
 // into dst if one has arrived, without waiting: ok is false if none has.
-func (t *NetTransport) TryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error) {
+func (t *NetTransport) tryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error) {
 	if tag >= CollTags {
 		return 0, false, ErrReservedTag
 	}
@@ -84,12 +84,12 @@ func (t *NetTransport) TryRecvCollInto(from int, tag, meta uint32, dst []byte) (
 	return n, err == nil, t.lossErr(collErr(err))
 }
 
-// ExchangeColl sends out to rank to and receives from rank from into in,
+// exchangeColl sends out to rank to and receives from rank from into in,
 // under collective tag tag, at the same time: the send is started without
 // waiting, the receive runs, and then the send is waited for. Two ranks
 // exchanging large messages therefore never wait for each other, and no
 // goroutine hand-off sits in a step's latency.
-func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
+func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
@@ -100,7 +100,7 @@ func (t *NetTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta
 	if err != nil {
 		return 0, t.lossErr(err)
 	}
-	n, rerr := t.RecvCollInto(ctx, from, tag, meta, in)
+	n, rerr := t.recvCollInto(ctx, from, tag, meta, in)
 	var cancel <-chan struct{}
 	if rerr != nil {
 		cancel = closedChan // the call is over: drop what has not gone out
@@ -120,7 +120,7 @@ func (t *NetTransport) startColl(ctx context.Context, to int, tag, meta uint32, 
 	return o, err
 }
 
-// chunkState is the reusable state of one ExchangeCollChunks call.
+// chunkState is the reusable state of one exchangeCollChunks call.
 type chunkState struct {
 	writes []sendOp
 	recvs  []*recvReq
@@ -141,16 +141,17 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
 
-// CollWindow is how many pieces of an ExchangeCollChunks may be in flight
-// in each direction beyond the one being received. Measured on loopback
-// (2 cores, raw non-blocking sockets): exchanging 1 MiB both ways at once
-// took 540-620 µs, four exchanges of 256 KiB one after the other 240-300
-// µs, because a full socket buffer stalls the sender. With one piece in
-// flight the buffers never fill, and the reduction of one piece still
-// overlaps the transfer of the next.
+// CollWindow is how many pieces of a chunked collective exchange
+// (exchangeCollChunks) may be in flight in each direction beyond the one
+// being received. Measured on loopback (2 cores, raw non-blocking
+// sockets): exchanging 1 MiB both ways at once took 540-620 µs, four
+// exchanges of 256 KiB one after the other 240-300 µs, because a full
+// socket buffer stalls the sender. With one piece in flight the buffers
+// never fill, and the reduction of one piece still overlaps the transfer
+// of the next.
 const CollWindow = 1
 
-// ExchangeCollChunks is ExchangeColl in pieces: out is sent as consecutive
+// exchangeCollChunks is exchangeColl in pieces: out is sent as consecutive
 // frames of at most chunk bytes, and in is received the same way (the
 // sender must use the same chunk size and length). Every piece's receive is
 // posted at once, so the event loop reads each one straight into its place
@@ -159,7 +160,7 @@ const CollWindow = 1
 // goroutine while the next ones travel: the reduction of one piece
 // overlaps the transfer of the next. An error from onChunk stops the
 // exchange and is returned.
-func (t *NetTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
+func (t *NetTransport) exchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
 	if tag >= CollTags {
 		return ErrReservedTag
 	}

@@ -13,29 +13,29 @@ import (
 // slow, stopped or lost rank (the deadline allreduce of package
 // collective).
 
-// CollSend is a collective message being sent (StartColl). Finish it with
+// collSend is a collective message being sent (startCollSend). Finish it with
 // exactly one of Wait or Drop; its zero value is a completed send.
-type CollSend struct {
+type collSend struct {
 	t *NetTransport
 	o sendOp
 }
 
-// StartColl starts sending p to rank to under collective tag tag with meta
+// startCollSend starts sending p to rank to under collective tag tag with meta
 // and returns without waiting for the bytes to go out (only, if need be,
 // for flow-control credit, until ctx ends): p must stay untouched until
 // Wait or Drop returns. A message above the eager limit waits at the
 // receiver, unread, until a receive takes it.
-func (t *NetTransport) StartColl(ctx context.Context, to int, tag, meta uint32, p []byte) (CollSend, error) {
+func (t *NetTransport) startCollSend(ctx context.Context, to int, tag, meta uint32, p []byte) (collSend, error) {
 	if tag >= CollTags {
-		return CollSend{}, ErrReservedTag
+		return collSend{}, ErrReservedTag
 	}
 	o, err := t.startColl(ctx, to, tag, meta, p)
-	return CollSend{t: t, o: o}, err
+	return collSend{t: t, o: o}, err
 }
 
 // Done reports, without waiting, whether the send is over: Wait or Drop
 // would return at once.
-func (s CollSend) Done() bool {
+func (s collSend) Done() bool {
 	switch {
 	case s.o.s != nil:
 		st := s.o.s.state.Load()
@@ -57,7 +57,7 @@ func (s CollSend) Done() bool {
 // Wait waits until the message is sent (its receiver took it, for one
 // that waits for that), or ctx ends: then, as SendContext, it is dropped
 // if it is not yet committed.
-func (s CollSend) Wait(ctx context.Context) error {
+func (s collSend) Wait(ctx context.Context) error {
 	if s.t == nil {
 		return nil
 	}
@@ -72,17 +72,17 @@ func (s CollSend) Wait(ctx context.Context) error {
 // (a rendezvous one, which takes one exchange with the receiver) or, if
 // no byte of it went out, dropped; one already committed is sent whole in
 // the background. It returns once p may be reused.
-func (s CollSend) Drop() {
+func (s collSend) Drop() {
 	if s.t != nil {
 		s.t.finishSend(s.o, closedChan)
 	}
 }
 
-// PostColl sends a short collective message (at most a quarter of the
+// postColl sends a short collective message (at most a quarter of the
 // eager limit) without waiting at all: p is copied. It fails with
 // ErrNoCredit if the receiver holds so much of this rank's that there is
 // no credit left for it.
-func (t *NetTransport) PostColl(to int, tag, meta uint32, p []byte) error {
+func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
 	if tag >= CollTags {
 		return ErrReservedTag
 	}
@@ -105,21 +105,21 @@ func (t *NetTransport) PostColl(to int, tag, meta uint32, p []byte) error {
 	return nil
 }
 
-// RecvCollFrom is RecvCollInto that gives up only when rank from is lost
+// recvCollFromPeer is recvCollInto that gives up only when rank from is lost
 // (or ctx ends), not when any other rank is lost or closes: for a
 // collective that goes on without ranks that left. If ctx ends while the
 // message's bytes are being read into dst, it waits for them while
 // inFlight lasts (nil: for as long as they take); once inFlight ends too
 // (a sender stopped halfway), it returns an *InFlightError, and dst stays
 // the transport's until the message is in or from is lost.
-func (t *NetTransport) RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error) {
+func (t *NetTransport) recvCollFromPeer(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error) {
 	return t.recvCollFrom(ctx, from, tag, meta, dst, inFlight, false)
 }
 
-// TryRecvCollFrom is RecvCollFrom that takes only a message that has
+// tryRecvCollFrom is recvCollFromPeer that takes only a message that has
 // already arrived (ok false: none has), and waits for its bytes while
 // inFlight lasts.
-func (t *NetTransport) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (n int, ok bool, err error) {
+func (t *NetTransport) tryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (n int, ok bool, err error) {
 	n, err = t.recvCollFrom(nil, from, tag, meta, dst, inFlight, true)
 	if err == errNotQueued {
 		return 0, false, nil

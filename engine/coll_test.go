@@ -43,7 +43,7 @@ func TestExchangeCollChunks(t *testing.T) {
 				}
 				return nil
 			}
-			err := ts[r].ExchangeCollChunks(context.Background(), 1-r, 1-r, uint32(i), 7, out, in, chunk, onChunk)
+			err := hooks(ts[r]).ExchangeCollChunks(context.Background(), 1-r, 1-r, uint32(i), 7, out, in, chunk, onChunk)
 			if err != nil {
 				return err
 			}
@@ -69,9 +69,9 @@ func TestCollMetaMismatch(t *testing.T) {
 	ctx := context.Background()
 	err := collPair(func(r int) error {
 		if r == 0 {
-			return ts[0].SendColl(ctx, 1, 5, 0xAA, []byte("hello"))
+			return hooks(ts[0]).SendColl(ctx, 1, 5, 0xAA, []byte("hello"))
 		}
-		_, err := ts[1].RecvCollInto(ctx, 0, 5, 0xBB, make([]byte, 5))
+		_, err := hooks(ts[1]).RecvCollInto(ctx, 0, 5, 0xBB, make([]byte, 5))
 		return err
 	})
 	var me *engine.CollMismatchError
@@ -79,7 +79,7 @@ func TestCollMetaMismatch(t *testing.T) {
 		t.Fatalf("meta mismatch: got %v", err)
 	}
 	err = collPair(func(r int) error {
-		return ts[r].ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, func(int, int) error { return nil })
+		return hooks(ts[r]).ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, func(int, int) error { return nil })
 	})
 	var le *engine.CollLengthError
 	if !errors.As(err, &le) || !errors.Is(err, engine.ErrCollMismatch) {
@@ -97,10 +97,10 @@ func TestExchangeCollChunksAbort(t *testing.T) {
 	stop := errors.New("stop")
 	done := make(chan error, 1)
 	go func() {
-		done <- ts[1].ExchangeCollChunks(ctx, 0, 0, 9, 1, pattern(1, 0, 9, 0, 4000), make([]byte, 4000), 1000, func(int, int) error { return nil })
+		done <- hooks(ts[1]).ExchangeCollChunks(ctx, 0, 0, 9, 1, pattern(1, 0, 9, 0, 4000), make([]byte, 4000), 1000, func(int, int) error { return nil })
 	}()
 	in := make([]byte, 4000)
-	err := ts[0].ExchangeCollChunks(ctx, 1, 1, 9, 1, pattern(0, 1, 9, 0, 4000), in, 1000, func(off, n int) error { return stop })
+	err := hooks(ts[0]).ExchangeCollChunks(ctx, 1, 1, 9, 1, pattern(0, 1, 9, 0, 4000), in, 1000, func(off, n int) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Fatalf("got %v, want the onChunk error", err)
 	}
@@ -108,13 +108,13 @@ func TestExchangeCollChunksAbort(t *testing.T) {
 		t.Fatalf("rank 1: %v", err)
 	}
 	snapshot := bytes.Clone(in)
-	if err := ts[1].SendColl(ctx, 0, 9, 1, pattern(1, 0, 9, 1, 1000)); err != nil {
+	if err := hooks(ts[1]).SendColl(ctx, 0, 9, 1, pattern(1, 0, 9, 1, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, 1000)
 	want := pattern(1, 0, 9, 1, 1000)
 	for i := 0; ; i++ { // pieces not read before the abort come first
-		n, err := ts[0].RecvCollInto(ctx, 1, 9, 1, got)
+		n, err := hooks(ts[0]).RecvCollInto(ctx, 1, 9, 1, got)
 		if err != nil {
 			t.Fatal(err)
 		}

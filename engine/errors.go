@@ -21,8 +21,8 @@ var (
 	// order reported it lost (its GOODBYE names the first rank it knew to
 	// be lost), and this rank learned of the loss from that report.
 	ErrReportedLost = errors.New("boltmesh: peer reported lost by a rank that closed")
-	// ErrSelfRPC: SendRPC was asked to send to this rank; the RPC layer
-	// answers calls to its own rank without the transport.
+	// ErrSelfRPC: an RPC frame was addressed to this rank; the RPC layer
+	// (package rpc) answers calls to its own rank without the transport.
 	ErrSelfRPC = errors.New("boltmesh: RPC frames cannot be sent to this rank")
 	// ErrClosed means the transport was closed locally.
 	ErrClosed = errors.New("boltmesh: transport closed")
@@ -78,13 +78,14 @@ var (
 	// Options.MaxQueuedBytes).
 	ErrFlowControl = errors.New("boltmesh: flow-control credit exceeded")
 	// ErrInFlight means a receive that may give up while its message is
-	// being read in (RecvCollFrom with leave) did: the buffer stays the
-	// transport's until the message is in or its sender is lost, and the
-	// caller must not touch it.
+	// being read in (the deadline allreduce of package collective) did:
+	// the buffer stays the transport's until the message is in or its
+	// sender is lost, and the caller must not touch it.
 	ErrInFlight = errors.New("boltmesh: receive given up while its message was being read in")
-	// ErrNoCredit means a frame that must not wait (PostRPC, QueueRPC of a
-	// request) found no flow-control credit for it: the peer holds
-	// Options.MaxQueuedBytes of this rank's frames that it has not taken.
+	// ErrNoCredit means a frame that must not wait (an RPC request sent
+	// from the event loop, a short collective message) found no
+	// flow-control credit for it: the peer holds Options.MaxQueuedBytes of
+	// this rank's frames that it has not taken.
 	ErrNoCredit = errors.New("boltmesh: no flow-control credit to send without waiting")
 	// ErrNoHeartbeat is the cause (errors.Is) of a peer's loss when nothing at
 	// all was heard from it for 4 Options.KeepAlive periods while this rank
@@ -107,8 +108,8 @@ var (
 	// progress: it found that the ranks' calls differ, refused its arguments,
 	// ran out of time, or was itself told.
 	ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective call")
-	// ErrRPCHandlerSet is returned by SetRPCHandler when a handler is already
-	// installed.
+	// ErrRPCHandlerSet is returned when an RPC handler is installed on a
+	// transport that already has one (a second rpc.Agent on it).
 	ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
 )
 

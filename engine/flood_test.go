@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // Floods: a peer that sends faster than this rank receives, in every shape
@@ -101,7 +102,7 @@ func runFloodChild(t *engine.NetTransport, name string) error {
 	switch {
 	case s.rpc:
 		for i := range s.msgs {
-			if err := t.SendRPC(context.Background(), 0, engine.RPCFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
+			if err := hooks(t).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
 				return err
 			}
 			sent.Add(1)
@@ -176,7 +177,7 @@ func floodMix(t *engine.NetTransport) error {
 	}
 	wg.Go(func() {
 		for i := range mixPerShape {
-			if err := t.SendRPC(context.Background(), 0, engine.RPCFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
+			if err := hooks(t).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
 				errs <- err
 				return
 			}
@@ -318,7 +319,7 @@ func drainFlood(t testing.TB, f *floodRun, s floodShape) int64 {
 	t.Helper()
 	if s.rpc {
 		rec := &countRPC{}
-		if err := f.tr.SetRPCHandler(rec); err != nil {
+		if err := hooks(f.tr).SetRPCHandler(rec); err != nil {
 			t.Fatal(err)
 		}
 		n := <-f.done
@@ -365,7 +366,7 @@ func recvFlood(t testing.TB, tr *engine.NetTransport, s floodShape, seq int, buf
 
 type countRPC struct{ n atomic.Int64 }
 
-func (c *countRPC) HandleRPC(_ int, _ engine.RPCFrame, p engine.RPCPayload) {
+func (c *countRPC) HandleRPC(_ int, _ plumb.RPCFrame, p plumb.RPCPayload) {
 	p.Release()
 	c.n.Add(1)
 }
@@ -425,7 +426,7 @@ func TestFloodMixed(t *testing.T) {
 func drainMix(t testing.TB, f *floodRun) {
 	t.Helper()
 	rec := &countRPC{}
-	if err := f.tr.SetRPCHandler(rec); err != nil {
+	if err := hooks(f.tr).SetRPCHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	errc := make(chan error, len(mixSizes))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -75,7 +76,7 @@ func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdC
 	// Bytes heard start the count again.
 	silent(silentBeats*checksPerBeat - 1 - checksPerBeat)
 	read := c.BytesRead()
-	if err := ts[1].PostRPC(0, RPCFrame{Reply: true}, []byte("alive")); err != nil { // a control frame
+	if err := ts[1].postRPC(0, plumb.RPCFrame{Reply: true}, []byte("alive")); err != nil { // a control frame
 		t.Fatal(err)
 	}
 	for c.BytesRead() == read {

@@ -265,24 +265,24 @@ func (t *NetTransport) closedInCall(call uint32, op string) error {
 	return nil
 }
 
-// BeginCollCall records that this rank's collective layer began call
-// number call (1, 2, ... and on, wrapping): until EndCollCall, collective
+// beginCollCall records that this rank's collective layer began call
+// number call (1, 2, ... and on, wrapping): until endCollCall, collective
 // receives also fail when a peer closes in order without having completed
 // it, since that peer will never send its part. Package collective calls
 // it; calls must not overlap. Call k owns the collective tags from
 // ((k-1) mod 65536) * 256 on (256 a call); from then on, messages for the
 // calls before it are dropped, those that arrive and those queued.
-func (t *NetTransport) BeginCollCall(call uint32) {
+func (t *NetTransport) beginCollCall(call uint32) {
 	t.progress.coll.Store(call)
 	for _, p := range t.peers {
 		t.dropPastColl(p, call)
 	}
 }
 
-// EndCollCall records that this rank completed collective call number
+// endCollCall records that this rank completed collective call number
 // call: a GOODBYE it sends later tells its peers so, and they go on
 // waiting for the others' parts of that call.
-func (t *NetTransport) EndCollCall(call uint32) { t.progress.collDone.Store(call) }
+func (t *NetTransport) endCollCall(call uint32) { t.progress.collDone.Store(call) }
 
 // anyLost returns the error of the first lost peer, or nil.
 func (t *NetTransport) anyLost(op string) error {

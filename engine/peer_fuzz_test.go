@@ -13,6 +13,7 @@ import (
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/fuzzkit"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // FuzzPeer and FuzzStar: a real rank's handling of every frame kind from
@@ -70,8 +71,8 @@ const (
 // at once, so that the raw rank's requests hold no credit.
 type rpcReleaser struct{}
 
-func (rpcReleaser) HandleRPC(_ int, _ engine.RPCFrame, p engine.RPCPayload) { p.Release() }
-func (rpcReleaser) RPCPeerLost(int, error)                                  {}
+func (rpcReleaser) HandleRPC(_ int, _ plumb.RPCFrame, p plumb.RPCPayload) { p.Release() }
+func (rpcReleaser) RPCPeerLost(int, error)                                {}
 
 // fuzzWorld is a world of real ranks and the raw rank.
 type fuzzWorld struct {
@@ -119,7 +120,7 @@ func openFuzzWorld(star bool) (*fuzzWorld, error) {
 		return nil, err
 	}
 	for _, tr := range w.ts {
-		if err := tr.SetRPCHandler(rpcReleaser{}); err != nil {
+		if err := hooks(tr).SetRPCHandler(rpcReleaser{}); err != nil {
 			w.close()
 			return nil, err
 		}

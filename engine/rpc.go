@@ -7,98 +7,32 @@ import (
 	"sync"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
-
-// RPCFrame is the header of one RPC_REQ or RPC_REPLY frame, as the RPC
-// layer (package rpc) sees it. The engine carries it; its meaning is the
-// RPC layer's.
-type RPCFrame struct {
-	Reply bool   // RPC_REPLY rather than RPC_REQ
-	Error bool   // a reply whose payload is an error (RPC_REPLY only)
-	ID    uint64 // request id, echoed by the reply
-	Tag   uint32 // RPC_REQ: the RPC layer's (name length); replies: free
-	Aux   uint32 // free for the RPC layer (deadline, status code)
-	// Dropped, on a received frame, is the length of a payload that was
-	// discarded unread: a request too large for this rank to hold (above
-	// half of Options.MaxQueuedBytes), or a frame the handler's
-	// RPCPayloadFilter refused. The payload is then empty.
-	Dropped uint64
-}
-
-// RPCPayload is the payload of a received RPC frame, held in a pooled
-// buffer that the receiver owns until it calls Release. A request's
-// payload also holds the sender's flow-control credit until then, so an
-// RPC handler that keeps requests holds their senders back.
-type RPCPayload struct {
-	bb   *ioloop.Buffer
-	p    *peer  // a request's sender
-	cost uint64 // the credit it holds
-}
-
-// Bytes returns the payload; it is valid until Release.
-func (p RPCPayload) Bytes() []byte {
-	if p.bb == nil {
-		return nil
-	}
-	return p.bb.B
-}
-
-// Release returns the buffer to the pool and the credit to the sender.
-// Call it once.
-func (p RPCPayload) Release() {
-	if p.bb != nil {
-		ioloop.PutBuffer(p.bb)
-	}
-	if p.cost > 0 {
-		p.p.freeCredit(p.cost)
-	}
-}
-
-// RPCPayloadFilter is implemented by an RPCHandler that wants to refuse
-// payloads before they are read: an RPC frame for which Accept reports
-// false has its n-byte payload discarded unread (RPCFrame.Dropped), and
-// the handler then gets the frame with an empty payload, to answer a
-// request that is too large or to ignore a reply nobody waits for. It is
-// called on the event loop, like HandleRPC.
-type RPCPayloadFilter interface {
-	Accept(from int, f RPCFrame, n uint64) bool
-}
-
-// RPCHandler receives the RPC frames of a NetTransport. Both methods are
-// called on the transport's event loop: they must return quickly and never
-// block (hand the work to another goroutine).
-type RPCHandler interface {
-	// HandleRPC receives one RPC frame from rank from. It owns payload.
-	HandleRPC(from int, f RPCFrame, payload RPCPayload)
-	// RPCPeerLost is called when a peer is lost or the transport closes;
-	// err wraps ErrPeerLost or ErrClosed. Every reply still expected from
-	// it will never come. It may be called more than once for a peer.
-	RPCPeerLost(from int, err error)
-}
 
 // rpcState holds the RPC handler and the requests that came before it
 // (each holding its sender's credit, which bounds them).
 type rpcState struct {
 	mu         sync.Mutex
-	h          RPCHandler
-	installing bool // SetRPCHandler is handing the early frames over
+	h          plumb.RPCHandler
+	installing bool // setRPCHandler is handing the early frames over
 	early      []earlyRPC
 }
 
 type earlyRPC struct {
 	from int
-	f    RPCFrame
-	p    RPCPayload
+	f    plumb.RPCFrame
+	p    plumb.RPCPayload
 }
 
-// SetRPCHandler installs h as the receiver of RPC frames; nil uninstalls
+// setRPCHandler installs h as the receiver of RPC frames; nil uninstalls
 // it. Requests that arrived before (each peer's within its credit,
 // Options.MaxQueuedBytes) are handed to h first, in their order of
 // arrival and before any later frame, and RPCPeerLost is called for peers
 // already lost. Replies that arrive while no handler is installed are
 // dropped: nobody waits for them.
-func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
+func (t *NetTransport) setRPCHandler(h plumb.RPCHandler) error {
 	s := &t.rpc
 	s.mu.Lock()
 	if h != nil && (s.h != nil || s.installing) {
@@ -133,12 +67,12 @@ func (t *NetTransport) SetRPCHandler(h RPCHandler) error {
 	return nil
 }
 
-// SendRPC sends one RPC frame with payload p to rank to, which must not be
+// sendRPC sends one RPC frame with payload p to rank to, which must not be
 // this rank (the RPC layer short-circuits calls to itself). A request
 // first waits for the peer's flow-control credit. It returns once the
 // frame is handed to the kernel, or with ctx's error if no byte of it was
 // sent by then.
-func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte) error {
+func (t *NetTransport) sendRPC(ctx context.Context, to int, f plumb.RPCFrame, p []byte) error {
 	h, pr, err := t.rpcHeader(to, f, p)
 	if err != nil {
 		return err
@@ -160,7 +94,7 @@ func (t *NetTransport) SendRPC(ctx context.Context, to int, f RPCFrame, p []byte
 	return nil
 }
 
-// rpcErr turns an error sending to pr into SendRPC's.
+// rpcErr turns an error sending to pr into sendRPC's.
 func (t *NetTransport) rpcErr(ctx context.Context, pr *peer, err error) error {
 	if errors.Is(err, ioloop.ErrCanceled) && ctx != nil && ctx.Err() != nil {
 		return ctx.Err()
@@ -173,7 +107,7 @@ func (t *NetTransport) rpcErr(ctx context.Context, pr *peer, err error) error {
 // request too large for the peer to hold (frame.Cost above half its
 // window) costs only frame.Cost(0): the peer discards it unread and the
 // RPC layer there refuses it.
-func (t *NetTransport) rpcCredit(pr *peer, f RPCFrame, n int, cancel <-chan struct{}) (uint64, error) {
+func (t *NetTransport) rpcCredit(pr *peer, f plumb.RPCFrame, n int, cancel <-chan struct{}) (uint64, error) {
 	if f.Reply {
 		return 0, nil
 	}
@@ -186,7 +120,7 @@ func (t *NetTransport) rpcCredit(pr *peer, f RPCFrame, n int, cancel <-chan stru
 }
 
 // tryRPCCredit is rpcCredit for a frame that must not wait.
-func (t *NetTransport) tryRPCCredit(pr *peer, f RPCFrame, n int) (uint64, error) {
+func (t *NetTransport) tryRPCCredit(pr *peer, f plumb.RPCFrame, n int) (uint64, error) {
 	if f.Reply {
 		return 0, nil
 	}
@@ -208,12 +142,12 @@ func rpcCost(n, window uint64) uint64 {
 	return frame.Cost(0)
 }
 
-// PostRPC queues one RPC frame for rank to and returns at once, without
-// waiting for the socket: p is copied. It is how an RPCHandler answers from
-// inside HandleRPC, which must not block. Frames keep their order with
-// those of SendRPC. A request fails with ErrNoCredit rather than wait for
-// the peer's credit.
-func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
+// postRPC queues one RPC frame for rank to and returns at once, without
+// waiting for the socket: p is copied. It is how a plumb.RPCHandler
+// answers from inside HandleRPC, which must not block. Frames keep their
+// order with those of sendRPC. A request fails with ErrNoCredit rather
+// than wait for the peer's credit.
+func (t *NetTransport) postRPC(to int, f plumb.RPCFrame, p []byte) error {
 	h, pr, err := t.rpcHeader(to, f, p)
 	if err != nil {
 		return err
@@ -227,11 +161,11 @@ func (t *NetTransport) PostRPC(to int, f RPCFrame, p []byte) error {
 	return nil
 }
 
-// QueueRPC is PostRPC that leaves the frame unwritten until FlushRPC, or
+// queueRPC is postRPC that leaves the frame unwritten until flushRPC, or
 // the next frame to rank to, writes it along with everything else queued
 // for that rank: the answers to a burst of requests then take one writev
 // instead of one each. The caller must make sure a flush follows.
-func (t *NetTransport) QueueRPC(to int, f RPCFrame, p []byte) error {
+func (t *NetTransport) queueRPC(to int, f plumb.RPCFrame, p []byte) error {
 	h, pr, err := t.rpcHeader(to, f, p)
 	if err != nil {
 		return err
@@ -245,20 +179,20 @@ func (t *NetTransport) QueueRPC(to int, f RPCFrame, p []byte) error {
 	return nil
 }
 
-// FlushRPC writes what QueueRPC left queued for rank to.
-func (t *NetTransport) FlushRPC(to int) {
+// flushRPC writes what queueRPC left queued for rank to.
+func (t *NetTransport) flushRPC(to int) {
 	if t.checkRank(to) == nil && t.peers[to].up() {
 		t.peers[to].link.flush(laneCtl)
 	}
 }
 
-// SpinRPC lets a goroutine about to wait for an RPC reply from rank from
+// spinRPC lets a goroutine about to wait for an RPC reply from rank from
 // read that connection itself, as a blocking receive does: it drives the
 // connection until done reports true or no byte has arrived from the peer
 // for Options.Spin, and reports done's last answer. RPC frames read
 // meanwhile are handed to the handler on this goroutine. With spinning
 // disabled, or for this rank, it only asks done.
-func (t *NetTransport) SpinRPC(from int, done func() bool) bool {
+func (t *NetTransport) spinRPC(from int, done func() bool) bool {
 	if t.checkRank(from) != nil {
 		return done()
 	}
@@ -266,7 +200,7 @@ func (t *NetTransport) SpinRPC(from int, done func() bool) bool {
 }
 
 // rpcHeader checks an outgoing RPC frame and returns its header and peer.
-func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *peer, error) {
+func (t *NetTransport) rpcHeader(to int, f plumb.RPCFrame, p []byte) (frame.Header, *peer, error) {
 	if err := t.checkRank(to); err != nil {
 		return frame.Header{}, nil, err
 	}
@@ -291,12 +225,12 @@ func (t *NetTransport) rpcHeader(to int, f RPCFrame, p []byte) (frame.Header, *p
 // reader touches it.
 type rpcIn struct {
 	cost uint64 // the credit of the RPC request being read
-	drop bool   // the RPC frame being read is discarded (RPCFrame.Dropped)
+	drop bool   // the RPC frame being read is discarded (plumb.RPCFrame.Dropped)
 }
 
 // rpcPayload accounts an RPC frame's credit (a request's) and names where
 // its payload goes: a pooled buffer, or nowhere for one discarded unread
-// (see RPCFrame.Dropped). It notes the outcome for deliverRPC.
+// (see plumb.RPCFrame.Dropped). It notes the outcome for deliverRPC.
 func (p *peer) rpcPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	req := h.Kind == frame.KindRPCReq
 	p.rpcIn.cost, p.rpcIn.drop = 0, false
@@ -316,7 +250,7 @@ func (p *peer) rpcPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	case hd == nil:
 		p.rpcIn.drop = !req // nobody waits for a reply
 	default:
-		if f, ok := hd.(RPCPayloadFilter); ok {
+		if f, ok := hd.(plumb.RPCPayloadFilter); ok {
 			p.rpcIn.drop = !f.Accept(p.rank, rpcFrame(h), h.Length)
 		}
 	}
@@ -326,9 +260,9 @@ func (p *peer) rpcPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	return nil
 }
 
-// rpcFrame is the RPCFrame of an RPC frame's header.
-func rpcFrame(h *frame.Header) RPCFrame {
-	return RPCFrame{Reply: h.Kind == frame.KindRPCReply, Error: h.Flags&frame.FlagError != 0, ID: h.Offset, Tag: h.Tag, Aux: h.Aux}
+// rpcFrame is the plumb.RPCFrame of an RPC frame's header.
+func rpcFrame(h *frame.Header) plumb.RPCFrame {
+	return plumb.RPCFrame{Reply: h.Kind == frame.KindRPCReply, Error: h.Flags&frame.FlagError != 0, ID: h.Offset, Tag: h.Tag, Aux: h.Aux}
 }
 
 // deliverRPC hands an RPC frame to the handler, or holds a request until
@@ -343,7 +277,7 @@ func (p *peer) deliverRPC(h *frame.Header, bb *ioloop.Buffer) {
 	if bb == nil {
 		bb = ioloop.GetBuffer(0)
 	}
-	pl := RPCPayload{bb: bb, p: p, cost: p.rpcIn.cost}
+	pl := plumb.NewRPCPayload(bb, (*peerCredit)(p), p.rpcIn.cost)
 	p.rpcIn.cost, p.rpcIn.drop = 0, false
 	s := &p.t.rpc
 	s.mu.Lock()

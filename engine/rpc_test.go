@@ -9,20 +9,21 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// rpcRecorder is an engine.RPCHandler that records frames in order and
+// rpcRecorder is an plumb.RPCHandler that records frames in order and
 // checks that it is never called concurrently for one peer.
 type rpcRecorder struct {
 	mu      sync.Mutex
-	frames  []engine.RPCFrame
+	frames  []plumb.RPCFrame
 	data    []string
 	lost    map[int]error
 	inside  atomic.Int32
 	overlap atomic.Bool
 }
 
-func (r *rpcRecorder) HandleRPC(from int, f engine.RPCFrame, p engine.RPCPayload) {
+func (r *rpcRecorder) HandleRPC(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
 	if r.inside.Add(1) > 1 {
 		r.overlap.Store(true)
 	}
@@ -66,16 +67,16 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 	const early, late = 200, 200
 	ctx := context.Background()
 	for i := range early {
-		f := engine.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
-		if err := ts[0].SendRPC(ctx, 1, f, []byte{byte(i)}); err != nil {
+		f := plumb.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+		if err := hooks(ts[0]).SendRPC(ctx, 1, f, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sent := make(chan error, 1)
 	go func() {
 		for i := early; i < early+late; i++ {
-			f := engine.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
-			if err := ts[0].PostRPC(1, f, []byte{byte(i)}); err != nil {
+			f := plumb.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+			if err := hooks(ts[0]).PostRPC(1, f, []byte{byte(i)}); err != nil {
 				sent <- err
 				return
 			}
@@ -84,10 +85,10 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 	}()
 	time.Sleep(10 * time.Millisecond) // let early frames arrive before the handler
 	rec := &rpcRecorder{}
-	if err := ts[1].SetRPCHandler(rec); err != nil {
+	if err := hooks(ts[1]).SetRPCHandler(rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts[1].SetRPCHandler(&rpcRecorder{}); !errors.Is(err, engine.ErrRPCHandlerSet) {
+	if err := hooks(ts[1]).SetRPCHandler(&rpcRecorder{}); !errors.Is(err, engine.ErrRPCHandlerSet) {
 		t.Fatalf("second handler: %v", err)
 	}
 	if err := <-sent; err != nil {
@@ -98,21 +99,21 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 		t.Fatal("HandleRPC was called concurrently")
 	}
 	for i, f := range rec.frames {
-		want := engine.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+		want := plumb.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
 		if f != want || rec.data[i] != string([]byte{byte(i)}) {
 			t.Fatalf("frame %d: %+v %q, want %+v", i, f, rec.data[i], want)
 		}
 	}
-	if err := ts[0].SendRPC(ctx, 0, engine.RPCFrame{}, nil); !errors.Is(err, engine.ErrSelfRPC) {
+	if err := hooks(ts[0]).SendRPC(ctx, 0, plumb.RPCFrame{}, nil); !errors.Is(err, engine.ErrSelfRPC) {
 		t.Fatalf("SendRPC to itself: %v", err)
 	}
-	if err := ts[0].PostRPC(2, engine.RPCFrame{}, nil); !errors.Is(err, engine.ErrUnknownRank) {
+	if err := hooks(ts[0]).PostRPC(2, plumb.RPCFrame{}, nil); !errors.Is(err, engine.ErrUnknownRank) {
 		t.Fatalf("PostRPC to rank 2: %v", err)
 	}
-	if err := ts[1].SetRPCHandler(nil); err != nil {
+	if err := hooks(ts[1]).SetRPCHandler(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts[1].SetRPCHandler(rec); err != nil {
+	if err := hooks(ts[1]).SetRPCHandler(rec); err != nil {
 		t.Fatalf("handler after uninstall: %v", err)
 	}
 }
@@ -122,7 +123,7 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 func TestRPCPeerLost(t *testing.T) {
 	ts := newMesh(t, 2, engine.Options{})
 	rec := &rpcRecorder{}
-	if err := ts[1].SetRPCHandler(rec); err != nil {
+	if err := hooks(ts[1]).SetRPCHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	ts[0].Close()
@@ -135,7 +136,7 @@ func TestRPCPeerLost(t *testing.T) {
 	if err := lost(); !errors.Is(err, engine.ErrPeerLost) {
 		t.Fatalf("RPCPeerLost: %v", err)
 	}
-	if err := ts[1].SendRPC(context.Background(), 0, engine.RPCFrame{}, nil); !errors.Is(err, engine.ErrPeerLost) {
+	if err := hooks(ts[1]).SendRPC(context.Background(), 0, plumb.RPCFrame{}, nil); !errors.Is(err, engine.ErrPeerLost) {
 		t.Fatalf("SendRPC to a lost peer: %v", err)
 	}
 }

@@ -7,13 +7,13 @@ import "github.com/boltmesh/boltmesh/ioloop"
 // ends while its other ranks' messages may still be on their way. Nothing
 // will ever receive them, and the call's tags come round again after
 // collSlots calls, where they would be taken for another call's. So, while
-// the collective layer numbers its calls (BeginCollCall), a collective
+// the collective layer numbers its calls (beginCollCall), a collective
 // message for a call that this rank has already left behind is dropped as
 // it arrives, and those queued before are dropped when the next call
 // begins.
 
 // collSlots is the number of calls the collective tag space holds: call
-// number k (BeginCollCall) owns the collCallTags tags from
+// number k (beginCollCall) owns the collCallTags tags from
 // ((k-1) mod collSlots) * collCallTags.
 const collSlots = CollTags / collCallTags
 

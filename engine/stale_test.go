@@ -23,7 +23,7 @@ func TestStaleCollDropped(t *testing.T) {
 	ctx := context.Background()
 	send := func(call, step uint32, b byte) {
 		t.Helper()
-		if err := ts[1].SendColl(ctx, 0, collTagOf(call, step), 7, []byte{b, b, b}); err != nil {
+		if err := hooks(ts[1]).SendColl(ctx, 0, collTagOf(call, step), 7, []byte{b, b, b}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,28 +41,28 @@ func TestStaleCollDropped(t *testing.T) {
 	recv := func(call, step uint32, want byte) {
 		t.Helper()
 		buf := make([]byte, 3)
-		n, err := ts[0].RecvCollInto(ctx, 1, collTagOf(call, step), 7, buf)
+		n, err := hooks(ts[0]).RecvCollInto(ctx, 1, collTagOf(call, step), 7, buf)
 		if err != nil || n != 3 || !bytes.Equal(buf, []byte{want, want, want}) {
 			t.Fatalf("call %d step %d: got %d bytes %v (%v), want 3 of %d", call, step, n, buf[:n], err, want)
 		}
 	}
-	ts[0].BeginCollCall(1)
+	hooks(ts[0]).BeginCollCall(1)
 	send(1, 0, 1) // a call 1 message nobody receives: the call failed here
 	send(1, 1, 2)
 	send(2, 0, 3) // rank 1 is ahead
 	fence()
-	ts[0].BeginCollCall(2)
+	hooks(ts[0]).BeginCollCall(2)
 	send(1, 2, 4) // arrives late for call 1
 	fence()
 	recv(2, 0, 3) // the queued message of the call ahead was kept
 	for step := range uint32(3) {
-		if _, ok, err := ts[0].TryRecvCollInto(1, collTagOf(1, step), 7, make([]byte, 3)); ok || err != nil {
+		if _, ok, err := hooks(ts[0]).TryRecvCollInto(1, collTagOf(1, step), 7, make([]byte, 3)); ok || err != nil {
 			t.Errorf("call 1 step %d: a message of the ended call was kept (ok %v, err %v)", step, ok, err)
 		}
 	}
 	// Call 1's tags come round again at call 1+65536, and work there.
 	next := uint32(1 + engine.CollTags/256)
-	ts[0].BeginCollCall(next)
+	hooks(ts[0]).BeginCollCall(next)
 	send(next, 0, 6)
 	recv(next, 0, 6)
 }

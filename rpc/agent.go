@@ -7,51 +7,22 @@ import (
 	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// Transport is what an Agent needs from a boltmesh transport: its place in
-// the world and RPC frames (see engine.RPCHandler). *engine.NetTransport
-// satisfies it.
+// Transport is the transport an Agent serves on: its place in the world.
+// NewAgent also needs the transport's RPC frames, which
+// *engine.NetTransport carries and no other implementation of Transport
+// does: over another transport, NewAgent fails with
+// ErrUnsupportedTransport.
 type Transport interface {
 	// Rank is this process's rank in [0, WorldSize()).
 	Rank() int
 	// WorldSize is the number of ranks.
 	WorldSize() int
-	// SetRPCHandler installs the receiver of RPC frames; nil uninstalls it.
-	SetRPCHandler(h engine.RPCHandler) error
-	// SendRPC sends one RPC frame to another rank and returns once it is
-	// in the kernel; it may block.
-	SendRPC(ctx context.Context, to int, f engine.RPCFrame, p []byte) error
-	// PostRPC queues one RPC frame, copying p, and never blocks.
-	PostRPC(to int, f engine.RPCFrame, p []byte) error
 }
 
 var _ Transport = (*engine.NetTransport)(nil)
-
-// Batcher is a Transport that can leave frames unwritten until a flush
-// (see engine.NetTransport.QueueRPC): the agent queues every answer to a
-// burst of requests from one rank but the last, which writes them all at
-// once. The agent uses it when the transport has it.
-type Batcher interface {
-	// QueueRPC queues one RPC frame, copying p, without writing it.
-	QueueRPC(to int, f engine.RPCFrame, p []byte) error
-	// FlushRPC writes the frames queued for rank to.
-	FlushRPC(to int)
-}
-
-var _ Batcher = (*engine.NetTransport)(nil)
-
-// Spinner is a Transport that lets a caller read a connection itself while
-// it waits for a reply, taking the event loop's wake-up out of the round
-// trip (see engine.NetTransport.SpinRPC). The agent uses it when the
-// transport has it.
-type Spinner interface {
-	// SpinRPC drives the connection to rank from until done reports true
-	// or the peer stays silent for a while, and reports done's last answer.
-	SpinRPC(from int, done func() bool) bool
-}
-
-var _ Spinner = (*engine.NetTransport)(nil)
 
 // Handler serves one function. args is valid until the handler returns and
 // must not be kept; the returned slice is sent (or, for a call from this
@@ -71,7 +42,7 @@ const (
 // Agent serves named handlers to the other ranks of a transport's world
 // and calls theirs. Every method is safe for concurrent use.
 type Agent struct {
-	t           Transport
+	t           plumb.RPC // the transport's RPC frames
 	rank, world int
 	opts        Options
 
@@ -92,17 +63,17 @@ type Agent struct {
 	hctx    context.Context // base, marked as belonging to this agent's handlers
 
 	state    atomic.Int32
-	shutting atomic.Bool    // Shutdown began: calls from outside handlers refused
-	gone     []atomic.Bool  // by rank: that rank's agent said goodbye
-	spinning []atomic.Bool  // by rank: a caller spins on that connection
-	batcher  Batcher        // the transport, if it can queue frames unwritten
-	waiting  []atomic.Int32 // by rank: its requests queued for a worker
-	spinner  Spinner        // t, if it can spin, else nil
-	hasWork  func() bool    // a lingering worker stops spinning
-	active   activity       // calls, requests and sends not yet finished
-	sent     atomic.Uint64  // requests sent (Shutdown's termination count)
-	served   atomic.Uint64  // requests answered (Shutdown's termination count)
-	agree    agreement      // Shutdown's protocol state
+	shutting atomic.Bool      // Shutdown began: calls from outside handlers refused
+	gone     []atomic.Bool    // by rank: that rank's agent said goodbye
+	spinning []atomic.Bool    // by rank: a caller spins on that connection
+	batcher  plumb.RPCBatcher // t, if it can queue frames unwritten
+	waiting  []atomic.Int32   // by rank: its requests queued for a worker
+	spinner  plumb.RPCSpinner // t, if it can spin, else nil
+	hasWork  func() bool      // a lingering worker stops spinning
+	active   activity         // calls, requests and sends not yet finished
+	sent     atomic.Uint64    // requests sent (Shutdown's termination count)
+	served   atomic.Uint64    // requests answered (Shutdown's termination count)
+	agree    agreement        // Shutdown's protocol state
 	stats    counters
 	closing  sync.Once
 	closed   chan struct{} // closed when Close has finished
@@ -113,14 +84,20 @@ type handlerKey struct{}
 
 // NewAgent installs an agent on t and starts serving: requests are read by
 // the transport's event loop and run on a pool of opts.Workers goroutines.
-// A transport carries one agent at a time; another can be installed once
-// this one is closed.
+// t must be an *engine.NetTransport: over any other transport, NewAgent
+// fails with ErrUnsupportedTransport. A
+// transport carries one agent at a time; another can be installed once
+// this one is closed (before, NewAgent fails with engine.ErrRPCHandlerSet).
 func NewAgent(t Transport, opts Options) (*Agent, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{t: t, rank: t.Rank(), world: t.WorldSize(), opts: o}
+	rt, ok := plumb.RPCOf(t)
+	if !ok {
+		return nil, fmt.Errorf("rpc: NewAgent over a %T: %w", t, ErrUnsupportedTransport)
+	}
+	a := &Agent{t: rt, rank: t.Rank(), world: t.WorldSize(), opts: o}
 	a.init()
 	for name, h := range o.Handlers {
 		if err := a.Register(name, h); err != nil {
@@ -132,7 +109,7 @@ func NewAgent(t Transport, opts Options) (*Agent, error) {
 		a.workers.Add(1)
 		go a.serve(nil)
 	}
-	if err := t.SetRPCHandler((*receiver)(a)); err != nil { // hands over early requests
+	if err := rt.SetRPCHandler((*receiver)(a)); err != nil { // hands over early requests
 		a.stop()
 		close(a.quit)
 		a.workers.Wait()
@@ -154,8 +131,8 @@ func (a *Agent) init() {
 	a.gone = make([]atomic.Bool, a.world)
 	a.spinning = make([]atomic.Bool, a.world)
 	a.waiting = make([]atomic.Int32, a.world)
-	a.batcher, _ = a.t.(Batcher)
-	a.spinner, _ = a.t.(Spinner)
+	a.batcher, _ = a.t.(plumb.RPCBatcher)
+	a.spinner, _ = a.t.(plumb.RPCSpinner)
 	a.hasWork = func() bool { return len(a.jobs) > 0 || a.state.Load() == stateStopped }
 	a.agree.init(a.world)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // Call is a call in flight, started by Agent.Go. Its zero value is not
@@ -182,7 +182,7 @@ func (a *Agent) abandon(c *Call, err error) {
 		return
 	}
 	if err == context.Canceled && c.dst != a.rank {
-		a.t.PostRPC(c.dst, engine.RPCFrame{ID: c.id, Tag: ctlCancel}, nil)
+		a.t.PostRPC(c.dst, plumb.RPCFrame{ID: c.id, Tag: ctlCancel}, nil)
 	}
 	c.complete(nil, c.fail(err))
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // goodbyeWait bounds how long Close tries to tell a peer that it leaves.
@@ -77,7 +77,7 @@ func (a *Agent) sayGoodbye() {
 	defer cancel()
 	for r := range a.world {
 		if r != a.rank {
-			a.t.SendRPC(ctx, r, engine.RPCFrame{Tag: ctlGoodbye}, nil) // a lost peer needs none
+			a.t.SendRPC(ctx, r, plumb.RPCFrame{Tag: ctlGoodbye}, nil) // a lost peer needs none
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -65,7 +66,7 @@ const batchMax = 4 << 10
 // after queueing, so no request is ever left waiting.
 // A request the peer has no credit for goes out with SendRPC, which waits
 // for it.
-func (a *Agent) sendBatched(ctx context.Context, to int, f engine.RPCFrame, p []byte) error {
+func (a *Agent) sendBatched(ctx context.Context, to int, f plumb.RPCFrame, p []byte) error {
 	if err := a.batcher.QueueRPC(to, f, p); err != nil {
 		if errors.Is(err, engine.ErrNoCredit) {
 			return a.t.SendRPC(ctx, to, f, p)

@@ -2,14 +2,15 @@
 // transport's world calls, synchronously (Agent.Call) or asynchronously
 // (Agent.Go), with deadlines, correlation by request id and clean failure.
 //
-// An Agent sits on a Transport (an *engine.NetTransport). Requests and
-// replies are distinct frame kinds (RPC_REQ, RPC_REPLY), each one
-// length-prefixed frame, so a rank serves and calls the same peer at once.
-// The transport's event loop reads them; the agent matches replies to
-// pending calls by request id there, and hands requests to a bounded pool
-// of workers. What cannot run is answered at once from the event loop: an
-// unknown function (ErrFunctionNotFound), a full queue (ErrBusy), a request
-// above the size limit (ErrTooLarge), a closing agent (ErrClosed).
+// An Agent sits on an *engine.NetTransport (NewAgent refuses any other
+// transport with ErrUnsupportedTransport). Requests and replies are distinct
+// frame kinds (RPC_REQ, RPC_REPLY), each one length-prefixed frame, so a
+// rank serves and calls the same peer at once. The transport's event loop
+// reads them; the agent matches replies to pending calls by request id
+// there, and hands requests to a bounded pool of workers. What cannot run is
+// answered at once from the event loop: an unknown function
+// (ErrFunctionNotFound), a full queue (ErrBusy), a request above the size
+// limit (ErrTooLarge), a closing agent (ErrClosed).
 //
 // A call's deadline (its context's, or Options.DefaultTimeout) travels with
 // the request: the handler's context ends when it passes, and the caller

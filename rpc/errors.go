@@ -39,6 +39,10 @@ var (
 	ErrOptions = engine.ErrOptions
 	// ErrProtocol means a peer sent a frame this agent cannot parse.
 	ErrProtocol = errors.New("rpc: protocol error")
+	// ErrUnsupportedTransport is returned (wrapped) by NewAgent for a
+	// transport that carries no RPC frames: anything but an
+	// *engine.NetTransport.
+	ErrUnsupportedTransport = errors.New("rpc: transport carries no RPC frames")
 )
 
 // CallError reports a call that failed without its handler returning an

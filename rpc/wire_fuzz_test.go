@@ -13,6 +13,7 @@ import (
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/fuzzkit"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/rpc"
 )
 
@@ -130,7 +131,7 @@ func (m *rpcMesh) get() (*rpcWorld, error) {
 		return nil, err
 	}
 	rec := &rpcRecorder{seen: make(chan struct{}, 1)}
-	if err := ts[1].SetRPCHandler(rec); err != nil {
+	if err := rpcOf(ts[1]).SetRPCHandler(rec); err != nil {
 		meshtest.Close(ts)
 		return nil, err
 	}
@@ -179,7 +180,7 @@ var errWaited = errors.New("waited")
 
 // rpcFrame is one RPC frame rank 1 received.
 type rpcFrame struct {
-	f engine.RPCFrame
+	f plumb.RPCFrame
 	p []byte
 }
 
@@ -191,7 +192,7 @@ type rpcRecorder struct {
 	seen   chan struct{} // a frame arrived
 }
 
-func (r *rpcRecorder) HandleRPC(_ int, f engine.RPCFrame, p engine.RPCPayload) {
+func (r *rpcRecorder) HandleRPC(_ int, f plumb.RPCFrame, p plumb.RPCPayload) {
 	r.mu.Lock()
 	r.frames = append(r.frames, rpcFrame{f, bytes.Clone(p.Bytes())})
 	r.mu.Unlock()
@@ -310,7 +311,7 @@ func (r *rpcRun) request(t *testing.T) {
 	id := r.w.id
 	r.w.want[id] = expectReply(name, tag, p, aux)
 	r.w.gone = false
-	if err := r.w.ts[1].SendRPC(context.Background(), 0, engine.RPCFrame{ID: id, Tag: tag, Aux: aux}, p); err != nil {
+	if err := rpcOf(r.w.ts[1]).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: id, Tag: tag, Aux: aux}, p); err != nil {
 		t.Fatalf("send request: %v", err)
 	}
 }
@@ -368,7 +369,7 @@ func (r *rpcRun) control(t *testing.T) {
 			}
 		}
 	}
-	if err := r.w.ts[1].SendRPC(context.Background(), 0, engine.RPCFrame{ID: id, Tag: tag, Aux: uint32(aux)}, p); err != nil {
+	if err := rpcOf(r.w.ts[1]).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: id, Tag: tag, Aux: uint32(aux)}, p); err != nil {
 		t.Fatalf("send control frame: %v", err)
 	}
 }
@@ -421,7 +422,7 @@ func (r *rpcRun) answer(t *testing.T) {
 	if flags&2 != 0 && len(p) > fuzzMaxReply {
 		p = append(p, make([]byte, maxErrorText)...) // past the agent's bound on error texts
 	}
-	f := engine.RPCFrame{Reply: true, Error: flags&1 != 0, Aux: status}
+	f := plumb.RPCFrame{Reply: true, Error: flags&1 != 0, Aux: status}
 	var c *rpcCall
 	if len(r.calls) > 0 {
 		c = r.calls[int(which)%len(r.calls)]
@@ -433,14 +434,14 @@ func (r *rpcRun) answer(t *testing.T) {
 	if c != nil && c.outcome == nil {
 		c.outcome = replyOutcome(f, p)
 	}
-	if err := r.w.ts[1].SendRPC(context.Background(), 0, f, p); err != nil {
+	if err := rpcOf(r.w.ts[1]).SendRPC(context.Background(), 0, f, p); err != nil {
 		t.Fatalf("send reply: %v", err)
 	}
 }
 
 // replyOutcome is what a call must return given its reply f with p
 // (spec.md, "RPC_REPLY").
-func replyOutcome(f engine.RPCFrame, p []byte) func(*testing.T, *rpcCall, []byte, error) {
+func replyOutcome(f plumb.RPCFrame, p []byte) func(*testing.T, *rpcCall, []byte, error) {
 	return func(t *testing.T, c *rpcCall, reply []byte, err error) {
 		t.Helper()
 		want := func(ok bool, what string) {
@@ -586,4 +587,13 @@ func (e rpcExpect) check(t *testing.T, fr rpcFrame) {
 	case !e.wait && !bytes.Equal(fr.p, e.payload):
 		t.Errorf("request %d answered with %q, want %q", f.ID, fr.p, e.payload)
 	}
+}
+
+// rpcOf returns tr's RPC frames, as NewAgent gets them.
+func rpcOf(tr *engine.NetTransport) plumb.RPC {
+	r, ok := plumb.RPCOf(tr)
+	if !ok {
+		panic("rpc: no RPC hooks for a *engine.NetTransport")
+	}
+	return r
 }

@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // job is a request waiting for, or running on, a worker.
@@ -14,7 +14,7 @@ type job struct {
 	from     int
 	id       uint64
 	h        Handler
-	p        engine.RPCPayload // remote: holds the request, args included
+	p        plumb.RPCPayload // remote: holds the request, args included
 	args     []byte
 	deadline time.Time
 	self     *Call // a call from this rank: completed directly

@@ -62,8 +62,12 @@ func New(t collective.Transport, trainSet, testSet *Dataset, cfg Config) (*Train
 	if trainSet.Len() < cfg.Batch {
 		return nil, &ConfigError{Field: "Batch", Reason: fmt.Sprintf("%d is more than the %d training samples", cfg.Batch, trainSet.Len())}
 	}
+	comm, err := collective.New(t, collective.Options{Algorithm: cfg.Algorithm})
+	if err != nil {
+		return nil, err
+	}
 	tr := &Trainer{
-		cfg: cfg, comm: collective.New(t, collective.Options{Algorithm: cfg.Algorithm}), rank: t.Rank(), world: world,
+		cfg: cfg, comm: comm, rank: t.Rank(), world: world,
 		model: NewModel(cfg.Seed), trainSet: trainSet, testSet: testSet,
 		perm: make([]int, trainSet.Len()), shardRows: cfg.Batch / cfg.Shards,
 		grad: make([]float32, NumParams+tail), check: make([]int64, 3),

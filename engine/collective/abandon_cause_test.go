@@ -22,7 +22,7 @@ import (
 // here rank 0 sends nothing but the abandon, so the order is certain.
 func TestAbandonCarriesCause(t *testing.T) {
 	ts := meshtest.Mesh(t, 2, engine.Options{Logger: slog.New(slog.DiscardHandler)})
-	sender, subject := New(ts[0], Options{}), New(ts[1], Options{})
+	sender, subject := commOf(ts[0], Options{}), commOf(ts[1], Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cases := []struct {
@@ -50,7 +50,7 @@ func TestAbandonCarriesCause(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tag := sender.begin(kindAllReduce, Float32, Sum)
-			ts[0].AbandonCollCall(tag+abandonStep, tc.why|uint64(tc.meta)<<32)
+			hooksOf(ts[0]).AbandonCollCall(tag+abandonStep, tc.why|uint64(tc.meta)<<32)
 			err := subject.AllReduceBytes(ctx, Float32, make([]byte, 64), Sum)
 			var done error // rank 0's side is over (it said all it says)
 			sender.end(&done)

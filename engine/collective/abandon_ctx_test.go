@@ -10,6 +10,7 @@ import (
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/engine/collective"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // TestAbandonedCallsInARow: rank 0 gives up two allreduces in a row (its
@@ -78,7 +79,7 @@ func newCommsClosable(t testing.TB, n int, opts collective.Options) ([]*engine.N
 	ts := meshtest.Mesh(t, n, engine.Options{HeapSize: 1 << 20})
 	cs := make([]*collective.Comm, n)
 	for r := range n {
-		cs[r] = collective.New(ts[r], opts)
+		cs[r] = mustNew(t, ts[r], opts)
 	}
 	t.Cleanup(func() {
 		for r := range n {
@@ -113,16 +114,35 @@ func checkedAllReduce(c *collective.Comm, ctx context.Context, r, n, size int) e
 	return nil
 }
 
+// collHooks is the collective tag space of an *engine.NetTransport.
+type collHooks interface {
+	plumb.Coll
+	plumb.CollCalls
+	plumb.CollAsync
+}
+
 // stepTransport is a rank's transport that counts the transport
 // operations of a call (a send, a receive, an exchange, and each piece an
 // exchange in pieces delivers) and runs hooks around them, so that a test
 // can end a rank's ctx after exactly k of them, or hold a rank before its
-// k-th. Set the hooks and reset the count between calls only.
+// k-th. Set the hooks and reset the count between calls only. It is the
+// rank's transport, and wraps its collective tag space (collHooks), which
+// New finds on it (plumb.CollOf).
 type stepTransport struct {
 	*engine.NetTransport
+	collHooks
 	ops    int         // operations begun in this call
 	before func(k int) // runs as operation k begins (k from 0)
 	after  func(k int) // runs once operation k has returned
+}
+
+// newStepTransport wraps tr.
+func newStepTransport(tr *engine.NetTransport) *stepTransport {
+	c, ok := plumb.CollOf(tr)
+	if !ok {
+		panic("no collective hooks for a *engine.NetTransport")
+	}
+	return &stepTransport{NetTransport: tr, collHooks: c.(collHooks)}
 }
 
 func (s *stepTransport) step(op func()) {
@@ -138,23 +158,23 @@ func (s *stepTransport) step(op func()) {
 }
 
 func (s *stepTransport) SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) (err error) {
-	s.step(func() { err = s.NetTransport.SendColl(ctx, to, tag, meta, p) })
+	s.step(func() { err = s.collHooks.SendColl(ctx, to, tag, meta, p) })
 	return err
 }
 
 func (s *stepTransport) RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (n int, err error) {
-	s.step(func() { n, err = s.NetTransport.RecvCollInto(ctx, from, tag, meta, dst) })
+	s.step(func() { n, err = s.collHooks.RecvCollInto(ctx, from, tag, meta, dst) })
 	return n, err
 }
 
 func (s *stepTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (n int, err error) {
-	s.step(func() { n, err = s.NetTransport.ExchangeColl(ctx, to, from, tag, meta, out, in) })
+	s.step(func() { n, err = s.collHooks.ExchangeColl(ctx, to, from, tag, meta, out, in) })
 	return n, err
 }
 
 func (s *stepTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) (err error) {
 	s.step(func() {
-		err = s.NetTransport.ExchangeCollChunks(ctx, to, from, tag, meta, out, in, chunk, func(off, n int) (cerr error) {
+		err = s.collHooks.ExchangeCollChunks(ctx, to, from, tag, meta, out, in, chunk, func(off, n int) (cerr error) {
 			s.step(func() { cerr = onChunk(off, n) })
 			return cerr
 		})
@@ -208,8 +228,8 @@ func testCtxSteps(t *testing.T, cfg stepConfig) {
 	sts := make([]*stepTransport, n)
 	cs := make([]*collective.Comm, n)
 	for r := range n {
-		sts[r] = &stepTransport{NetTransport: ts[r]}
-		cs[r] = collective.New(sts[r], cfg.opts)
+		sts[r] = newStepTransport(ts[r])
+		cs[r] = mustNew(t, sts[r], cfg.opts)
 	}
 	t.Cleanup(func() {
 		for _, c := range cs {

@@ -14,13 +14,23 @@ import (
 	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
+// mustNew is collective.New that fails the test on an error.
+func mustNew(t testing.TB, tr collective.Transport, opts collective.Options) *collective.Comm {
+	t.Helper()
+	c, err := collective.New(tr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // newComms builds an n-rank mesh in this process and a Comm on each rank.
 func newComms(t testing.TB, n int, opts collective.Options) []*collective.Comm {
 	t.Helper()
 	ts := meshtest.Mesh(t, n, engine.Options{HeapSize: 1 << 20})
 	cs := make([]*collective.Comm, n)
 	for r := range n {
-		cs[r] = collective.New(ts[r], opts)
+		cs[r] = mustNew(t, ts[r], opts)
 	}
 	t.Cleanup(func() { // before the transports' cleanup, which Mesh registered first
 		for r := range n {

@@ -218,7 +218,10 @@ func benchARChild(rank int, addrs []string, ln net.Listener) error {
 		return err
 	}
 	defer tr.Close()
-	c := collective.New(tr, copts)
+	c, err := collective.New(tr, copts)
+	if err != nil {
+		return err
+	}
 	defer c.Close()
 	if err := a.step(c, -1); err != nil {
 		return err
@@ -318,7 +321,7 @@ func benchAllReduceMode(b *testing.B, n, size int, algo collective.Algorithm, al
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := collective.New(tr, copts)
+	c := mustNew(b, tr, copts)
 	b.Cleanup(func() {
 		tr.Close()
 		c.Close()

@@ -16,7 +16,7 @@ func closedComms(t *testing.T, n int) ([]*engine.NetTransport, []*collective.Com
 	ts := meshtest.Mesh(t, n, engine.Options{HeapSize: 1 << 20})
 	cs := make([]*collective.Comm, n)
 	for r := range n {
-		cs[r] = collective.New(ts[r], collective.Options{})
+		cs[r] = mustNew(t, ts[r], collective.Options{})
 	}
 	return ts, cs
 }

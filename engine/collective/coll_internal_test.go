@@ -52,7 +52,7 @@ func (starFake) StarCenter() (int, bool) { return 0, true }
 // TestStarAlgorithmChoice: Auto picks the star algorithm on a star of
 // more than two ranks, and only there; AlgorithmStar elsewhere is an error.
 func TestStarAlgorithmChoice(t *testing.T) {
-	c := New(starFake{}, Options{})
+	c := newComm(starFake{}, nil, Options{})
 	for _, tc := range []struct {
 		n, size int
 		want    Algorithm
@@ -61,14 +61,14 @@ func TestStarAlgorithmChoice(t *testing.T) {
 			t.Errorf("n=%d size=%d: %v %v, want %v", tc.n, tc.size, got, err, tc.want)
 		}
 	}
-	mesh := New(nil, Options{Algorithm: AlgorithmStar})
+	mesh := newComm(nil, nil, Options{Algorithm: AlgorithmStar})
 	if _, err := mesh.allReduceAlgo(4, 8); !errors.Is(err, ErrAlgorithm) {
 		t.Errorf("AlgorithmStar on a mesh: %v, want ErrAlgorithm", err)
 	}
 }
 
 // TestCallNumbersSkipZero: call numbers go round from 2^32-1 to 1, since
-// 0 means no call to a callTracker, and each call's first tag is the one
+// 0 means no call to a plumb.CollCalls, and each call's first tag is the one
 // its number names, ((k-1) mod 65536) * tagsPerCall.
 func TestCallNumbersSkipZero(t *testing.T) {
 	c := &Comm{seq: math.MaxUint32 - 1}
@@ -87,8 +87,8 @@ func TestCallNumbersSkipZero(t *testing.T) {
 // over a power of two from 4 ranks, and with 2 ranks at 2 pieces; a
 // RingMin that is set applies at every world size.
 func TestRingMinDefault(t *testing.T) {
-	def := New(nil, Options{Chunk: LinkChunk})
-	set := New(nil, Options{Chunk: LinkChunk, RingMin: 1024})
+	def := newComm(nil, nil, Options{Chunk: LinkChunk})
+	set := newComm(nil, nil, Options{Chunk: LinkChunk, RingMin: 1024})
 	for _, tc := range []struct {
 		c       *Comm
 		n, size int

@@ -3,38 +3,24 @@ package collective
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"unsafe"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// Transport is what the collectives need from a transport: messaging on a
-// tag space of its own, apart from users' tags. *engine.NetTransport
-// implements it; any transport can.
+// Transport is the transport a Comm runs over: its place in the world.
+// New also needs the transport's collective tag space, messaging apart
+// from users' tags, which *engine.NetTransport has and no other
+// implementation of Transport does: over another transport, New fails
+// with ErrUnsupportedTransport.
 type Transport interface {
+	// Rank is this process's rank in [0, WorldSize()).
 	Rank() int
+	// WorldSize is the number of ranks.
 	WorldSize() int
-	// SendColl sends p to rank to under tag, with meta (the call's
-	// identity), returning once p may be reused.
-	SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error
-	// RecvCollInto receives the next message from rank from under tag into
-	// dst and returns its length; a longer one, or one whose meta differs,
-	// is an error wrapping engine.ErrCollMismatch or engine.ErrTruncated.
-	RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error)
-	// TryRecvCollInto is RecvCollInto that takes only a message that has
-	// already arrived, and reports ok false when none has.
-	TryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error)
-	// ExchangeColl sends out to rank to and receives from rank from into
-	// in, concurrently (so that two ranks exchanging large messages never
-	// wait for each other), and returns the received length.
-	ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error)
-	// ExchangeCollChunks is ExchangeColl in frames of at most chunk bytes,
-	// calling onChunk(off, n) for each received piece of in, in order, as
-	// soon as it has arrived, while later pieces are still in flight. An
-	// error from onChunk ends the exchange. in's length must be what the
-	// sender sends, or the exchange fails with engine.ErrCollMismatch.
-	ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error
 }
 
 // tagsPerCall is the collective tags one call may use; calls take turns
@@ -80,8 +66,9 @@ type Options struct {
 // goroutine at a time; calls are serialized.
 type Comm struct {
 	t     Transport
+	coll  plumb.Coll         // t's collective tag space
 	sym   SymmetricTransport // t, if it has a symmetric heap; else nil
-	calls callTracker        // t, if it tracks collective calls; else nil
+	calls plumb.CollCalls    // coll, if it tracks collective calls; else nil
 	opts  Options
 	mu    sync.Mutex // serializes calls
 	seq   uint32     // calls so far
@@ -143,17 +130,28 @@ func defaultChunk(t Transport) int {
 	return LoopbackChunk
 }
 
-// New returns a Comm over t. Use one Comm per transport: Comms number
-// their calls independently, so two on one transport would take the same
-// tags and could receive each other's messages.
-func New(t Transport, opts Options) *Comm {
+// New returns a Comm over t, which must be an *engine.NetTransport: over
+// any other transport, it fails with ErrUnsupportedTransport. Use one
+// Comm per transport: Comms number their calls independently, so two on
+// one transport would take the same tags and could receive each other's
+// messages.
+func New(t Transport, opts Options) (*Comm, error) {
+	coll, ok := plumb.CollOf(t)
+	if !ok {
+		return nil, fmt.Errorf("collective: New over a %T: %w", t, ErrUnsupportedTransport)
+	}
+	return newComm(t, coll, opts), nil
+}
+
+// newComm returns a Comm over t, whose collective tag space is coll.
+func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	opts.RingMin = max(opts.RingMin, 0) // 0: defaultRingMin, by world size
 	if opts.Chunk <= 0 {
 		opts.Chunk = defaultChunk(t)
 	}
-	c := &Comm{t: t, opts: opts, center: starCenter(t)}
+	c := &Comm{t: t, coll: coll, opts: opts, center: starCenter(t)}
 	c.sym, _ = t.(SymmetricTransport)
-	c.calls, _ = t.(callTracker)
+	c.calls, _ = coll.(plumb.CollCalls)
 	c.reduceChunk = c.pipeChunk
 	return c
 }
@@ -174,17 +172,17 @@ func (c *Comm) exchange(ctx context.Context, to, from int, tag uint32, out, in [
 	if err := c.sending(ctx); err != nil {
 		return 0, err
 	}
-	n, err := c.t.ExchangeColl(ctx, to, from, tag, c.meta, out, in)
+	n, err := c.coll.ExchangeColl(ctx, to, from, tag, c.meta, out, in)
 	return n, explain(err)
 }
 
 // exchangeChunks is exchange in pieces of chunk bytes, calling onChunk
-// for each piece received (Transport.ExchangeCollChunks).
+// for each piece received (plumb.Coll.ExchangeCollChunks).
 func (c *Comm) exchangeChunks(ctx context.Context, to, from int, tag uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
 	if err := c.sending(ctx); err != nil {
 		return err
 	}
-	return explain(c.t.ExchangeCollChunks(ctx, to, from, tag, c.meta, out, in, chunk, onChunk))
+	return explain(c.coll.ExchangeCollChunks(ctx, to, from, tag, c.meta, out, in, chunk, onChunk))
 }
 
 // send sends p to rank to under tag, with the call's meta.
@@ -192,18 +190,18 @@ func (c *Comm) send(ctx context.Context, to int, tag uint32, p []byte) error {
 	if err := c.sending(ctx); err != nil {
 		return err
 	}
-	return c.t.SendColl(ctx, to, tag, c.meta, p)
+	return c.coll.SendColl(ctx, to, tag, c.meta, p)
 }
 
 // recv receives from rank from under tag a message of the call's meta.
 func (c *Comm) recv(ctx context.Context, from int, tag uint32, dst []byte) (int, error) {
-	n, err := c.t.RecvCollInto(ctx, from, tag, c.meta, dst)
+	n, err := c.coll.RecvCollInto(ctx, from, tag, c.meta, dst)
 	return n, explain(err)
 }
 
 // tryRecv is recv that does not wait.
 func (c *Comm) tryRecv(from int, tag uint32, dst []byte) (int, bool, error) {
-	n, ok, err := c.t.TryRecvCollInto(from, tag, c.meta, dst)
+	n, ok, err := c.coll.TryRecvCollInto(from, tag, c.meta, dst)
 	return n, ok, explain(err)
 }
 
@@ -213,7 +211,7 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 	c.mu.Lock()
 	c.meta = callMeta(k, dt, op)
 	c.seq++
-	if c.seq == 0 { // 0 is no call for a callTracker: 2^32-1 is followed by 1
+	if c.seq == 0 { // 0 is no call for a plumb.CollCalls: 2^32-1 is followed by 1
 		c.seq = 1
 	}
 	base := ((c.seq - 1) % (collTags / tagsPerCall)) * tagsPerCall
@@ -228,7 +226,7 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // succeeded is reported complete to the transport, and one that failed of
 // anything but a lost peer (the ranks' calls differ, a length, its ctx)
 // is abandoned, so that the ranks waiting for this rank's part of it fail
-// too instead of waiting until their own ctx ends (see callTracker). In a
+// too instead of waiting until their own ctx ends (see plumb.CollCalls). In a
 // deadline allreduce, where late ranks are the normal case, only the root
 // abandons: every other rank waits for its result. A failure after which
 // other ranks may have completed the call becomes a *PartialError (see
@@ -268,31 +266,14 @@ func (c *Comm) refuse(k collKind, err error) error {
 // algorithm uses.
 const abandonStep = tagsPerCall - 1
 
-// callTracker is implemented by transports whose collective receives give
-// up when a peer closed in order without completing the call in progress
-// (engine.NetTransport; a closed peer tells which calls it completed), or
-// gave it up: a Comm numbers its calls 1, 2, ... for them, reports each
-// one that succeeds, and abandons each one that fails (see end). Call k
-// owns the tagsPerCall tags from ((k-1) mod (collTags/tagsPerCall)) *
-// tagsPerCall, and such a transport drops the messages of the calls
-// before the one in progress, so that the leftovers of a failed call never
-// wait for its tags to come round again. Without it, the ranks that wait
-// for another rank's part of a call that rank left wait until their ctx
-// ends.
-type callTracker interface {
-	BeginCollCall(call uint32)
-	EndCollCall(call uint32)
-	// AbandonCollCall tells every peer, without waiting, that this rank
-	// gave up the call that owns tag (why: see abandonWhy): their
-	// receives from it for that call fail with an error wrapping
-	// ErrAbandoned (an *engine.CollAbandonError that carries why).
-	AbandonCollCall(tag uint32, why uint64)
-}
-
-var (
-	_ callTracker       = (*engine.NetTransport)(nil)
-	_ deadlineTransport = (*engine.NetTransport)(nil)
-)
+// Over a plumb.CollCalls (engine.NetTransport's), a Comm numbers its
+// calls 1, 2, ..., reports each one that succeeds, and abandons each one
+// that fails (see end): the transport's collective receives then give up
+// when a peer closed in order without completing the call in progress, or
+// gave it up, and it drops the messages of the calls before the one in
+// progress, so that the leftovers of a failed call never wait for its
+// tags to come round again. Without it, the ranks that wait for another
+// rank's part of a call that rank left wait until their ctx ends.
 
 // scratch returns a receive buffer of n bytes.
 func (c *Comm) scratch(n int) []byte {

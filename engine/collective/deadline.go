@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/bits"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // Contributors is the set of ranks whose data went into a deadline
@@ -21,7 +23,7 @@ func (c Contributors) Has(r int) bool { return r >= 0 && r < 64 && c.Mask&(1<<r)
 // staleContribution is a contribution that missed its round's deadline;
 // the root drops it when it arrives, so that it neither leaks nor leaks
 // into a later round (it carries its own round's tag anyway). Over a
-// callTracker, which drops the messages of ended calls itself, none is
+// plumb.CollCalls, which drops the messages of ended calls itself, none is
 // kept.
 type staleContribution struct {
 	rank int
@@ -70,7 +72,7 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 	}
 	tag := c.begin(kindAllReduceDeadline, dt, op)
 	defer c.end(&err)
-	if dl, ok := c.t.(deadlineTransport); ok {
+	if dl, ok := c.coll.(plumb.CollAsync); ok {
 		return c.deadlineAsync(ctx, dl, tag, dt, data, op, deadline, root)
 	}
 	if r != root {
@@ -99,8 +101,8 @@ func (c *Comm) AllReduceDeadlineBytes(ctx context.Context, dt DType, data []byte
 	return got, nil
 }
 
-// deadlineAsync is the call over a deadlineTransport (deadline_async.go).
-func (c *Comm) deadlineAsync(ctx context.Context, dl deadlineTransport, tag uint32, dt DType, data []byte, op Op, deadline time.Time, root int) (Contributors, error) {
+// deadlineAsync is the call over a plumb.CollAsync (deadline_async.go).
+func (c *Comm) deadlineAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, dt DType, data []byte, op Op, deadline time.Time, root int) (Contributors, error) {
 	if c.t.Rank() != root {
 		return c.deadlineLeafAsync(ctx, dl, tag, data, root)
 	}
@@ -161,7 +163,7 @@ func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []
 				return got, terr
 			}
 			if !ok {
-				if c.calls == nil { // a callTracker drops it itself
+				if c.calls == nil { // a plumb.CollCalls drops it itself
 					c.stale = append(c.stale, staleContribution{rank: p, tag: tag, meta: c.meta})
 				}
 				continue
@@ -187,7 +189,7 @@ func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []
 func (c *Comm) dropStale(buf []byte) {
 	keep := c.stale[:0]
 	for _, s := range c.stale {
-		if _, ok, err := c.t.TryRecvCollInto(s.rank, s.tag, s.meta, buf); !ok && err == nil {
+		if _, ok, err := c.coll.TryRecvCollInto(s.rank, s.tag, s.meta, buf); !ok && err == nil {
 			keep = append(keep, s)
 		}
 	}

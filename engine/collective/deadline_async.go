@@ -9,20 +9,15 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// deadlineTransport is implemented by transports on which the deadline
-// allreduce never waits for a rank that is late, stopped or lost
-// (engine.NetTransport): sends that do not wait (StartColl, PostColl) and
-// receives that give up only when their own peer is lost.
-type deadlineTransport interface {
-	StartColl(ctx context.Context, to int, tag, meta uint32, p []byte) (engine.CollSend, error)
-	PostColl(to int, tag, meta uint32, p []byte) error
-	RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error)
-	TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, bool, error)
-}
-
-// The deadline allreduce over a deadlineTransport, per round (call):
+// The deadline allreduce never waits for a rank that is late, stopped or
+// lost over a transport whose collective tag space is a plumb.CollAsync
+// (engine.NetTransport's): sends that do not wait (StartColl, PostColl)
+// and receives that give up only when their own peer is lost.
+//
+// The deadline allreduce over a plumb.CollAsync, per round (call):
 //
 //	leaf: StartColl(contribution, tag) -> RecvCollFrom(root, tag+1: header)
 //	      -> Drop the contribution (withdrawn if the root did not take it)
@@ -46,10 +41,10 @@ const flagBehind = 1
 
 // deadlineState is the root's results still on their way to leaves.
 type deadlineState struct {
-	pending []engine.CollSend // by leaf: its last result's send
-	snapOf  []int             // by leaf: the snapshot pending[leaf] reads, or -1
-	snaps   [][]byte          // result snapshots
-	refs    []int             // by snapshot: pending sends reading it
+	pending []plumb.CollSend // by leaf: its last result's send
+	snapOf  []int            // by leaf: the snapshot pending[leaf] reads, or -1
+	snaps   [][]byte         // result snapshots
+	refs    []int            // by snapshot: pending sends reading it
 }
 
 // reap forgets the sends that are over and frees their snapshots.
@@ -58,7 +53,7 @@ func (d *deadlineState) reap() {
 		if d.snapOf[p] >= 0 && s.Done() {
 			s.Drop() // over: returns at once
 			d.refs[d.snapOf[p]]--
-			d.pending[p], d.snapOf[p] = engine.CollSend{}, -1
+			d.pending[p], d.snapOf[p] = nil, -1
 		}
 	}
 }
@@ -83,7 +78,7 @@ func (d *deadlineState) snapshot(n int) (int, []byte) {
 
 func (d *deadlineState) size(n int) {
 	if len(d.pending) < n {
-		d.pending = make([]engine.CollSend, n)
+		d.pending = make([]plumb.CollSend, n)
 		d.snapOf = make([]int, n)
 		for p := range d.snapOf {
 			d.snapOf[p] = -1
@@ -91,8 +86,8 @@ func (d *deadlineState) size(n int) {
 	}
 }
 
-// deadlineLeafAsync is deadlineLeaf over a deadlineTransport.
-func (c *Comm) deadlineLeafAsync(ctx context.Context, dl deadlineTransport, tag uint32, data []byte, root int) (Contributors, error) {
+// deadlineLeafAsync is deadlineLeaf over a plumb.CollAsync.
+func (c *Comm) deadlineLeafAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, data []byte, root int) (Contributors, error) {
 	s, err := dl.StartColl(ctx, root, tag, c.meta, data)
 	if err != nil {
 		return Contributors{}, explain(err)
@@ -120,12 +115,12 @@ func (c *Comm) deadlineLeafAsync(ctx context.Context, dl deadlineTransport, tag 
 	return Contributors{Mask: mask, Count: bits.OnesCount64(mask)}, explain(err)
 }
 
-// deadlineGatherAsync is deadlineGather over a deadlineTransport: a leaf
+// deadlineGatherAsync is deadlineGather over a plumb.CollAsync: a leaf
 // that is lost is left out instead of failing the round, and so is one
 // whose message, announced in time, stops arriving halfway (a stopped
 // rank): the root waits for its bytes for the deadline's span again at
 // most (deadlineGrace), then leaves the buffer to the transport.
-func (c *Comm) deadlineGatherAsync(ctx context.Context, dl deadlineTransport, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
+func (c *Comm) deadlineGatherAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
 	r, n := c.t.Rank(), c.t.WorldSize()
 	got := Contributors{Mask: 1 << r, Count: 1}
 	dctx, cancel := context.WithDeadline(ctx, deadline)
@@ -176,7 +171,7 @@ func deadlineGrace(deadline time.Time) time.Duration {
 
 // deadlineScatterAsync hands out the round's result without waiting: see
 // the protocol above.
-func (c *Comm) deadlineScatterAsync(ctx context.Context, dl deadlineTransport, tag uint32, data []byte, got Contributors) error {
+func (c *Comm) deadlineScatterAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, data []byte, got Contributors) error {
 	r, n := c.t.Rank(), c.t.WorldSize()
 	d := &c.dl
 	d.size(n)
@@ -199,7 +194,7 @@ func (c *Comm) deadlineScatterAsync(ctx context.Context, dl deadlineTransport, t
 			err = c.send(ctx, p, tag+1, h[:])
 		}
 		if err == nil && !behind {
-			var s engine.CollSend
+			var s plumb.CollSend
 			if s, err = dl.StartColl(ctx, p, tag+2, c.meta, snap); err == nil {
 				d.pending[p], d.snapOf[p] = s, si
 				d.refs[si]++

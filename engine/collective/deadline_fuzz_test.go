@@ -114,7 +114,7 @@ func (m *deadlineMesh) get() (*deadlineWorld, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.w = &deadlineWorld{ts: ts, comms: [2]*Comm{New(ts[0], Options{}), New(ts[1], Options{})}}
+	m.w = &deadlineWorld{ts: ts, comms: [2]*Comm{commOf(ts[0], Options{}), commOf(ts[1], Options{})}}
 	return m.w, nil
 }
 
@@ -173,8 +173,8 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 	w := d.w
 	seq, tag, meta := d.call(w.comms[1])
 	root := w.ts[0]
-	root.BeginCollCall(seq)
-	defer root.EndCollCall(seq)
+	hooksOf(root).BeginCollCall(seq)
+	defer hooksOf(root).EndCollCall(seq)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if d.mode == dlNothing {
 		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -191,7 +191,7 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 		done <- result{got, err}
 	}()
 	in := make([]byte, 4*len(d.data))
-	if n, err := root.RecvCollInto(context.Background(), 1, tag, meta, in); err != nil || !bytes.Equal(in[:n], AsBytes(d.data)) {
+	if n, err := hooksOf(root).RecvCollInto(context.Background(), 1, tag, meta, in); err != nil || !bytes.Equal(in[:n], AsBytes(d.data)) {
 		t.Fatalf("the leaf's contribution % x: %v", in, err)
 	}
 	hdr := binary.LittleEndian.AppendUint64(nil, d.mask)
@@ -213,7 +213,7 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 	}
 	switch d.mode {
 	case dlAbandon:
-		root.AbandonCollCall(tag+abandonStep, 0)
+		hooksOf(root).AbandonCollCall(tag+abandonStep, 0)
 	case dlNothing:
 	case dlBehind:
 		sendColl(t, root, 1, tag+1, meta, hdr)
@@ -227,7 +227,7 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 
 func sendColl(t *testing.T, tr *engine.NetTransport, to int, tag, meta uint32, p []byte) {
 	t.Helper()
-	if err := tr.SendColl(context.Background(), to, tag, meta, p); err != nil {
+	if err := hooksOf(tr).SendColl(context.Background(), to, tag, meta, p); err != nil {
 		t.Fatalf("send to rank %d: %v", to, err)
 	}
 }
@@ -273,8 +273,8 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	w := d.w
 	seq, tag, meta := d.call(w.comms[0])
 	leaf := w.ts[1]
-	leaf.BeginCollCall(seq)
-	defer leaf.EndCollCall(seq)
+	hooksOf(leaf).BeginCollCall(seq)
+	defer hooksOf(leaf).EndCollCall(seq)
 	mine := append([]int32(nil), d.data...)
 	type result struct {
 		got Contributors
@@ -297,7 +297,7 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	}
 	switch d.mode {
 	case dlAbandon:
-		leaf.AbandonCollCall(tag+abandonStep, 0)
+		hooksOf(leaf).AbandonCollCall(tag+abandonStep, 0)
 	case dlNothing, dlBadData: // dlBadData: late, after the result
 	default:
 		sendColl(t, leaf, 0, tag, d.meta(meta), p)
@@ -307,8 +307,8 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	hdr, res := make([]byte, deadlineHeaderSize), make([]int32, len(d.data))
-	_, herr := leaf.RecvCollInto(ctx, 0, tag+1, meta, hdr)
-	_, derr := leaf.RecvCollInto(ctx, 0, tag+2, meta, AsBytes(res))
+	_, herr := hooksOf(leaf).RecvCollInto(ctx, 0, tag+1, meta, hdr)
+	_, derr := hooksOf(leaf).RecvCollInto(ctx, 0, tag+2, meta, AsBytes(res))
 	if d.mode == dlBadData {
 		sendColl(t, leaf, 0, tag, meta, p) // late: the root must drop it
 	}

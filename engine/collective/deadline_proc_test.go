@@ -116,7 +116,10 @@ func deadlineChild(rank int, addrs []string, ln net.Listener) error {
 		return err
 	}
 	defer tr.Close()
-	c := collective.New(tr, collective.Options{})
+	c, err := collective.New(tr, collective.Options{})
+	if err != nil {
+		return err
+	}
 	data := make([]float32, max(size/4, 1))
 	start := time.Unix(0, startNs)
 	for k := range rounds {

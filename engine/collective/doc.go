@@ -1,8 +1,8 @@
 // Package collective holds the element-wise reduction layer of boltmesh's
 // collectives (allreduce, reduce-scatter, reduce): the kernels that
 // combine a received buffer into a local one, dst[i] = dst[i] op src[i].
-// The communication algorithms, written against engine.Transport, build on
-// it.
+// The communication algorithms, run by a Comm over an engine.NetTransport,
+// build on it.
 //
 // # Types and operators
 //
@@ -51,8 +51,9 @@
 //
 // # Collectives and algorithms
 //
-// A Comm (New) runs collectives over any transport that offers the
-// collective tag space (engine.NetTransport does): AllReduce,
+// A Comm (New) runs collectives over an engine.NetTransport, on a tag
+// space of their own apart from users' tags (New refuses any other
+// transport with ErrUnsupportedTransport): AllReduce,
 // AllReduceDeadline (bounded staleness: late ranks are left out and every
 // rank learns who contributed; Mean divides by that count), Broadcast,
 // ReduceTo, AllGather, ReduceScatter, Gather, Scatter and AllToAll, all
@@ -63,14 +64,14 @@
 // AllReduce uses recursive doubling for small messages and, from
 // Options.RingMin, a ring reduce-scatter and all-gather whose steps travel
 // in Options.Chunk pieces, each reduced as soon as it lands while the next
-// ones are still on the wire. Any world size works. AlgorithmOneSided
-// (over the symmetric heap) and AlgorithmStar (reduce at a star's
-// coordinator, which Auto picks on a star of more than two ranks, found
-// with engine.NetTransport.StarCenter) can be chosen. Every element is reduced in one fixed order on every
-// rank, so every rank gets the same bits; Sum and Prod of float32 and
-// float64 and integer Sum, Prod, Max and Min use AVX2 on amd64, lane by
-// lane the same IEEE operations as the portable loop. A steady-state
-// AllReduce allocates nothing.
+// ones are still on the wire. Any world size works. AlgorithmOneSided (over
+// the symmetric heap) and AlgorithmStar (reduce at a star's coordinator,
+// which Auto picks on a star of more than two ranks, found with
+// engine.NetTransport.StarCenter) can be chosen. Every element is reduced
+// in one fixed order on every rank, so every rank gets the same bits; Sum
+// and Prod of float32 and float64 and integer Sum, Prod, Max and Min use
+// AVX2 on amd64, lane by lane the same IEEE operations as the portable
+// loop. A steady-state AllReduce allocates nothing.
 //
 // # Isolation, mismatches and lost ranks
 //

@@ -273,3 +273,7 @@ func (e osLengthMismatch) Unwrap() []error { return []error{ErrLengthMismatch, E
 func errDType(fn string, d DType) error { return fmt.Errorf("%w (%s: %v)", ErrDType, fn, d) }
 func errOp(fn string, o Op) error       { return fmt.Errorf("%w (%s: %v)", ErrOp, fn, o) }
 func errCount(fn string, n int) error   { return fmt.Errorf("%w (%s: n = %d)", ErrCount, fn, n) }
+
+// ErrUnsupportedTransport is returned (wrapped) by New for a transport
+// without a collective tag space: anything but an *engine.NetTransport.
+var ErrUnsupportedTransport = errors.New("boltmesh: collective: transport has no collective tag space")

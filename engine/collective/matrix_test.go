@@ -369,7 +369,10 @@ func matrixChild(rank int, addrs []string, ln net.Listener) error {
 		return err
 	}
 	defer tr.Close()
-	c := collective.New(tr, collective.Options{})
+	c, err := collective.New(tr, collective.Options{})
+	if err != nil {
+		return err
+	}
 	defer c.Close()
 	for _, length := range lengths {
 		if err := matrixRank(c, rank, len(addrs), length); err != nil {

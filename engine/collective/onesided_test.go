@@ -14,6 +14,7 @@ import (
 	"github.com/boltmesh/boltmesh/engine/collective"
 	"github.com/boltmesh/boltmesh/heap"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // oneSidedOpts selects the one-sided allreduce.
@@ -26,7 +27,7 @@ func newOneSidedComms(t testing.TB, n int, heapSize uint64) ([]*engine.NetTransp
 	ts := meshtest.Mesh(t, n, engine.Options{HeapSize: heapSize})
 	cs := make([]*collective.Comm, n)
 	for r := range n {
-		cs[r] = collective.New(ts[r], oneSidedOpts)
+		cs[r] = mustNew(t, ts[r], oneSidedOpts)
 	}
 	t.Cleanup(func() {
 		for r := range n {
@@ -356,16 +357,20 @@ func TestOneSidedFreeHeap(t *testing.T) {
 // and an unknown algorithm is refused.
 func TestOneSidedSelection(t *testing.T) {
 	ts := meshtest.Mesh(t, 1, engine.Options{HeapSize: 1 << 20})
-	plain := collective.New(struct{ collective.Transport }{ts[0]}, oneSidedOpts)
+	coll, _ := plumb.CollOf(ts[0])
+	plain := mustNew(t, struct {
+		collective.Transport
+		plumb.Coll
+	}{ts[0], coll}, oneSidedOpts)
 	if err := collective.AllReduce(plain, make([]float32, 4), collective.Sum); !errors.Is(err, collective.ErrNoSymmetricHeap) {
 		t.Errorf("one-sided over a plain transport: got %v, want ErrNoSymmetricHeap", err)
 	}
-	bad := collective.New(ts[0], collective.Options{Algorithm: 99})
+	bad := mustNew(t, ts[0], collective.Options{Algorithm: 99})
 	if err := collective.AllReduce(bad, make([]float32, 4), collective.Sum); !errors.Is(err, collective.ErrAlgorithm) {
 		t.Errorf("Algorithm 99: got %v, want ErrAlgorithm", err)
 	}
 	for _, a := range []collective.Algorithm{collective.AlgorithmAuto, collective.AlgorithmDoubling, collective.AlgorithmRing} {
-		c := collective.New(ts[0], collective.Options{Algorithm: a})
+		c := mustNew(t, ts[0], collective.Options{Algorithm: a})
 		data := []float32{1, 2, 3}
 		if err := collective.AllReduce(c, data, collective.Mean); err != nil || data[2] != 3 {
 			t.Errorf("%v over 1 rank: %v %v", a, data, err)

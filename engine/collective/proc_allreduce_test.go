@@ -105,7 +105,10 @@ func procAllReduceChild(rank int, addrs []string, ln net.Listener) error {
 		return err
 	}
 	defer tr.Close()
-	c := collective.New(tr, collective.Options{})
+	c, err := collective.New(tr, collective.Options{})
+	if err != nil {
+		return err
+	}
 	defer c.Close()
 	var mismatches []error
 	for _, pc := range procCases(lengths) {
@@ -133,7 +136,7 @@ func procRank0(t testing.TB, n int, ln net.Listener, addrs []string) (*engine.Ne
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := collective.New(tr, collective.Options{})
+	c := mustNew(t, tr, collective.Options{})
 	t.Cleanup(func() {
 		tr.Close()
 		c.Close()
@@ -230,7 +233,7 @@ func testRankKilled(t *testing.T, sigstop bool) {
 	cs := make([]*collective.Comm, victim)
 	for r := range victim {
 		if errs[r] == nil {
-			cs[r] = collective.New(ts[r], collective.Options{})
+			cs[r] = mustNew(t, ts[r], collective.Options{})
 		}
 	}
 	closeAll := func() {

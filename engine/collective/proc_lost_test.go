@@ -78,7 +78,11 @@ func procLossChild(rank int, addrs []string, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	c := collective.New(tr, collective.Options{})
+	c, err := collective.New(tr, collective.Options{})
+	if err != nil {
+		tr.Close()
+		return err
+	}
 	err = lossLoop(c, rank, 0, nil)
 	tr.Close()
 	c.Close()
@@ -118,7 +122,11 @@ func lossRound(t *testing.T, n, victim int) error {
 	if err != nil {
 		return err
 	}
-	c := collective.New(tr, collective.Options{})
+	c, err := collective.New(tr, collective.Options{})
+	if err != nil {
+		tr.Close()
+		return err
+	}
 	running := make(chan struct{})
 	res := make(chan error, 1)
 	go func() { res <- lossLoop(c, 0, 10, func() { close(running) }) }()

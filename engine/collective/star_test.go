@@ -19,7 +19,7 @@ func TestMatrixStar(t *testing.T) {
 		ts := meshtest.Star(t, n, engine.Options{})
 		cs := make([]*collective.Comm, n)
 		for r, tr := range ts {
-			cs[r] = collective.New(tr, collective.Options{})
+			cs[r] = mustNew(t, tr, collective.Options{})
 		}
 		for _, length := range []int{0, 1, 7, 1000, 100003} {
 			t.Run(fmt.Sprintf("n=%d/len=%d", n, length), func(t *testing.T) {

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/boltmesh/boltmesh/internal/plumb"
+)
+
+// The hooks that package collective and package rpc need beyond the
+// public API (see internal/plumb) are methods of plumbing, a
+// *NetTransport by another name, so that they stay out of NetTransport's
+// method set: plumb.CollOf and plumb.RPCOf find them through the lookup
+// registered here.
+
+func init() {
+	plumb.Register(func(t any) (any, bool) {
+		nt, ok := t.(*NetTransport)
+		if !ok || nt == nil {
+			return nil, false
+		}
+		return (*plumbing)(nt), true
+	})
+}
+
+// plumbing is a NetTransport's hooks; each method forwards to the
+// unexported method of NetTransport that does the work.
+type plumbing NetTransport
+
+var (
+	_ plumb.Coll       = (*plumbing)(nil)
+	_ plumb.CollCalls  = (*plumbing)(nil)
+	_ plumb.CollAsync  = (*plumbing)(nil)
+	_ plumb.RPC        = (*plumbing)(nil)
+	_ plumb.RPCBatcher = (*plumbing)(nil)
+	_ plumb.RPCSpinner = (*plumbing)(nil)
+)
+
+func (h *plumbing) t() *NetTransport { return (*NetTransport)(h) }
+
+// SendColl implements plumb.Coll.
+func (h *plumbing) SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
+	return h.t().sendColl(ctx, to, tag, meta, p)
+}
+
+// RecvCollInto implements plumb.Coll.
+func (h *plumbing) RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
+	return h.t().recvCollInto(ctx, from, tag, meta, dst)
+}
+
+// TryRecvCollInto implements plumb.Coll.
+func (h *plumbing) TryRecvCollInto(from int, tag, meta uint32, dst []byte) (int, bool, error) {
+	return h.t().tryRecvCollInto(from, tag, meta, dst)
+}
+
+// ExchangeColl implements plumb.Coll.
+func (h *plumbing) ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
+	return h.t().exchangeColl(ctx, to, from, tag, meta, out, in)
+}
+
+// ExchangeCollChunks implements plumb.Coll.
+func (h *plumbing) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
+	return h.t().exchangeCollChunks(ctx, to, from, tag, meta, out, in, chunk, onChunk)
+}
+
+// BeginCollCall implements plumb.CollCalls.
+func (h *plumbing) BeginCollCall(call uint32) { h.t().beginCollCall(call) }
+
+// EndCollCall implements plumb.CollCalls.
+func (h *plumbing) EndCollCall(call uint32) { h.t().endCollCall(call) }
+
+// AbandonCollCall implements plumb.CollCalls.
+func (h *plumbing) AbandonCollCall(tag uint32, why uint64) { h.t().abandonCollCall(tag, why) }
+
+// StartColl implements plumb.CollAsync. The send it returns is pooled:
+// it goes back to the pool when Wait or Drop finishes it.
+func (h *plumbing) StartColl(ctx context.Context, to int, tag, meta uint32, p []byte) (plumb.CollSend, error) {
+	s, err := h.t().startCollSend(ctx, to, tag, meta, p)
+	if err != nil {
+		return nil, err
+	}
+	b := collSends.Get().(*pooledSend)
+	b.collSend = s
+	return b, nil
+}
+
+// PostColl implements plumb.CollAsync.
+func (h *plumbing) PostColl(to int, tag, meta uint32, p []byte) error {
+	return h.t().postColl(to, tag, meta, p)
+}
+
+// RecvCollFrom implements plumb.CollAsync.
+func (h *plumbing) RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error) {
+	return h.t().recvCollFromPeer(ctx, from, tag, meta, dst, inFlight)
+}
+
+// TryRecvCollFrom implements plumb.CollAsync.
+func (h *plumbing) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, bool, error) {
+	return h.t().tryRecvCollFrom(from, tag, meta, dst, inFlight)
+}
+
+// pooledSend is a collSend as a plumb.CollSend: a pointer, so that
+// handing it out as an interface allocates nothing once the pool is warm.
+type pooledSend struct{ collSend }
+
+var collSends = sync.Pool{New: func() any { return new(pooledSend) }}
+
+// Wait implements plumb.CollSend.
+func (b *pooledSend) Wait(ctx context.Context) error {
+	err := b.collSend.Wait(ctx)
+	b.free()
+	return err
+}
+
+// Drop implements plumb.CollSend.
+func (b *pooledSend) Drop() {
+	b.collSend.Drop()
+	b.free()
+}
+
+// free returns b to the pool.
+func (b *pooledSend) free() {
+	b.collSend = collSend{}
+	collSends.Put(b)
+}
+
+// SetRPCHandler implements plumb.RPC.
+func (h *plumbing) SetRPCHandler(hd plumb.RPCHandler) error { return h.t().setRPCHandler(hd) }
+
+// SendRPC implements plumb.RPC.
+func (h *plumbing) SendRPC(ctx context.Context, to int, f plumb.RPCFrame, p []byte) error {
+	return h.t().sendRPC(ctx, to, f, p)
+}
+
+// PostRPC implements plumb.RPC.
+func (h *plumbing) PostRPC(to int, f plumb.RPCFrame, p []byte) error {
+	return h.t().postRPC(to, f, p)
+}
+
+// QueueRPC implements plumb.RPCBatcher.
+func (h *plumbing) QueueRPC(to int, f plumb.RPCFrame, p []byte) error {
+	return h.t().queueRPC(to, f, p)
+}
+
+// FlushRPC implements plumb.RPCBatcher.
+func (h *plumbing) FlushRPC(to int) { h.t().flushRPC(to) }
+
+// SpinRPC implements plumb.RPCSpinner.
+func (h *plumbing) SpinRPC(from int, done func() bool) bool { return h.t().spinRPC(from, done) }
+
+// peerCredit is a peer as the plumb.Credit of the RPC payloads it sent.
+type peerCredit peer
+
+// FreeCredit implements plumb.Credit.
+func (c *peerCredit) FreeCredit(n uint64) { (*peer)(c).freeCredit(n) }

@@ -1,0 +1,58 @@
+package engine_test
+
+import (
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
+)
+
+// allHooks is every hook of internal/plumb, as a *NetTransport has them.
+type allHooks interface {
+	plumb.Coll
+	plumb.CollCalls
+	plumb.CollAsync
+	plumb.RPC
+	plumb.RPCBatcher
+	plumb.RPCSpinner
+}
+
+// hooks returns tr's hooks, as packages collective and rpc get them.
+func hooks(tr *engine.NetTransport) allHooks {
+	c, ok := plumb.CollOf(tr)
+	if !ok {
+		panic("engine: no collective hooks for a *NetTransport")
+	}
+	return c.(allHooks)
+}
+
+// TestPlumbingHidden: NetTransport's method set holds none of the hooks
+// of packages collective and rpc, and plumb finds them for a
+// *NetTransport (every one) and for nothing else.
+func TestPlumbingHidden(t *testing.T) {
+	plumbing := regexp.MustCompile(`Coll($|[A-Z])|RPC`)
+	typ := reflect.TypeFor[*engine.NetTransport]()
+	for i := range typ.NumMethod() {
+		if name := typ.Method(i).Name; plumbing.MatchString(name) {
+			t.Errorf("NetTransport exports %s", name)
+		}
+	}
+	tr := newMesh(t, 1, engine.Options{})[0]
+	c, ok := plumb.CollOf(tr)
+	if _, all := c.(allHooks); !ok || !all {
+		t.Errorf("CollOf(*NetTransport) = %T, %v: want every hook", c, ok)
+	}
+	if r, ok := plumb.RPCOf(tr); !ok || r == nil {
+		t.Errorf("RPCOf(*NetTransport) = %v, %v", r, ok)
+	}
+	for _, v := range []any{nil, (*engine.NetTransport)(nil), struct{ engine.Transport }{tr}, 7} {
+		if c, ok := plumb.CollOf(v); ok {
+			t.Errorf("CollOf(%T) = %T, want none", v, c)
+		}
+		if r, ok := plumb.RPCOf(v); ok {
+			t.Errorf("RPCOf(%T) = %T, want none", v, r)
+		}
+	}
+}

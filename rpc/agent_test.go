@@ -1,0 +1,28 @@
+package rpc_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/rpc"
+)
+
+// TestNewAgentUnsupportedTransport: NewAgent refuses a transport that
+// carries no RPC frames (anything but an *engine.NetTransport, here one
+// hidden behind the Transport interface) with ErrUnsupportedTransport,
+// and installs nothing: an agent on the transport itself works after.
+func TestNewAgentUnsupportedTransport(t *testing.T) {
+	ts := newMesh(t, 1)
+	for _, tr := range []rpc.Transport{struct{ rpc.Transport }{ts[0]}, (*engine.NetTransport)(nil)} {
+		if a, err := rpc.NewAgent(tr, rpc.Options{}); !errors.Is(err, rpc.ErrUnsupportedTransport) || a != nil {
+			t.Errorf("NewAgent(%T) = %v, %v: want ErrUnsupportedTransport", tr, a, err)
+		}
+	}
+	a, err := rpc.NewAgent(ts[0], rpc.Options{Handlers: stdHandlers(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, a, 0, "echo", nil)
+	closeAll(t, []*rpc.Agent{a})
+}
