@@ -14,8 +14,8 @@ import (
 // round, at most 32).
 const tagBarrier = TagReservedBase + 0x100
 
-// barrierState is the per-transport barrier bookkeeping, guarded by
-// barrierMu. A barrier that gave up (its context ended) stays in progress
+// barrierState is the per-transport barrier bookkeeping, guarded by its
+// mu. A barrier that gave up (its context ended) stays in progress
 // and the next call resumes it where it stopped, so that every rank's
 // barriers stay in step.
 type barrierState struct {

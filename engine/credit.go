@@ -22,7 +22,7 @@ import (
 // sends without credit breaks the protocol and is dropped. Nothing a peer
 // sends ever has to stay unread for lack of memory: the control stream is
 // always read, and a data stream waits only for the application (a large
-// message left in its socket until its receive is posted, defer.go), so
+// message left in its socket until its receive is posted, match.go), so
 // one-sided operations and control frames never wait behind messages
 // that nobody has received.
 

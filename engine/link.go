@@ -20,7 +20,7 @@ import (
 //
 // This rank itself has no link (peer.link is nil). A link sends a frame
 // on one of its lanes, hands every frame that arrives to its peer's
-// arrive and payload (peer.go) with the lane it came on, reports its loss
+// payload and arrive (kinds.go) with the lane it came on, reports its loss
 // to the peer's closed, and watches its streams for silence (heartbeats,
 // link_live.go). Above the link nothing knows which kind a peer has.
 
@@ -71,6 +71,9 @@ type link interface {
 	ownCtl() bool
 	// checkLive is one heartbeat check of the link's streams (link_live.go).
 	checkLive(now time.Time)
+	// cause returns err, the end of one of the link's streams, as the
+	// cause of the peer's loss: the link may know better (link_live.go).
+	cause(err error) error
 	// abort drops the whole link for err, which c (one of its streams, or
 	// nil) may have been aborted for already.
 	abort(c *ioloop.Conn, err error)

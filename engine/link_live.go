@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -23,9 +25,21 @@ import (
 // a fast sender can make last seconds): bytes the peer sent would wait
 // unread, or this rank's frames unwritten, and a live peer look silent.
 type liveness struct {
-	read, written uint64    // socket byte counts at the last check
-	silent, idle  int       // consecutive checks that found nothing read, nothing written
-	heard         time.Time // the check that last found bytes read (or reading stalled); zero before the first
+	read, written uint64      // socket byte counts at the last check
+	silent, idle  int         // consecutive checks that found nothing read, nothing written
+	heard         time.Time   // the check that last found bytes read (or reading stalled); zero before the first
+	silenced      atomic.Bool // the link was dropped for silence (read by cause, on any goroutine)
+}
+
+// cause returns err, the end of one of the link's streams, or the silence
+// the link was dropped for: aborting the watched stream, this rank may
+// read the end of another stream (the peer, seeing the watched one end,
+// ends the others) before its own abort reaches that one.
+func (lv *liveness) cause(err error) error {
+	if lv.silenced.Load() {
+		return fmt.Errorf("%w (then: %v)", ErrNoHeartbeat, err)
+	}
+	return err
 }
 
 // check is one check of p's stream c: it aborts c once nothing arrived
@@ -48,11 +62,9 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, held bool, now time.Time) {
 		lv.read, lv.silent, lv.heard = read, 0, now
 	} else if lv.silent++; lv.silent >= silentBeats*checksPerBeat {
 		p.t.opts.Logger.Warn("boltmesh: peer silent, dropping its connection", "rank", p.t.rank, "peer", p.rank, "silent", now.Sub(lv.heard).Round(time.Millisecond))
-		// The peer is lost first, so that the loss names the silence
-		// whatever its streams report as they end: the peer, seeing c
-		// end, ends its other streams, whose end may be read here before
-		// c's own (a pre-existing race: TestCheckLiveCounts).
-		p.lose(ErrNoHeartbeat)
+		// Noted first, so that the loss names the silence whatever the
+		// streams report as they end (cause); then every stream, at once.
+		lv.silenced.Store(true)
 		c.Abort(ErrNoHeartbeat)
 		p.link.abort(c, ErrNoHeartbeat)
 		return

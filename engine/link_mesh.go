@@ -73,14 +73,12 @@ func (l *meshLink) stream(i int) *ioloop.Conn {
 	return l.data[i]
 }
 
-// conn returns the stream of lane n: the control stream (until it is
-// attached, data stream 0), or a data stream; nil while it forms.
+// conn returns the stream of lane n, the control stream or a data
+// stream; nil until it is attached. (No fallback to data stream 0: the
+// peer refuses control frames there.)
 func (l *meshLink) conn(n lane) *ioloop.Conn {
 	if n == laneCtl {
-		if c := l.ctl.Load(); c != nil {
-			return c
-		}
-		n = laneData
+		return l.ctl.Load()
 	}
 	return l.data[n]
 }
@@ -129,7 +127,9 @@ func (l *meshLink) resume() { l.data[0].Resume() }
 
 func (l *meshLink) poll(n lane) {
 	if n == laneCtl {
-		l.conn(laneCtl).Poll()
+		if c := l.ctl.Load(); c != nil {
+			c.Poll()
+		}
 		return
 	}
 	for _, c := range l.data {
@@ -139,7 +139,10 @@ func (l *meshLink) poll(n lane) {
 
 func (l *meshLink) bytesRead(n lane) uint64 {
 	if n == laneCtl {
-		return l.conn(laneCtl).BytesRead()
+		if c := l.ctl.Load(); c != nil {
+			return c.BytesRead()
+		}
+		return 0
 	}
 	var sum uint64
 	for _, c := range l.data {
@@ -153,6 +156,8 @@ func (l *meshLink) width() int { return len(l.data) }
 func (l *meshLink) ownCtl() bool { return l.ctl.Load() != nil }
 
 func (l *meshLink) checkLive(now time.Time) { l.live.check(l.p, l.conn(laneCtl), false, now) }
+
+func (l *meshLink) cause(err error) error { return l.live.cause(err) }
 
 func (l *meshLink) abort(c *ioloop.Conn, err error) {
 	if m := l.data[0]; m != nil && m != c {
@@ -176,7 +181,8 @@ func (l *meshLink) close() {
 
 // meshStream is the handler of one stream of a meshLink: it checks that
 // each frame came on the lane that carries its kind and hands it to the
-// peer. GOODBYE and HEARTBEAT come on any stream (so that whichever ends
+// peer. GOODBYE and HEARTBEAT come on the control stream and data stream
+// 0 (so that whichever ends
 // first, the peer's orderly close is known by then; see sayGoodbye), and
 // an RTS withdrawal on the control stream or data stream 0 (see
 // withdrawRTS).
@@ -230,7 +236,7 @@ func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb
 func (s *meshStream) Closed(c *ioloop.Conn, err error) {
 	switch {
 	case s.lane == laneData:
-		s.l.p.closed(err)
+		s.l.p.closed(s.l.cause(err))
 	case s.lane == laneCtl && s.l.p.bye.said.Load() && !brokeProtocol(err):
 	default:
 		s.l.abort(c, err)

@@ -60,6 +60,8 @@ func (l *routeLink) ownCtl() bool { return false }
 
 func (l *routeLink) checkLive(time.Time) {} // the streamLink to the coordinator watches the stream
 
+func (l *routeLink) cause(err error) error { return err }
+
 func (l *routeLink) abort(c *ioloop.Conn, err error) {
 	if l.conn != nil && l.conn != c {
 		l.conn.Abort(err)
@@ -136,6 +138,7 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 // Closed implements ioloop.Handler: without the coordinator, every peer
 // is lost.
 func (u *hub) Closed(_ *ioloop.Conn, err error) {
+	err = u.t.peers[0].link.cause(err) // the coordinator's link watches the stream
 	for _, p := range u.t.peers {
 		if p.rank != u.t.rank {
 			p.closed(err)

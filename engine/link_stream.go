@@ -63,6 +63,8 @@ func (l *streamLink) ownCtl() bool { return false }
 
 func (l *streamLink) checkLive(now time.Time) { l.live.check(l.p, l.conn, l.fwd.held(), now) }
 
+func (l *streamLink) cause(err error) error { return l.live.cause(err) }
+
 func (l *streamLink) abort(c *ioloop.Conn, err error) {
 	if l.conn != nil && l.conn != c {
 		l.conn.Abort(err)
@@ -90,7 +92,7 @@ func (l *streamLink) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb
 }
 
 // Closed implements ioloop.Handler at the coordinator: the worker is lost.
-func (l *streamLink) Closed(_ *ioloop.Conn, err error) { l.p.closed(err) }
+func (l *streamLink) Closed(_ *ioloop.Conn, err error) { l.p.closed(l.cause(err)) }
 
 // forward passes a frame from this link's worker to the worker its Dst
 // names: the payload, read once into bb, is written out from bb, which

@@ -98,12 +98,18 @@ func putBuffer(bb *ioloop.Buffer) {
 	}
 }
 
+// completeClaimed completes the receive an eager payload of n bytes was
+// read into, unless the peer's loss or the transport's close failed it
+// meanwhile (fail): then its payload is dropped.
 func (p *peer) completeClaimed(n int) {
 	p.mu.Lock()
 	r := p.m.claimed
 	p.m.claimed = nil
 	p.mu.Unlock()
 	p.freeCredit(frame.Cost(uint64(n)))
+	if r == nil {
+		return
+	}
 	r.n = n
 	r.complete(nil)
 }

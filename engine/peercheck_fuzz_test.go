@@ -230,8 +230,9 @@ func (r *peerRun) checkLoss(t *testing.T) bool {
 //     peer is dropped.
 //  5. known-streams-race (with -race): a data race on peer.streams,
 //     written by the accepting goroutine (setup.go, adopt) and read by
-//     the event loop when the peer's first stream fails (stripe.go,
-//     closeStreams), with nothing ordering the two. Under the race
+//     the event loop when the peer's first stream fails (then
+//     engine/stripe.go, closeStreams; now link_mesh.go, meshLink.data,
+//     written by attach under its mu), with nothing ordering the two. Under the race
 //     detector FuzzPeer uses one stream per pair unless strict.
 //  6. known-oversized-get (FuzzStar): a rank serves a GET_REQ for more
 //     than MaxFrame bytes (peer_heap.go, serveGet checks only the heap's
@@ -243,8 +244,9 @@ func (r *peerRun) checkLoss(t *testing.T) bool {
 //     reports it only when the loop reads before it next takes the
 //     connection's write lock, which a Post after the write orders) a
 //     star worker sets
-//     the routes to the other workers (star.go, routeViaCoordinator
-//     writes peer.conn and peer.via) after its coordinator connection is
+//     the routes to the other workers (then star.go, routeViaCoordinator;
+//     now link_routed.go, hub.routeVia writes routeLink.conn) after its
+//     coordinator connection is
 //     registered with the event loop, which reads them when it answers a
 //     frame from another worker (a GET_REQ: peer_heap.go, serveGet):
 //     nothing orders the two, and a frame forwarded before the write

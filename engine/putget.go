@@ -167,5 +167,8 @@ func (t *NetTransport) connErr(p *peer, op string, err error) error {
 	if t.closed.Load() {
 		return &PeerError{Op: op, Rank: p.rank, Err: ErrClosed}
 	}
+	if p.link != nil {
+		err = p.link.cause(err)
+	}
 	return &PeerError{Op: op, Rank: p.rank, Err: ErrPeerLost, Cause: err}
 }

@@ -35,18 +35,19 @@ type Header struct {
 	Flags Flags  // modifiers allowed for Kind
 	Dst   uint16 // on a frame a star's worker sends through the coordinator, 1 + the destination rank; else 0
 	Src   uint32 // rank of the sender
-	// Tag is a message's tag (SEND, RTS, DATA), the RPC layer's (RPC_REQ,
-	// RPC_REPLY), or 1 + the first rank the sender knew lost (GOODBYE).
+	// Tag is a message's tag (SEND, RTS, DATA), a tag of the collective
+	// call given up (ABANDON), the RPC layer's (RPC_REQ, RPC_REPLY), or 1 +
+	// the first rank the sender knew lost (GOODBYE).
 	Tag uint32
-	// Aux is a collective call's meta (SEND, RTS; an abandon's marker on a
-	// collective SEND), a piece's place (DATA), the RPC layer's (RPC_REQ,
+	// Aux is a collective call's meta (SEND, RTS), a piece's place (DATA),
+	// the RPC layer's (RPC_REQ,
 	// RPC_REPLY), a refusal code (REJECT, PUT_ACK, GET_REPLY with Error),
 	// or the last collective call the sender completed (GOODBYE).
 	Aux uint32
 	// Offset is a heap offset (PUT, GET_REQ, the refused put's in PUT_ACK),
 	// a request id (GET_REPLY, RPC_REQ, RPC_REPLY), a send id (RTS, CTS,
 	// DATA), the credit granted so far (CREDIT), the barriers the sender
-	// completed (GOODBYE), or an abandon's cause (a collective SEND).
+	// completed (GOODBYE), or why the sender gave up the call (ABANDON).
 	Offset uint64
 	Length uint64 // payload length in bytes
 }

@@ -69,9 +69,10 @@ type RPCFrame struct {
 	Dropped uint64
 }
 
-// RPCHandler receives the RPC frames of a transport. Both methods are
-// called on the transport's event loop: they must return quickly and
-// never block (hand the work to another goroutine).
+// RPCHandler receives the RPC frames of a transport. HandleRPC is called
+// on the transport's event loop, RPCPeerLost there or on the goroutine
+// that installs the handler: both must return quickly and never block
+// (hand the work to another goroutine).
 type RPCHandler interface {
 	// HandleRPC receives one RPC frame from rank from. It owns payload.
 	HandleRPC(from int, f RPCFrame, payload RPCPayload)
