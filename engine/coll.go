@@ -37,11 +37,12 @@ func (t *NetTransport) sendColl(ctx context.Context, to int, tag, meta uint32, p
 }
 
 // collWait is how a collective receive waits: until ctx ends, or any peer
-// is lost (a collective needs every rank), for a message carrying meta.
+// is lost (a collective needs every rank) or closed leaving it
+// unanswerable (closedInColl), for a message carrying meta.
 func collWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
 	w := ctxWait(ctx, "collective")
 	w.anyLost, w.meta, w.checkMeta = true, meta, true
-	w.collCall = t.progress.coll.Load()
+	w.collClose = t.collOwner() != nil
 	return w
 }
 
@@ -298,68 +299,5 @@ func (t *NetTransport) dropChunks(st *chunkState, from int) {
 	st.recvs = st.recvs[:0]
 }
 
-// collCallTags is the number of collective tags one call owns (package
-// collective's tagsPerCall): tags t and u belong to the same call when
-// t/collCallTags == u/collCallTags.
-const collCallTags = 256
-
 // isCollTag reports whether a wire tag is in the collective tag space.
 func isCollTag(tag uint32) bool { return tag-collTagBase < CollTags }
-
-// collStep runs when a collective message for tag arrives that no receive
-// waits for. If a collective receive from the same peer is posted for
-// another tag of the same call, the two ranks are at different steps of
-// one call: they chose different algorithms (different lengths) or called
-// different collectives, and the receive would wait forever. It fails
-// with a *CollMismatchError instead. p.mu is held.
-func (p *peer) collStep(tag, aux uint32) {
-	p.failCallRecvs(tag, true, func(u uint32, r *recvReq) error {
-		return &CollMismatchError{Rank: p.rank, Tag: tag - collTagBase, Want: r.meta, Got: aux, OtherStep: true, WantTag: u - collTagBase}
-	})
-}
-
-// failCallRecvs fails the collective receives from p posted for the tags
-// of the call that owns tag (but tag itself when others is set), each with
-// the error that errFor returns for its tag and receive. p.mu is held.
-func (p *peer) failCallRecvs(tag uint32, others bool, errFor func(u uint32, r *recvReq) error) {
-	for u, q := range p.m.tags {
-		if !sameCall(u, tag) || (others && u == tag) {
-			continue
-		}
-		for {
-			r, ok := q.recvs.peek()
-			if !ok || !r.coll {
-				break
-			}
-			p.m.popRecv(q)
-			r.complete(errFor(u, r))
-		}
-		p.m.tidy(u, q)
-	}
-}
-
-// sameCall reports whether wire tags t and u are collective tags of the
-// same call.
-func sameCall(t, u uint32) bool {
-	return isCollTag(t) && isCollTag(u) && (t-collTagBase)/collCallTags == (u-collTagBase)/collCallTags
-}
-
-// collQueuedStep is collStep seen from the receive: before a collective
-// receive for tag is posted, a message already queued from the same peer
-// for another tag of the same call means the ranks are at different steps,
-// and it returns the error the receive fails with; so does an abandon of
-// the call by that peer. p.mu is held.
-func (p *peer) collQueuedStep(tag, meta uint32) error {
-	if err := p.abandonedErr(tag); err != nil {
-		return err
-	}
-	for t, q := range p.m.tags {
-		if t == tag || !sameCall(t, tag) {
-			continue
-		}
-		if m, ok := q.msgs.peek(); ok {
-			return &CollMismatchError{Rank: p.rank, Tag: t - collTagBase, Want: meta, Got: m.aux, OtherStep: true, WantTag: tag - collTagBase}
-		}
-	}
-	return nil
-}

@@ -369,11 +369,11 @@ func (e *AllocMismatchError) Unwrap() error { return ErrAllocMismatch }
 type CollAbandonError struct {
 	Rank int    // the rank that gave up
 	Tag  uint32 // the receive's collective tag
-	Why  uint64 // what the rank said made it give up (AbandonCollCall), 0 if nothing
+	Why  uint64 // what the rank said made it give up (its ABANDON's), 0 if nothing
 }
 
 func (e *CollAbandonError) Error() string {
-	return fmt.Sprintf("boltmesh: rank %d gave up collective call %d: %v", e.Rank, e.Tag/collCallTags, ErrCollAbandoned)
+	return fmt.Sprintf("boltmesh: rank %d gave up the collective call of tag %d: %v", e.Rank, e.Tag, ErrCollAbandoned)
 }
 
 // Unwrap returns ErrCollAbandoned.

@@ -22,7 +22,7 @@ import (
 type farewell struct {
 	said     atomic.Bool   // the peer announced an orderly close
 	done     atomic.Uint64 // barriers it had completed then
-	coll     atomic.Uint32 // and the last collective call it completed
+	coll     atomic.Uint32 // and its collective owner's progress, which the engine does not read
 	lost     atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
 	answered chan struct{} // closed when it answered this rank's GOODBYE, or was lost
 	once     sync.Once

@@ -46,7 +46,7 @@ func init() {
 				return
 			}
 			p.mu.Lock()
-			p.abandon(h.Tag, h.Offset)
+			p.abandoned(h.Tag, h.Offset)
 			p.mu.Unlock()
 		},
 	}

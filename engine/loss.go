@@ -38,7 +38,7 @@ type goneState struct {
 	closedCh    chan struct{} // closed, and replaced, whenever a peer closes in order
 	closedEpoch uint64        // fewest barriers completed by a closed peer
 	closedRank  int           // that peer
-	closedColl  []closedCall  // the collective calls closed peers completed
+	closedColl  []closedCall  // the closed peers' collective progress (closedInColl)
 	loss        lossState     // the first loss known
 }
 

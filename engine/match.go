@@ -32,7 +32,7 @@ type matcher struct {
 //	an RTS queued for it                 -> r claimed for its DATA, the CTS sent (takeRTS)
 //	nothing, the peer lost               -> its loss as an error of op
 //	nothing, try                         -> errNotQueued
-//	nothing, coll and the step is behind -> the mismatch (collQueuedStep)
+//	nothing, coll and the owner refuses  -> its error (collPosting)
 //	nothing                              -> r posted, and p's link read again if a
 //	                                        deferred payload may be what r waits for
 //
@@ -65,7 +65,7 @@ func (p *peer) match(r *recvReq, try, coll bool, op string) (posted bool, err er
 	case try:
 		err = errNotQueued
 	case coll:
-		err = p.collQueuedStep(tag, r.meta)
+		err = p.collPosting(tag, r.meta)
 	}
 	if err != nil {
 		p.m.tidy(tag, q)

@@ -38,11 +38,13 @@ type closeState struct {
 	once sync.Once
 }
 
-// progress is what this rank completed, told to its peers in GOODBYE.
+// progress is what this rank completed, told to its peers in GOODBYE:
+// the barriers, and the collective tag range's owner's progress, which the
+// engine does not read (coll_owner.go). mu serializes installing the owner.
 type progress struct {
-	barriers atomic.Uint64 // barriers completed
-	coll     atomic.Uint32 // the collective call in progress (see BeginCollCall)
-	collDone atomic.Uint32 // the last collective call completed
+	barriers atomic.Uint64            // barriers completed
+	owner    atomic.Pointer[ownerRef] // the owner of the collective tags, once installed
+	mu       sync.Mutex
 }
 
 // pools recycles the requests of the data path, and numbers them.
@@ -155,7 +157,7 @@ func (t *NetTransport) sayGoodbye() {
 		if !p.up() {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Tag: lost, Aux: t.progress.collDone.Load(), Offset: t.progress.barriers.Load()}
+		h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Tag: lost, Aux: t.collProgress(), Offset: t.progress.barriers.Load()}
 		if p.link.ownCtl() {
 			p.link.send(laneCtl, h, nil, ctx.Done())
 		}
@@ -208,9 +210,10 @@ func (t *NetTransport) noteLost(rank int) {
 }
 
 // noteClosed records that rank closed in order after completing done
-// barriers and collective call number coll, reporting lost as the first
-// loss it knew of (-1: none): barriers after those, and collective calls
-// after that one, can no longer complete. Every waiter on closedChan is
+// barriers, with coll the collective owner's progress its GOODBYE told,
+// reporting lost as the first loss it knew of (-1: none): barriers after
+// those, and the collective receives the owner says it left unanswerable
+// (closedInColl), can no longer complete. Every waiter on closedChan is
 // woken, and takes the next channel.
 func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) {
 	t.gone.mu.Lock()
@@ -224,16 +227,16 @@ func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) 
 	t.gone.closedCh = make(chan struct{})
 }
 
-// closedCall is a peer that closed in order, and the last collective call
-// it had completed.
+// closedCall is a peer that closed in order, and the collective owner's
+// progress its GOODBYE told.
 type closedCall struct {
-	rank int
-	done uint32
+	rank     int
+	progress uint32
 }
 
 // closedChan returns the channel that the next in-order close of a peer
 // closes. Take it before checking what is recorded (closedBefore,
-// closedInCall), so that no close falls between the two.
+// closedInColl), so that no close falls between the two.
 func (t *NetTransport) closedChan() <-chan struct{} {
 	t.gone.mu.Lock()
 	defer t.gone.mu.Unlock()
@@ -251,38 +254,23 @@ func (t *NetTransport) closedBefore(epoch uint64, op string) error {
 	return &PeerError{Op: op, Rank: t.gone.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 }
 
-// closedInCall returns an error if a peer closed in order without
-// completing collective call number call (it will send nothing more for
-// it), or nil. Call numbers wrap; they compare as serial numbers.
-func (t *NetTransport) closedInCall(call uint32, op string) error {
+// closedInColl returns an error if a peer closed in order leaving the
+// collective receives waiting now unanswerable, as the owner of the
+// collective tags says (plumb.CollOwner.Closed), or nil.
+func (t *NetTransport) closedInColl(op string) error {
+	o := t.collOwner()
+	if o == nil {
+		return nil
+	}
 	t.gone.mu.Lock()
 	defer t.gone.mu.Unlock()
 	for _, c := range t.gone.closedColl {
-		if int32(c.done-call) < 0 {
+		if o.Closed(c.progress) {
 			return &PeerError{Op: op, Rank: c.rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 		}
 	}
 	return nil
 }
-
-// beginCollCall records that this rank's collective layer began call
-// number call (1, 2, ... and on, wrapping): until endCollCall, collective
-// receives also fail when a peer closes in order without having completed
-// it, since that peer will never send its part. Package collective calls
-// it; calls must not overlap. Call k owns the collective tags from
-// ((k-1) mod 65536) * 256 on (256 a call); from then on, messages for the
-// calls before it are dropped, those that arrive and those queued.
-func (t *NetTransport) beginCollCall(call uint32) {
-	t.progress.coll.Store(call)
-	for _, p := range t.peers {
-		t.dropPastColl(p, call)
-	}
-}
-
-// endCollCall records that this rank completed collective call number
-// call: a GOODBYE it sends later tells its peers so, and they go on
-// waiting for the others' parts of that call.
-func (t *NetTransport) endCollCall(call uint32) { t.progress.collDone.Store(call) }
 
 // anyLost returns the error of the first lost peer, or nil.
 func (t *NetTransport) anyLost(op string) error {

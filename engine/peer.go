@@ -19,8 +19,8 @@ import (
 //	rpcIn  rpc.go              the RPC frame being read
 //	bye    goodbye.go          the peer's orderly close
 //
-// Lock rule: mu guards m, rdv, one (but for its atomics), lost, abandoned
-// and windowOpen: the matcher, rendezvous and one-sided state move
+// Lock rule: mu guards m, rdv, one (but for its atomics), lost and
+// windowOpen: the matcher, rendezvous and one-sided state move
 // together (a posted receive may be waiting for a rendezvous, or for a
 // deferred payload), so they share it. Whoever completes a request does so
 // after taking it out of them under mu. mu is never held while calling
@@ -33,12 +33,11 @@ type peer struct {
 	rank int
 	link link // nil for this rank itself
 
-	mu        sync.Mutex
-	m         matcher
-	rdv       rdvState
-	one       oneSided
-	lost      *PeerError    // why the peer is gone, once it is
-	abandoned []abandonNote // the collective calls the peer gave up, by index in the tag space (abandon.go)
+	mu   sync.Mutex
+	m    matcher
+	rdv  rdvState
+	one  oneSided
+	lost *PeerError // why the peer is gone, once it is
 
 	in    inCredit  // the credit granted to the peer
 	out   outCredit // the credit the peer granted this rank
@@ -122,9 +121,9 @@ func (p *peer) completeClaimed(n int) {
 func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 	cost := frame.Cost(uint64(len(bb.B)))
 	p.mu.Lock()
-	if isCollTag(tag) && pastCall(p.t.progress.coll.Load(), tag) {
+	if p.unwanted(tag) {
 		p.mu.Unlock()
-		ioloop.PutBuffer(bb) // its call is over here: see stale.go
+		ioloop.PutBuffer(bb) // its owner no longer wants it: see coll_owner.go
 		p.freeCredit(cost)
 		return
 	}
@@ -144,7 +143,7 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 		r.complete(r.truncated(len(bb.B)))
 	}
 	if isCollTag(tag) {
-		p.collStep(tag, aux)
+		p.collQueued(tag, aux)
 	}
 	q.msgs.push(queuedMsg{bb: bb, aux: aux})
 	p.mu.Unlock()

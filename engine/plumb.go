@@ -29,7 +29,7 @@ type plumbing NetTransport
 
 var (
 	_ plumb.Coll       = (*plumbing)(nil)
-	_ plumb.CollCalls  = (*plumbing)(nil)
+	_ plumb.CollOwned  = (*plumbing)(nil)
 	_ plumb.CollAsync  = (*plumbing)(nil)
 	_ plumb.RPC        = (*plumbing)(nil)
 	_ plumb.RPCBatcher = (*plumbing)(nil)
@@ -63,14 +63,16 @@ func (h *plumbing) ExchangeCollChunks(ctx context.Context, to, from int, tag, me
 	return h.t().exchangeCollChunks(ctx, to, from, tag, meta, out, in, chunk, onChunk)
 }
 
-// BeginCollCall implements plumb.CollCalls.
-func (h *plumbing) BeginCollCall(call uint32) { h.t().beginCollCall(call) }
+// OwnColl implements plumb.CollOwned.
+func (h *plumbing) OwnColl(newOwner func() plumb.CollOwner) plumb.CollOwner {
+	return h.t().ownColl(newOwner)
+}
 
-// EndCollCall implements plumb.CollCalls.
-func (h *plumbing) EndCollCall(call uint32) { h.t().endCollCall(call) }
+// AbandonColl implements plumb.CollOwned.
+func (h *plumbing) AbandonColl(tag uint32, why uint64) { h.t().abandonColl(tag, why) }
 
-// AbandonCollCall implements plumb.CollCalls.
-func (h *plumbing) AbandonCollCall(tag uint32, why uint64) { h.t().abandonCollCall(tag, why) }
+// DropUnwanted implements plumb.CollOwned.
+func (h *plumbing) DropUnwanted() { h.t().dropUnwanted() }
 
 // StartColl implements plumb.CollAsync. The send it returns is pooled:
 // it goes back to the pool when Wait or Drop finishes it.

@@ -12,7 +12,7 @@ import (
 // allHooks is every hook of internal/plumb, as a *NetTransport has them.
 type allHooks interface {
 	plumb.Coll
-	plumb.CollCalls
+	plumb.CollOwned
 	plumb.CollAsync
 	plumb.RPC
 	plumb.RPCBatcher

@@ -15,7 +15,7 @@ type waitOpts struct {
 	timeout   time.Duration   // > 0: give up after it with ErrTimeout
 	anyLost   bool            // give up when any peer is lost (collectives)
 	epoch     uint64          // barrier: give up when a peer closes before completing it
-	collCall  uint32          // collective: give up when a peer closes before completing this call (0: none)
+	collClose bool            // collective: give up when a peer closed leaving it unanswerable (closedInColl)
 	try       bool            // take a queued message or fail with errNotQueued; never wait
 	leave     bool            // give up the wait for a message being read in once inflight closes (ErrInFlight)
 	inflight  <-chan struct{} // with leave: closes when the wait for a message being read in ends
@@ -141,7 +141,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		lost = t.gone.ch
 	}
 	var cause error
-	if w.epoch > 0 || w.collCall != 0 {
+	if w.epoch > 0 || w.collClose {
 		closed = t.closedChan()
 		cause = t.closedCause(w)
 	}
@@ -188,15 +188,15 @@ func (t *NetTransport) leave(p *peer, r *recvReq, cause error, inflight <-chan s
 }
 
 // closedCause returns why a wait must end because of peers that closed in
-// order (see waitOpts.epoch and collCall), or nil.
+// order (see waitOpts.epoch and collClose), or nil.
 func (t *NetTransport) closedCause(w waitOpts) error {
 	if w.epoch > 0 {
 		if err := t.closedBefore(w.epoch, w.op); err != nil {
 			return err
 		}
 	}
-	if w.collCall != 0 {
-		return t.closedInCall(w.collCall, w.op)
+	if w.collClose {
+		return t.closedInColl(w.op)
 	}
 	return nil
 }

@@ -270,9 +270,9 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	if stale > 0 { // withdrawals of RTSs that never came: once p.mu is released
 		defer p.freeCredit(uint64(stale) * frame.Cost(0))
 	}
-	if isCollTag(tag) && pastCall(p.t.progress.coll.Load(), tag) {
+	if p.unwanted(tag) {
 		p.mu.Unlock()
-		p.answerRTS(id, false) // its call is over here: see stale.go
+		p.answerRTS(id, false) // its owner no longer wants it: see coll_owner.go
 		return
 	}
 	q := p.m.queue(tag)
@@ -291,7 +291,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 		r.complete(r.truncated(int(n)))
 	}
 	if isCollTag(tag) {
-		p.collStep(tag, h.Aux)
+		p.collQueued(tag, h.Aux)
 	}
 	q.msgs.push(queuedMsg{aux: h.Aux, id: id, n: n})
 	p.mu.Unlock()

@@ -50,7 +50,7 @@ func TestAbandonCarriesCause(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tag := sender.begin(kindAllReduce, Float32, Sum)
-			hooksOf(ts[0]).AbandonCollCall(tag+abandonStep, tc.why|uint64(tc.meta)<<32)
+			callsOfNet(ts[0]).abandon(tag+abandonStep, tc.why|uint64(tc.meta)<<32)
 			err := subject.AllReduceBytes(ctx, Float32, make([]byte, 64), Sum)
 			var done error // rank 0's side is over (it said all it says)
 			sender.end(&done)

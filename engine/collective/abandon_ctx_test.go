@@ -117,7 +117,7 @@ func checkedAllReduce(c *collective.Comm, ctx context.Context, r, n, size int) e
 // collHooks is the collective tag space of an *engine.NetTransport.
 type collHooks interface {
 	plumb.Coll
-	plumb.CollCalls
+	plumb.CollOwned
 	plumb.CollAsync
 }
 

@@ -68,7 +68,7 @@ func TestStarAlgorithmChoice(t *testing.T) {
 }
 
 // TestCallNumbersSkipZero: call numbers go round from 2^32-1 to 1, since
-// 0 means no call to a plumb.CollCalls, and each call's first tag is the one
+// 0 means no call (calls.go), and each call's first tag is the one
 // its number names, ((k-1) mod 65536) * tagsPerCall.
 func TestCallNumbersSkipZero(t *testing.T) {
 	c := &Comm{seq: math.MaxUint32 - 1}

@@ -68,7 +68,7 @@ type Comm struct {
 	t     Transport
 	coll  plumb.Coll         // t's collective tag space
 	sym   SymmetricTransport // t, if it has a symmetric heap; else nil
-	calls plumb.CollCalls    // coll, if it tracks collective calls; else nil
+	calls *calls             // the owner of coll's tags, if they can have one; else nil
 	opts  Options
 	mu    sync.Mutex // serializes calls
 	seq   uint32     // calls so far
@@ -151,7 +151,9 @@ func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	}
 	c := &Comm{t: t, coll: coll, opts: opts, center: starCenter(t)}
 	c.sym, _ = t.(SymmetricTransport)
-	c.calls, _ = coll.(plumb.CollCalls)
+	if owned, ok := coll.(plumb.CollOwned); ok {
+		c.calls = callsOf(owned, t.WorldSize())
+	}
 	c.reduceChunk = c.pipeChunk
 	return c
 }
@@ -211,13 +213,13 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 	c.mu.Lock()
 	c.meta = callMeta(k, dt, op)
 	c.seq++
-	if c.seq == 0 { // 0 is no call for a plumb.CollCalls: 2^32-1 is followed by 1
+	if c.seq == 0 { // 0 is no call (calls.go): 2^32-1 is followed by 1
 		c.seq = 1
 	}
-	base := ((c.seq - 1) % (collTags / tagsPerCall)) * tagsPerCall
+	base := ((c.seq - 1) % callSlots) * tagsPerCall
 	c.kind, c.base, c.sent = k, base, false
 	if c.calls != nil {
-		c.calls.BeginCollCall(c.seq)
+		c.calls.begin(c.seq)
 	}
 	return base
 }
@@ -226,7 +228,7 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // succeeded is reported complete to the transport, and one that failed of
 // anything but a lost peer (the ranks' calls differ, a length, its ctx)
 // is abandoned, so that the ranks waiting for this rank's part of it fail
-// too instead of waiting until their own ctx ends (see plumb.CollCalls). In a
+// too instead of waiting until their own ctx ends (see calls.go). In a
 // deadline allreduce, where late ranks are the normal case, only the root
 // abandons: every other rank waits for its result. A failure after which
 // other ranks may have completed the call becomes a *PartialError (see
@@ -238,11 +240,11 @@ func (c *Comm) end(err *error) {
 	switch {
 	case c.calls == nil:
 	case *err == nil:
-		c.calls.EndCollCall(c.seq)
+		c.calls.end(c.seq)
 	case errors.Is(*err, engine.ErrPeerLost):
 		// every rank's collective receives fail of the loss themselves
 	case c.kind != kindAllReduceDeadline || c.t.Rank() == c.opts.Root:
-		c.calls.AbandonCollCall(c.base+abandonStep, c.abandonWhy(*err))
+		c.calls.abandon(c.base+abandonStep, c.abandonWhy(*err))
 	}
 	if *err != nil {
 		*err = c.partial(*err)
@@ -266,14 +268,12 @@ func (c *Comm) refuse(k collKind, err error) error {
 // algorithm uses.
 const abandonStep = tagsPerCall - 1
 
-// Over a plumb.CollCalls (engine.NetTransport's), a Comm numbers its
-// calls 1, 2, ..., reports each one that succeeds, and abandons each one
-// that fails (see end): the transport's collective receives then give up
-// when a peer closed in order without completing the call in progress, or
-// gave it up, and it drops the messages of the calls before the one in
-// progress, so that the leftovers of a failed call never wait for its
-// tags to come round again. Without it, the ranks that wait for another
-// rank's part of a call that rank left wait until their ctx ends.
+// Over a transport whose collective tags can have an owner
+// (plumb.CollOwned, engine.NetTransport's), the Comm's calls are tracked
+// (calls.go): the messages of ended calls are dropped, a receive gives up
+// when a peer closed in order without completing the call or gave it up.
+// Without one, the ranks that wait for another rank's part of a call that
+// rank left wait until their ctx ends.
 
 // scratch returns a receive buffer of n bytes.
 func (c *Comm) scratch(n int) []byte {

@@ -23,7 +23,7 @@ func (c Contributors) Has(r int) bool { return r >= 0 && r < 64 && c.Mask&(1<<r)
 // staleContribution is a contribution that missed its round's deadline;
 // the root drops it when it arrives, so that it neither leaks nor leaks
 // into a later round (it carries its own round's tag anyway). Over a
-// plumb.CollCalls, which drops the messages of ended calls itself, none is
+// tracker of calls (calls.go), which drops the messages of ended calls, none is
 // kept.
 type staleContribution struct {
 	rank int
@@ -163,7 +163,7 @@ func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []
 				return got, terr
 			}
 			if !ok {
-				if c.calls == nil { // a plumb.CollCalls drops it itself
+				if c.calls == nil { // the tracker of calls drops it itself
 					c.stale = append(c.stale, staleContribution{rank: p, tag: tag, meta: c.meta})
 				}
 				continue

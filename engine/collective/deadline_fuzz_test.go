@@ -173,8 +173,8 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 	w := d.w
 	seq, tag, meta := d.call(w.comms[1])
 	root := w.ts[0]
-	hooksOf(root).BeginCollCall(seq)
-	defer hooksOf(root).EndCollCall(seq)
+	callsOfNet(root).begin(seq)
+	defer callsOfNet(root).end(seq)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if d.mode == dlNothing {
 		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -213,7 +213,7 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 	}
 	switch d.mode {
 	case dlAbandon:
-		hooksOf(root).AbandonCollCall(tag+abandonStep, 0)
+		callsOfNet(root).abandon(tag+abandonStep, 0)
 	case dlNothing:
 	case dlBehind:
 		sendColl(t, root, 1, tag+1, meta, hdr)
@@ -273,8 +273,8 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	w := d.w
 	seq, tag, meta := d.call(w.comms[0])
 	leaf := w.ts[1]
-	hooksOf(leaf).BeginCollCall(seq)
-	defer hooksOf(leaf).EndCollCall(seq)
+	callsOfNet(leaf).begin(seq)
+	defer callsOfNet(leaf).end(seq)
 	mine := append([]int32(nil), d.data...)
 	type result struct {
 		got Contributors
@@ -297,7 +297,7 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	}
 	switch d.mode {
 	case dlAbandon:
-		hooksOf(leaf).AbandonCollCall(tag+abandonStep, 0)
+		callsOfNet(leaf).abandon(tag+abandonStep, 0)
 	case dlNothing, dlBadData: // dlBadData: late, after the result
 	default:
 		sendColl(t, leaf, 0, tag, d.meta(meta), p)

@@ -8,7 +8,7 @@ import (
 // netHooks is the collective tag space of an *engine.NetTransport.
 type netHooks interface {
 	plumb.Coll
-	plumb.CollCalls
+	plumb.CollOwned
 	plumb.CollAsync
 }
 
@@ -24,4 +24,10 @@ func hooksOf(tr *engine.NetTransport) netHooks {
 // commOf is New over tr, which cannot fail.
 func commOf(tr *engine.NetTransport, opts Options) *Comm {
 	return newComm(tr, hooksOf(tr), opts)
+}
+
+// callsOfNet returns the tracker of tr's collective calls (calls.go), as
+// New installs it, shared with every Comm over tr.
+func callsOfNet(tr *engine.NetTransport) *calls {
+	return callsOf(hooksOf(tr), tr.WorldSize())
 }

@@ -34,27 +34,68 @@ type Coll interface {
 	ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error
 }
 
-// CollCalls is implemented by a Coll whose collective receives give up
-// when a peer closed in order without completing the call in progress (a
-// closed peer tells which calls it completed), or gave it up. The
-// collective layer numbers its calls 1, 2, ... (wrapping past 2^32-1 to
-// 1), reports each one it begins and each one that succeeds, and abandons
-// each one that fails. Call k owns the 256 collective tags from
-// ((k-1) mod 65536) * 256 on; once call k began, messages for the calls
-// before it are dropped, those that arrive and those queued.
-type CollCalls interface {
-	// BeginCollCall records that this rank began call number call; calls
-	// must not overlap.
-	BeginCollCall(call uint32)
-	// EndCollCall records that this rank completed call number call: a
-	// GOODBYE sent later tells the peers so.
-	EndCollCall(call uint32)
-	// AbandonCollCall tells every peer, without waiting, that this rank
-	// gave up the call that owns tag: their receives from it for that call
-	// fail with an error wrapping engine.ErrCollAbandoned (an
-	// *engine.CollAbandonError that carries why, which the transport
-	// carries without reading it). Nothing is sent to lost peers.
-	AbandonCollCall(tag uint32, why uint64)
+// CollOwned is implemented by a Coll whose tag range has an owner: the
+// layer above (package collective), which decides which arrivals it still
+// wants and when a receive in the range must fail, so that the transport
+// knows nothing of what the owner does with the range (call numbers,
+// steps). The owner is installed once and stays for the transport's life.
+type CollOwned interface {
+	// OwnColl installs the owner that newOwner returns, if none is
+	// installed yet, and returns the owner installed: a later call returns
+	// the first owner without calling newOwner, so that every user of one
+	// transport shares it.
+	OwnColl(newOwner func() CollOwner) CollOwner
+	// AbandonColl tells every peer, without waiting, with an ABANDON frame
+	// on tag carrying why, that this rank gave up what tag belongs to: the
+	// peer's owner hears of it (CollOwner.Abandoned), and its receives from
+	// this rank are checked again (CollOwner.Posting). Nothing is sent to
+	// lost peers. The frame travels on the control stream, so that it never
+	// waits behind a message nobody receives.
+	AbandonColl(tag uint32, why uint64)
+	// DropUnwanted drops every message queued in the range that the owner
+	// no longer wants (CollOwner.Wanted false), releasing its credit (the
+	// sender of an announced one is told to send nothing).
+	DropUnwanted()
+}
+
+// CollOwner is the owner of a transport's collective tag range
+// (CollOwned). Tags are relative to the range, in [0, engine.CollTags).
+//
+// Lock rule: every method but Progress is called with the lock of the
+// peer named by from held (Closed with the transport's record of closed
+// peers held), from the event loop or from a receiving goroutine: a
+// method must not block, allocate on the path that returns nil or true,
+// or call into the transport.
+type CollOwner interface {
+	// Wanted reports whether a message from rank from for tag is still
+	// wanted. It is asked as the message arrives, before any receive takes
+	// it, and of the messages queued when DropUnwanted runs: an unwanted
+	// one is dropped.
+	Wanted(from int, tag uint32) bool
+	// Posting returns the error a receive from rank from for tag,
+	// expecting meta, fails with before it is posted (nothing has arrived
+	// for it), or nil to post it. It is asked again of every receive from
+	// from waiting in the range after from's ABANDON arrived.
+	Posting(from int, tag, meta uint32) error
+	// Conflict returns the error that a receive from rank from for tag
+	// posted, expecting postedMeta, fails with because a message from from
+	// for another tag, arrived, with meta arrivedMeta, is queued: the two
+	// ranks are at different points of their use of the range. nil: no
+	// conflict. It is asked when such a message is queued while the
+	// receive waits, and when the receive is posted while such a message
+	// is queued.
+	Conflict(from int, tag, postedMeta, arrived, arrivedMeta uint32) error
+	// Abandoned is told of an ABANDON from rank from on tag, with its why.
+	Abandoned(from int, tag uint32, why uint64)
+	// Progress returns the value this rank's GOODBYE carries (frame Aux),
+	// which the transport does not read.
+	Progress() uint32
+	// Closed reports whether a peer that closed in order, telling
+	// progress (its Progress when it closed), has left receives in the
+	// range unanswerable: the receives waiting in the range that give up
+	// on a lost peer then fail with an error wrapping engine.ErrPeerLost
+	// (cause engine.ErrPeerClosed).
+	Closed(progress uint32) bool
 }
 
 // CollAsync is implemented by a Coll whose sends need not wait and whose

@@ -1,6 +1,6 @@
 // Package plumb holds the hooks that package engine/collective and package
 // rpc need from a transport beyond its public API: messaging on the
-// collective tag space (Coll, CollCalls, CollAsync) and RPC frames (RPC,
+// collective tag space (Coll, CollOwned, CollOwner, CollAsync) and RPC frames (RPC,
 // RPCBatcher, RPCSpinner), with the plain types their signatures use.
 // Being internal, it keeps them out of the API of engine: no importer
 // outside this module can name or call them.
@@ -30,7 +30,7 @@ func hooks(t any) (any, bool) {
 // CollOf returns t's collective hooks: t itself if it implements Coll
 // (a wrapper around another transport's hooks, as tests write), else
 // those the registered lookup finds for it. ok is false when t has none.
-// The optional CollCalls and CollAsync are found on the returned Coll by
+// The optional CollOwned and CollAsync are found on the returned Coll by
 // type assertion.
 func CollOf(t any) (c Coll, ok bool) {
 	if c, ok := t.(Coll); ok {

@@ -1,58 +1,67 @@
-package engine
+package collective
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
+
+// unowned is a plumb.CollOwned with no transport behind it, for a calls
+// tested alone.
+type unowned struct{}
+
+func (unowned) OwnColl(newOwner func() plumb.CollOwner) plumb.CollOwner { return newOwner() }
+func (unowned) AbandonColl(uint32, uint64)                              {}
+func (unowned) DropUnwanted()                                           {}
 
 // TestAbandonedNotes: a peer's abandons fail receives for the calls they
 // named only, every one of them (a peer may give up several calls before
 // this rank reaches the first), until this rank begins a later call, so
 // that the calls' tags, reused later, work again.
 func TestAbandonedNotes(t *testing.T) {
-	tr := &NetTransport{}
-	p := &peer{t: tr, rank: 3}
-	tr.peers = []*peer{p}
+	tr := &calls{owned: unowned{}, abandoned: make([][]abandonNote, 4)}
 	// Call k owns slot k-1 of the tag space.
-	tag := func(call, step uint32) uint32 { return collTagBase + (call-1)%collSlots*collCallTags + step }
+	tag := func(call, step uint32) uint32 { return (call-1)%callSlots*tagsPerCall + step }
 	abandoned := func(call uint32) bool {
-		var ae *CollAbandonError
-		err := p.abandonedErr(tag(call, 2))
-		if err != nil && (!errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, ErrCollAbandoned)) {
+		var ae *engine.CollAbandonError
+		err := tr.Posting(3, tag(call, 2), 0)
+		if err != nil && (!errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, engine.ErrCollAbandoned)) {
 			t.Fatalf("call %d: %v, want a *CollAbandonError from rank 3", call, err)
 		}
 		return err != nil
 	}
-	tr.beginCollCall(5)
-	p.abandon(tag(8, collCallTags-1), 0)
-	p.abandon(tag(9, collCallTags-1), 7)
-	var ae *CollAbandonError
-	if !errors.As(p.abandonedErr(tag(9, 0)), &ae) || ae.Why != 7 {
+	tr.begin(5)
+	tr.Abandoned(3, tag(8, tagsPerCall-1), 0)
+	tr.Abandoned(3, tag(9, tagsPerCall-1), 7)
+	var ae *engine.CollAbandonError
+	if !errors.As(tr.Posting(3, tag(9, 0), 0), &ae) || ae.Why != 7 {
 		t.Fatalf("call 9's abandon: %+v, want the why it carried (7)", ae)
 	}
 	if !abandoned(8) || !abandoned(9) || abandoned(7) || abandoned(10) {
 		t.Fatalf("abandoned 7, 8, 9, 10: %v %v %v %v, want false true true false", abandoned(7), abandoned(8), abandoned(9), abandoned(10))
 	}
-	tr.beginCollCall(8)
+	tr.begin(8)
 	if !abandoned(8) || !abandoned(9) {
 		t.Fatal("a note was forgotten before this rank left its call")
 	}
-	tr.beginCollCall(9)
+	tr.begin(9)
 	if abandoned(8) || !abandoned(9) {
 		t.Fatalf("in call 9: abandoned 8 %v, 9 %v, want false true", abandoned(8), abandoned(9))
 	}
-	tr.beginCollCall(10)
-	tr.beginCollCall(8 + collSlots) // call 8's tags again
-	if abandoned(8 + collSlots) {
+	tr.begin(10)
+	tr.begin(8 + callSlots) // call 8's tags again
+	if abandoned(8 + callSlots) {
 		t.Fatal("a call that reuses an abandoned call's tags fails")
 	}
 }
 
-// TestPastCall: a tag is past for the collSlots/2 calls before the one in
+// TestPastCall: a tag is past for the callSlots/2 calls before the one in
 // progress, and neither the current call's nor the next ones' tags are;
 // without call numbering nothing is.
 func TestPastCall(t *testing.T) {
-	tag := func(slot uint32) uint32 { return collTagBase + slot*collCallTags + 5 }
+	tag := func(slot uint32) uint32 { return slot*tagsPerCall + 5 }
 	cases := []struct {
 		call, slot uint32
 		want       bool
@@ -62,11 +71,11 @@ func TestPastCall(t *testing.T) {
 		{2, 0, true},                            // the call before
 		{2, 1, false},                           // in progress
 		{2, 2, false},                           // ahead
-		{1, collSlots - 1, true},                // wrapped: call 0's slot
-		{collSlots/2 + 1, 0, false},             // half the space back counts as ahead
-		{collSlots / 2, 0, true},                // just under half the space back
-		{collSlots + 1, 0, false},               // call 1's slot again, in progress
-		{collSlots + 2, collSlots/2 + 1, false}, // half the space ahead
+		{1, callSlots - 1, true},                // wrapped: call 0's slot
+		{callSlots/2 + 1, 0, false},             // half the space back counts as ahead
+		{callSlots / 2, 0, true},                // just under half the space back
+		{callSlots + 1, 0, false},               // call 1's slot again, in progress
+		{callSlots + 2, callSlots/2 + 1, false}, // half the space ahead
 	}
 	for _, c := range cases {
 		if got := pastCall(c.call, tag(c.slot)); got != c.want {

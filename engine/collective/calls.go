@@ -1,0 +1,189 @@
+package collective
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
+)
+
+// The collective layer numbers its calls 1, 2, ... (Comm.begin; 2^32-1 is
+// followed by 1, since 0 means no call), and call k owns the tagsPerCall
+// tags from ((k-1) mod callSlots) * tagsPerCall on. Over a transport whose
+// collective tags can have an owner (plumb.CollOwned, the engine's), a
+// calls is that owner, one per transport, shared by every Comm over it,
+// and through it:
+//
+//   - a message of a call this rank has left behind is dropped as it
+//     arrives, and those queued are dropped when the next call begins
+//     (Wanted): a call that failed, or a deadline allreduce that left a
+//     late rank out, ends while other ranks' messages for it may still be
+//     on their way, and its tags come round again after callSlots calls;
+//   - a message for one step of a call while this rank waits for another
+//     step of the same call from the same rank fails the wait with a
+//     *engine.CollMismatchError (Conflict): the ranks chose different
+//     algorithms or called different collectives, and the wait would last
+//     forever;
+//   - a rank that gives up a call that the others may still be in (its
+//     calls differ from theirs, its arguments were refused, its ctx ended:
+//     anything but a lost peer, which every rank sees itself) tells every
+//     peer (abandon, an ABANDON frame on the call's abandonStep tag, with
+//     why); a peer fails its receives from that rank for the call, those
+//     waiting and those posted later, with a *engine.CollAbandonError
+//     (Posting). A peer notes every call that a rank gave up until it has
+//     left that call behind itself: a rank whose ctx has ended may give
+//     up several calls in a row before a slower peer reaches the first;
+//   - this rank's GOODBYE tells the last call it completed (Progress),
+//     and a receive of the call in progress gives up when a peer closed
+//     in order without completing it (Closed), since that peer will never
+//     send its part.
+
+// callSlots is the number of calls the collective tag space holds.
+const callSlots = collTags / tagsPerCall
+
+// calls is the owner of a transport's collective tags (plumb.CollOwner).
+//
+// Lock rule: cur, done and notes are atomics; mu guards abandoned. The
+// plumb.CollOwner methods run with an engine peer's lock held: they take
+// mu only, and call nothing.
+type calls struct {
+	owned plumb.CollOwned
+	cur   atomic.Uint32 // the call in progress (0: none began)
+	done  atomic.Uint32 // the last call completed
+	notes atomic.Int32  // the notes in abandoned, so that Posting takes no lock without one
+
+	mu        sync.Mutex
+	abandoned [][]abandonNote // by rank: the calls it gave up
+}
+
+var _ plumb.CollOwner = (*calls)(nil)
+
+// abandonNote is a call that a peer gave up, by slot in the tag space,
+// and why it said it did.
+type abandonNote struct {
+	slot uint32
+	why  uint64
+}
+
+// callsOf returns the owner of owned's collective tags, installing one
+// for a world of n ranks if it has none.
+func callsOf(owned plumb.CollOwned, n int) *calls {
+	o := owned.OwnColl(func() plumb.CollOwner {
+		return &calls{owned: owned, abandoned: make([][]abandonNote, n)}
+	})
+	c, _ := o.(*calls)
+	return c
+}
+
+// begin records that this rank began call number call; calls must not
+// overlap. The messages of the calls before it are dropped from then on,
+// those queued now and those that arrive, and so are the notes of those
+// calls that peers gave up.
+func (cs *calls) begin(call uint32) {
+	cs.cur.Store(call)
+	cs.mu.Lock()
+	for r := range cs.abandoned {
+		cs.forget(r, call)
+	}
+	cs.mu.Unlock()
+	cs.owned.DropUnwanted()
+}
+
+// end records that this rank completed call number call: a GOODBYE it
+// sends later tells its peers so, and they go on waiting for the others'
+// parts of that call.
+func (cs *calls) end(call uint32) { cs.done.Store(call) }
+
+// abandon tells every peer, without waiting, that this rank gave up the
+// call that owns tag (see above), with why.
+func (cs *calls) abandon(tag uint32, why uint64) { cs.owned.AbandonColl(tag, why) }
+
+// pastCall reports whether collective tag belongs to one of the
+// callSlots/2 calls before call, which are over; the later ones may be
+// calls that faster peers have begun. With call 0 (none began) it reports
+// false.
+func pastCall(call, tag uint32) bool {
+	if call == 0 {
+		return false
+	}
+	cur := (call - 1) % callSlots
+	d := (cur + callSlots - tag/tagsPerCall) % callSlots
+	return d != 0 && d < callSlots/2
+}
+
+// sameCall reports whether collective tags t and u belong to the same
+// call.
+func sameCall(t, u uint32) bool { return t/tagsPerCall == u/tagsPerCall }
+
+// Wanted implements plumb.CollOwner: a message of a call this rank has
+// left behind is not.
+func (cs *calls) Wanted(_ int, tag uint32) bool { return !pastCall(cs.cur.Load(), tag) }
+
+// Posting implements plumb.CollOwner: a receive from a rank that gave up
+// the call fails with a *engine.CollAbandonError.
+func (cs *calls) Posting(from int, tag, _ uint32) error {
+	if cs.notes.Load() == 0 {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if from < 0 || from >= len(cs.abandoned) {
+		return nil
+	}
+	notes := cs.abandoned[from]
+	i := slices.IndexFunc(notes, func(a abandonNote) bool { return a.slot == tag/tagsPerCall })
+	if i < 0 {
+		return nil
+	}
+	return &engine.CollAbandonError{Rank: from, Tag: tag, Why: notes[i].why}
+}
+
+// Conflict implements plumb.CollOwner: a message for another step of the
+// call a receive waits in means that the ranks are at different steps of
+// one call.
+func (cs *calls) Conflict(from int, tag, postedMeta, arrived, arrivedMeta uint32) error {
+	if !sameCall(tag, arrived) {
+		return nil
+	}
+	return &engine.CollMismatchError{Rank: from, Tag: arrived, Want: postedMeta, Got: arrivedMeta, OtherStep: true, WantTag: tag}
+}
+
+// Abandoned implements plumb.CollOwner: the call that owns tag is noted
+// as given up by rank from, until this rank leaves it behind.
+func (cs *calls) Abandoned(from int, tag uint32, why uint64) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if from < 0 || from >= len(cs.abandoned) {
+		return
+	}
+	cs.forget(from, cs.cur.Load())
+	slot := tag / tagsPerCall
+	if !slices.ContainsFunc(cs.abandoned[from], func(a abandonNote) bool { return a.slot == slot }) {
+		cs.abandoned[from] = append(cs.abandoned[from], abandonNote{slot: slot, why: why})
+		cs.notes.Add(1)
+	}
+}
+
+// forget drops the notes of the calls rank r gave up that are behind call
+// number call (see pastCall): their tags may come round again for calls r
+// has not given up. cs.mu is held.
+func (cs *calls) forget(r int, call uint32) {
+	before := len(cs.abandoned[r])
+	cs.abandoned[r] = slices.DeleteFunc(cs.abandoned[r], func(a abandonNote) bool {
+		return pastCall(call, a.slot*tagsPerCall)
+	})
+	cs.notes.Add(int32(len(cs.abandoned[r]) - before))
+}
+
+// Progress implements plumb.CollOwner: the last call completed.
+func (cs *calls) Progress() uint32 { return cs.done.Load() }
+
+// Closed implements plumb.CollOwner: a peer that closed having completed
+// call done left the call in progress unanswerable if it had not
+// completed it. Call numbers wrap; they compare as serial numbers.
+func (cs *calls) Closed(done uint32) bool {
+	cur := cs.cur.Load()
+	return cur != 0 && int32(done-cur) < 0
+}
