@@ -88,24 +88,7 @@ func (p *peer) collQueued(tag, aux uint32) {
 // it; errFor is asked of the receives of one tag in order until it returns
 // nil. p.mu is held.
 func (p *peer) failCollRecvs(skip uint32, errFor func(u uint32, r *recvReq) error) {
-	for u, q := range p.m.tags {
-		if u == skip || !isCollTag(u) {
-			continue
-		}
-		for {
-			r, ok := q.recvs.peek()
-			if !ok || !r.coll {
-				break
-			}
-			err := errFor(u, r)
-			if err == nil {
-				break
-			}
-			p.m.popRecv(q)
-			r.complete(err)
-		}
-		p.m.tidy(u, q)
-	}
+	p.m.failWaiting(func(u uint32) bool { return u != skip && isCollTag(u) }, errFor)
 }
 
 // collPosting returns the error a collective receive from p for tag,
@@ -120,17 +103,9 @@ func (p *peer) collPosting(tag, meta uint32) error {
 	if err := o.Posting(p.rank, tag-collTagBase, meta); err != nil {
 		return err
 	}
-	for u, q := range p.m.tags {
-		if u == tag || !isCollTag(u) {
-			continue
-		}
-		if m, ok := q.msgs.peek(); ok {
-			if err := o.Conflict(p.rank, tag-collTagBase, meta, u-collTagBase, m.aux); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return p.m.firstQueued(func(u uint32) bool { return u != tag && isCollTag(u) }, func(u, aux uint32) error {
+		return o.Conflict(p.rank, tag-collTagBase, meta, u-collTagBase, aux)
+	})
 }
 
 // abandonColl sends an ABANDON for collective tag tag with why to every
@@ -178,30 +153,20 @@ func (t *NetTransport) dropUnwanted() {
 // told to send nothing).
 func (p *peer) dropUnwanted() {
 	p.mu.Lock()
-	if len(p.m.tags) == 0 {
+	if p.m.empty() {
 		p.mu.Unlock()
 		return
 	}
 	var freed uint64
 	var answer []uint64
-	for tag, q := range p.m.tags {
-		if !p.unwanted(tag) {
-			continue
+	p.m.dropQueued(p.unwanted, func(m queuedMsg) {
+		if m.bb != nil {
+			freed += m.cost()
+			ioloop.PutBuffer(m.bb)
+		} else {
+			answer = append(answer, m.id)
 		}
-		for {
-			m, ok := q.msgs.pop()
-			if !ok {
-				break
-			}
-			if m.bb != nil {
-				freed += m.cost()
-				ioloop.PutBuffer(m.bb)
-			} else {
-				answer = append(answer, m.id)
-			}
-		}
-		p.m.tidy(tag, q)
-	}
+	})
 	p.mu.Unlock()
 	if freed > 0 {
 		p.freeCredit(freed)

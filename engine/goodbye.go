@@ -30,6 +30,16 @@ type farewell struct {
 
 func (f *farewell) init() { f.answered = make(chan struct{}) }
 
+// closing reports whether the peer announced an orderly close.
+func (f *farewell) closing() bool { return f.said.Load() }
+
+// told returns what the peer's GOODBYE told: the barriers it had
+// completed, the owner's progress value, and the first rank it knew
+// lost (-1: none).
+func (f *farewell) told() (done uint64, coll uint32, lost int) {
+	return f.done.Load(), f.coll.Load(), int(f.lost.Load())
+}
+
 // deliverGoodbye handles a GOODBYE from p that came on c: its answer to
 // this rank's, or p's own, which is noted and answered on c (p's link
 // may not be up yet when a peer leaves while the mesh forms).

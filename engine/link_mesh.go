@@ -237,7 +237,7 @@ func (s *meshStream) Closed(c *ioloop.Conn, err error) {
 	switch {
 	case s.lane == laneData:
 		s.l.p.closed(s.l.cause(err))
-	case s.lane == laneCtl && s.l.p.bye.said.Load() && !brokeProtocol(err):
+	case s.lane == laneCtl && s.l.p.bye.closing() && !brokeProtocol(err):
 	default:
 		s.l.abort(c, err)
 	}

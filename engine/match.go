@@ -52,7 +52,7 @@ func (p *peer) match(r *recvReq, try, coll bool, op string) (posted bool, err er
 			p.takeRTS(q, tag, m, r) // unlocks
 			return true, nil
 		}
-		q.msgs.pop()
+		p.m.takeHead(q)
 		p.m.tidy(tag, q)
 		p.mu.Unlock()
 		p.freeCredit(m.cost())
@@ -186,7 +186,7 @@ const deferMin = 32 << 10
 // can want it or what is behind it yet: no receive from p is posted, no
 // rendezvous message from p is coming in, and the payload is large.
 func (p *peer) maybeDefer(c *ioloop.Conn, l lane, h *frame.Header) bool {
-	if h.Length < deferMin || p.m.posted > 0 || len(p.rdv.in) > 0 || l != laneData || !p.link.ownCtl() {
+	if h.Length < deferMin || p.m.posted > 0 || p.rdv.incoming() || l != laneData || !p.link.ownCtl() {
 		return false
 	}
 	p.m.deferred = true
@@ -208,4 +208,210 @@ func (m *matcher) undefer() bool {
 	was := m.deferred
 	m.deferred = false
 	return was
+}
+
+// sendPayload names where an eager SEND's payload goes: the first posted
+// receive for its tag if it fits, else a pooled buffer (nil), unless it
+// may wait in the socket for its receive (maybeDefer).
+func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.m.tags[h.Tag]
+	var r *recvReq
+	if q != nil && q.msgs.len() == 0 {
+		r, _ = q.recvs.peek()
+	}
+	if r == nil {
+		p.maybeDefer(c, l, h)
+		return nil
+	}
+	if h.Length == 0 || !r.fits(int(h.Length)) {
+		return nil // nothing to read, or Deliver reports the truncation
+	}
+	p.m.popRecv(q)
+	p.m.tidy(h.Tag, q)
+	r.state.Store(reqClaimed)
+	r.aux = h.Aux
+	p.m.claimed = r
+	if r.into {
+		r.dst = r.dst[:h.Length]
+		return r.dst
+	}
+	r.data = make([]byte, h.Length)
+	return r.data
+}
+
+// completeClaimed completes the receive an eager payload of n bytes was
+// read into, unless the peer's loss or the transport's close failed it
+// meanwhile (fail): then its payload is dropped.
+func (p *peer) completeClaimed(n int) {
+	p.mu.Lock()
+	r := p.m.claimed
+	p.m.claimed = nil
+	p.mu.Unlock()
+	p.freeCredit(frame.Cost(uint64(n)))
+	if r == nil {
+		return
+	}
+	r.n = n
+	r.complete(nil)
+}
+
+// deliverSend matches an eager message held in bb with the first fitting
+// posted receive, or queues it. Receives it does not fit fail with a
+// *TruncatedError, leaving the message for later ones. The message's
+// credit is released once a receive takes it. From this rank itself
+// (sendSelf) nothing is credited.
+func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
+	cost := frame.Cost(uint64(len(bb.B)))
+	p.mu.Lock()
+	if p.unwanted(tag) {
+		p.mu.Unlock()
+		ioloop.PutBuffer(bb) // its owner no longer wants it: see coll_owner.go
+		p.freeCredit(cost)
+		return
+	}
+	q := p.m.queue(tag)
+	if r := p.m.offer(q, len(bb.B)); r != nil {
+		p.m.tidy(tag, q)
+		p.mu.Unlock()
+		p.freeCredit(cost)
+		r.take(bb, aux)
+		return
+	}
+	if isCollTag(tag) {
+		p.collQueued(tag, aux)
+	}
+	p.m.hold(q, queuedMsg{bb: bb, aux: aux})
+	p.mu.Unlock()
+}
+
+// failRecvs fails the claimed and every posted receive with the peer's
+// loss; messages that arrived whole stay receivable. p.mu is held and
+// p.lost set.
+func (p *peer) failRecvs() {
+	if r := p.m.claimed; r != nil {
+		p.m.claimed = nil
+		r.complete(p.errFor("recv"))
+	}
+	for tag, q := range p.m.tags {
+		for {
+			r, ok := p.m.popRecv(q)
+			if !ok {
+				break
+			}
+			r.complete(p.errFor("recv"))
+		}
+		p.m.tidy(tag, q)
+	}
+}
+
+// withdraw takes back r, posted for its tag, if it is still waiting
+// there (not claimed by a payload being read in), and reports whether it
+// did.
+func (m *matcher) withdraw(r *recvReq) bool {
+	tag := uint32(r.tag)
+	q := m.tags[tag]
+	if r.state.Load() != reqPosted || q == nil || !m.removeRecv(q, r) {
+		return false
+	}
+	m.tidy(tag, q)
+	return true
+}
+
+// offer hands a message of n bytes that arrived for q's tag to the first
+// posted receive it fits, and returns it (popped), or nil: receives it
+// does not fit fail with a *TruncatedError, and the message is for later
+// ones.
+func (m *matcher) offer(q *tagQueue, n int) *recvReq {
+	for {
+		r, ok := m.popRecv(q)
+		if !ok {
+			return nil
+		}
+		if r.fits(n) {
+			return r
+		}
+		r.complete(r.truncated(n))
+	}
+}
+
+// empty reports whether no tag has anything queued or posted.
+func (m *matcher) empty() bool { return len(m.tags) == 0 }
+
+// hold queues msg on q, for a later receive.
+func (m *matcher) hold(q *tagQueue, msg queuedMsg) { q.msgs.push(msg) }
+
+// takeHead pops the first message queued on q, which the caller peeked.
+func (m *matcher) takeHead(q *tagQueue) { q.msgs.pop() }
+
+// removeRTS takes the queued announcement of rendezvous send id off tag's
+// queue, and reports whether it was there.
+func (m *matcher) removeRTS(tag uint32, id uint64) bool {
+	q := m.tags[tag]
+	if q == nil {
+		return false
+	}
+	_, found := q.msgs.removeFunc(func(msg queuedMsg) bool { return msg.bb == nil && msg.id == id })
+	m.tidy(tag, q)
+	return found
+}
+
+// failWaiting fails receives waiting on the tags in (in tag order of the
+// map, in posting order per tag): for each tag, errFor is asked of its
+// receives from the first, which fail with the error it returns, until it
+// returns nil or one is not collective.
+func (m *matcher) failWaiting(in func(u uint32) bool, errFor func(u uint32, r *recvReq) error) {
+	for u, q := range m.tags {
+		if !in(u) {
+			continue
+		}
+		for {
+			r, ok := q.recvs.peek()
+			if !ok || !r.coll {
+				break
+			}
+			err := errFor(u, r)
+			if err == nil {
+				break
+			}
+			m.popRecv(q)
+			r.complete(err)
+		}
+		m.tidy(u, q)
+	}
+}
+
+// firstQueued calls each with the tag and Aux of the first message queued
+// on every tag in in, until it returns an error, which it returns.
+func (m *matcher) firstQueued(in func(u uint32) bool, each func(u, aux uint32) error) error {
+	for u, q := range m.tags {
+		if !in(u) {
+			continue
+		}
+		if msg, ok := q.msgs.peek(); ok {
+			if err := each(u, msg.aux); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dropQueued takes every message queued on the tags in off its queue and
+// hands it to each (which owns an eager one's buffer).
+func (m *matcher) dropQueued(in func(u uint32) bool, each func(msg queuedMsg)) {
+	for u, q := range m.tags {
+		if !in(u) {
+			continue
+		}
+		for {
+			msg, ok := q.msgs.pop()
+			if !ok {
+				break
+			}
+			each(msg)
+		}
+		m.tidy(u, q)
+	}
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"sync"
 
-	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -59,94 +58,11 @@ func newPeer(t *NetTransport, rank int) *peer {
 	return p
 }
 
-// sendPayload names where an eager SEND's payload goes: the first posted
-// receive for its tag if it fits, else a pooled buffer (nil), unless it
-// may wait in the socket for its receive (maybeDefer).
-func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	q := p.m.tags[h.Tag]
-	var r *recvReq
-	if q != nil && q.msgs.len() == 0 {
-		r, _ = q.recvs.peek()
-	}
-	if r == nil {
-		p.maybeDefer(c, l, h)
-		return nil
-	}
-	if h.Length == 0 || !r.fits(int(h.Length)) {
-		return nil // nothing to read, or Deliver reports the truncation
-	}
-	p.m.popRecv(q)
-	p.m.tidy(h.Tag, q)
-	r.state.Store(reqClaimed)
-	r.aux = h.Aux
-	p.m.claimed = r
-	if r.into {
-		r.dst = r.dst[:h.Length]
-		return r.dst
-	}
-	r.data = make([]byte, h.Length)
-	return r.data
-}
-
 // putBuffer returns bb to the pool, if there is one.
 func putBuffer(bb *ioloop.Buffer) {
 	if bb != nil {
 		ioloop.PutBuffer(bb)
 	}
-}
-
-// completeClaimed completes the receive an eager payload of n bytes was
-// read into, unless the peer's loss or the transport's close failed it
-// meanwhile (fail): then its payload is dropped.
-func (p *peer) completeClaimed(n int) {
-	p.mu.Lock()
-	r := p.m.claimed
-	p.m.claimed = nil
-	p.mu.Unlock()
-	p.freeCredit(frame.Cost(uint64(n)))
-	if r == nil {
-		return
-	}
-	r.n = n
-	r.complete(nil)
-}
-
-// deliverSend matches an eager message held in bb with the first fitting
-// posted receive, or queues it. Receives it does not fit fail with a
-// *TruncatedError, leaving the message for later ones. The message's
-// credit is released once a receive takes it. From this rank itself
-// (sendSelf) nothing is credited.
-func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
-	cost := frame.Cost(uint64(len(bb.B)))
-	p.mu.Lock()
-	if p.unwanted(tag) {
-		p.mu.Unlock()
-		ioloop.PutBuffer(bb) // its owner no longer wants it: see coll_owner.go
-		p.freeCredit(cost)
-		return
-	}
-	q := p.m.queue(tag)
-	for {
-		r, ok := p.m.popRecv(q)
-		if !ok {
-			break
-		}
-		if r.fits(len(bb.B)) {
-			p.m.tidy(tag, q)
-			p.mu.Unlock()
-			p.freeCredit(cost)
-			r.take(bb, aux)
-			return
-		}
-		r.complete(r.truncated(len(bb.B)))
-	}
-	if isCollTag(tag) {
-		p.collQueued(tag, aux)
-	}
-	q.msgs.push(queuedMsg{bb: bb, aux: aux})
-	p.mu.Unlock()
 }
 
 // closed is the end of p's link, which reports it: the peer is lost (or
@@ -173,10 +89,11 @@ func (p *peer) lose(err error) {
 	switch {
 	case p.t.closed.Load():
 		p.fail(ErrClosed, nil)
-	case p.bye.said.Load():
+	case p.bye.closing():
 		// Noted first, so that the errors of the receives failed next name
 		// the loss its GOODBYE reported (loss.go).
-		p.t.noteClosed(p.rank, p.bye.done.Load(), p.bye.coll.Load(), int(p.bye.lost.Load()))
+		done, coll, lost := p.bye.told()
+		p.t.noteClosed(p.rank, done, coll, lost)
 		p.fail(ErrPeerLost, ErrPeerClosed)
 	default:
 		p.t.noteLoss(p.rank, err) // first, as noteClosed above
@@ -194,30 +111,9 @@ func (p *peer) fail(sentinel, cause error) {
 		p.lost = &PeerError{Rank: p.rank, Err: sentinel, Cause: cause}
 	}
 	p.out.fail()
-	if r := p.m.claimed; r != nil {
-		p.m.claimed = nil
-		r.complete(p.errFor("recv"))
-	}
-	for tag, q := range p.m.tags {
-		for {
-			r, ok := p.m.popRecv(q)
-			if !ok {
-				break
-			}
-			r.complete(p.errFor("recv"))
-		}
-		p.m.tidy(tag, q)
-	}
+	p.failRecvs()
 	p.failRdv()
-	p.rdv.tombs = nil
-	if g := p.one.claimed; g != nil {
-		p.one.claimed = nil
-		g.complete(p.errFor("get"))
-	}
-	for id, g := range p.one.gets {
-		delete(p.one.gets, id)
-		g.complete(p.errFor("get"))
-	}
+	p.failGets()
 }
 
 // errFor returns the peer's loss as an error of operation op; p.lost must

@@ -37,6 +37,16 @@ type oneSided struct {
 
 func (o *oneSided) init() { o.gets = make(map[uint64]*getReq) }
 
+// putSent counts a put sent to the peer.
+func (o *oneSided) putSent() { o.putSeq.Add(1) }
+
+// fence returns the number of puts sent so far, and whether a completed
+// fence covers them all already.
+func (o *oneSided) fence() (target uint64, fenced bool) {
+	target = o.putSeq.Load()
+	return target, o.fenced.Load() >= target
+}
+
 // heapRange returns the target range of a PUT or GET, or why it is refused.
 func (p *peer) heapRange(off, n uint64) ([]byte, uint32, string) {
 	s, err := p.t.heap.Slice(off, n)
@@ -181,5 +191,18 @@ func (p *peer) deliverGetReply(h *frame.Header, bb *ioloop.Buffer) {
 		g.complete(&LengthMismatchError{Expected: uint64(len(g.dst)), Got: h.Length})
 	default:
 		g.complete(nil)
+	}
+}
+
+// failGets fails every get waiting for a reply from p with its loss.
+// p.mu is held and p.lost set.
+func (p *peer) failGets() {
+	if g := p.one.claimed; g != nil {
+		p.one.claimed = nil
+		g.complete(p.errFor("get"))
+	}
+	for id, g := range p.one.gets {
+		delete(p.one.gets, id)
+		g.complete(p.errFor("get"))
 	}
 }

@@ -62,7 +62,7 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 	if err != nil {
 		return Request{}, t.connErr(p, "put", err)
 	}
-	p.one.putSeq.Add(1) // after the frame is queued: a fence sent later covers it
+	p.one.putSent() // after the frame is queued: a fence sent later covers it
 	return Request{t: t, p: p, w: w, op: "put", wait: true}, nil
 }
 
@@ -140,8 +140,8 @@ func (t *NetTransport) Quiet() error {
 		if !p.up() {
 			continue
 		}
-		target := p.one.putSeq.Load()
-		if p.one.fenced.Load() >= target {
+		target, fenced := p.one.fence()
+		if fenced {
 			continue
 		}
 		g, err := t.startGet(p, 0, nil)

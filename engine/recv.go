@@ -172,9 +172,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 // the peer is lost) with nobody waiting, and the error wraps ErrInFlight.
 func (t *NetTransport) leave(p *peer, r *recvReq, cause error, inflight <-chan struct{}) error {
 	p.mu.Lock()
-	tag := uint32(r.tag)
-	if q := p.m.tags[tag]; r.state.Load() == reqPosted && q != nil && p.m.removeRecv(q, r) {
-		p.m.tidy(tag, q)
+	if p.m.withdraw(r) {
 		p.mu.Unlock()
 		return cause
 	}
@@ -244,9 +242,7 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 // the message or with the peer's loss.
 func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 	p.mu.Lock()
-	tag := uint32(r.tag)
-	if q := p.m.tags[tag]; r.state.Load() == reqPosted && q != nil && p.m.removeRecv(q, r) {
-		p.m.tidy(tag, q)
+	if p.m.withdraw(r) {
 		p.mu.Unlock()
 		return cause
 	}

@@ -47,6 +47,10 @@ type rdvState struct {
 	tombs  tombs // RTSs withdrawn before they came (tombs.go)
 }
 
+// incoming reports whether a rendezvous message's DATA is expected from
+// the peer. The peer's mu is held.
+func (r *rdvState) incoming() bool { return len(r.in) > 0 }
+
 func (r *rdvState) init() {
 	r.in, r.out = make(map[uint64]*recvReq), make(map[uint64]*rdvSend)
 }
@@ -276,24 +280,17 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 		return
 	}
 	q := p.m.queue(tag)
-	for {
-		r, ok := p.m.popRecv(q)
-		if !ok {
-			break
-		}
-		if r.fits(int(n)) {
-			p.claimRdv(r, id, n, h.Aux)
-			p.m.tidy(tag, q)
-			p.mu.Unlock()
-			p.answerRTS(id, true)
-			return
-		}
-		r.complete(r.truncated(int(n)))
+	if r := p.m.offer(q, int(n)); r != nil {
+		p.claimRdv(r, id, n, h.Aux)
+		p.m.tidy(tag, q)
+		p.mu.Unlock()
+		p.answerRTS(id, true)
+		return
 	}
 	if isCollTag(tag) {
 		p.collQueued(tag, h.Aux)
 	}
-	q.msgs.push(queuedMsg{aux: h.Aux, id: id, n: n})
+	p.m.hold(q, queuedMsg{aux: h.Aux, id: id, n: n})
 	p.mu.Unlock()
 }
 
@@ -341,7 +338,7 @@ func (p *peer) sendCTS(id uint64, send bool) {
 // takeRTS hands r the queued RTS m: it is popped from q, r is claimed for
 // it, and its sender told to send. p.mu is held and released.
 func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
-	q.msgs.pop()
+	p.m.takeHead(q)
 	p.claimRdv(r, m.id, m.n, m.aux)
 	p.m.tidy(tag, q)
 	resume := p.m.undefer() // its DATA may be behind a deferred payload
@@ -361,11 +358,7 @@ func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 // withdrawal's credit) drops the RTS when it comes.
 func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	p.mu.Lock()
-	found := false
-	if q := p.m.tags[tag]; q != nil {
-		_, found = q.msgs.removeFunc(func(m queuedMsg) bool { return m.bb == nil && m.id == id })
-		p.m.tidy(tag, q)
-	}
+	found := p.m.removeRTS(tag, id)
 	_, taken := p.rdv.in[id]
 	tomb := !found && !taken && credited && id > p.rdv.maxRTS
 	if tomb {
@@ -437,6 +430,7 @@ func (p *peer) failRdv() {
 		delete(p.rdv.out, id)
 		s.finish(rdvFailed, p.errFor("send"))
 	}
+	p.rdv.tombs = nil
 }
 
 // violation drops p, which broke the protocol with err on c: every stream
