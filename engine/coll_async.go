@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -106,28 +107,30 @@ func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
 }
 
 // recvCollFromPeer is recvCollInto that gives up only when rank from is lost
-// (or ctx ends), not when any other rank is lost or closes: for a
-// collective that goes on without ranks that left. If ctx ends while the
-// message's bytes are being read into dst, it waits for them while
-// inFlight lasts (nil: for as long as they take); once inFlight ends too
-// (a sender stopped halfway), it returns an *InFlightError, and dst stays
-// the transport's until the message is in or from is lost.
-func (t *NetTransport) recvCollFromPeer(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error) {
-	return t.recvCollFrom(ctx, from, tag, meta, dst, inFlight, false)
+// (or ctx ends, or deadline passes: ErrTimeout; zero: none), not when any
+// other rank is lost or closes: for a collective that goes on without
+// ranks that left. If it gives up while the message's bytes are being
+// read into dst, it waits for them until inFlightUntil (zero: for as long
+// as they take); once that passes too (a sender stopped halfway), it
+// returns an *InFlightError, and dst stays the transport's until the
+// message is in or from is lost. Times rather than contexts, so that a
+// deadline allreduce allocates nothing.
+func (t *NetTransport) recvCollFromPeer(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
+	return t.recvCollFrom(ctx, from, tag, meta, dst, deadline, inFlightUntil, false)
 }
 
 // tryRecvCollFrom is recvCollFromPeer that takes only a message that has
-// already arrived (ok false: none has), and waits for its bytes while
-// inFlight lasts.
-func (t *NetTransport) tryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (n int, ok bool, err error) {
-	n, err = t.recvCollFrom(nil, from, tag, meta, dst, inFlight, true)
+// already arrived (ok false: none has), and waits for its bytes until
+// inFlightUntil.
+func (t *NetTransport) tryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (n int, ok bool, err error) {
+	n, err = t.recvCollFrom(nil, from, tag, meta, dst, time.Time{}, inFlightUntil, true)
 	if err == errNotQueued {
 		return 0, false, nil
 	}
 	return n, err == nil, err
 }
 
-func (t *NetTransport) recvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context, try bool) (int, error) {
+func (t *NetTransport) recvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time, try bool) (int, error) {
 	if tag >= CollTags {
 		return 0, ErrReservedTag
 	}
@@ -135,10 +138,13 @@ func (t *NetTransport) recvCollFrom(ctx context.Context, from int, tag, meta uin
 	if ctx != nil {
 		w.cancel, w.ctx = ctx.Done(), ctx
 	}
-	if inFlight != nil {
-		w.leave, w.inflight = true, inFlight.Done()
-		if try {
-			w.cancel, w.ctx = w.inflight, inFlight
+	if !deadline.IsZero() {
+		w.timeout = max(time.Until(deadline), time.Nanosecond)
+	}
+	if !inFlightUntil.IsZero() {
+		w.leave, w.leaveAt = true, inFlightUntil
+		if try { // a claimed message's bytes: waited for until then
+			w.timeout = max(time.Until(inFlightUntil), time.Nanosecond)
 		}
 	}
 	n, _, err := t.recv(from, collTagBase+tag, dst, true, w)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
@@ -92,13 +93,13 @@ func (h *plumbing) PostColl(to int, tag, meta uint32, p []byte) error {
 }
 
 // RecvCollFrom implements plumb.CollAsync.
-func (h *plumbing) RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error) {
-	return h.t().recvCollFromPeer(ctx, from, tag, meta, dst, inFlight)
+func (h *plumbing) RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
+	return h.t().recvCollFromPeer(ctx, from, tag, meta, dst, deadline, inFlightUntil)
 }
 
 // TryRecvCollFrom implements plumb.CollAsync.
-func (h *plumbing) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, bool, error) {
-	return h.t().tryRecvCollFrom(from, tag, meta, dst, inFlight)
+func (h *plumbing) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (int, bool, error) {
+	return h.t().tryRecvCollFrom(from, tag, meta, dst, inFlightUntil)
 }
 
 // pooledSend is a collSend as a plumb.CollSend: a pointer, so that

@@ -17,8 +17,9 @@ type waitOpts struct {
 	epoch     uint64          // barrier: give up when a peer closes before completing it
 	collClose bool            // collective: give up when a peer closed leaving it unanswerable (closedInColl)
 	try       bool            // take a queued message or fail with errNotQueued; never wait
-	leave     bool            // give up the wait for a message being read in once inflight closes (ErrInFlight)
+	leave     bool            // give up the wait for a message being read in once inflight closes, or at leaveAt (ErrInFlight)
 	inflight  <-chan struct{} // with leave: closes when the wait for a message being read in ends
+	leaveAt   time.Time       // with leave and no inflight: when it ends (zero: never)
 	meta      uint32          // with checkMeta: the Aux the message must carry
 	checkMeta bool
 	op        string
@@ -161,7 +162,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		}
 	}
 	if w.leave {
-		return t.leave(p, r, cause, w.inflight)
+		return t.leave(p, r, cause, w)
 	}
 	return t.withdraw(p, r, cause)
 }
@@ -170,17 +171,47 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 // being read in: it waits for the bytes until inflight closes, and then r
 // is left to the transport, which completes it when the message is in (or
 // the peer is lost) with nobody waiting, and the error wraps ErrInFlight.
-func (t *NetTransport) leave(p *peer, r *recvReq, cause error, inflight <-chan struct{}) error {
+func (t *NetTransport) leave(p *peer, r *recvReq, cause error, w waitOpts) error {
 	p.mu.Lock()
 	if p.m.withdraw(r) {
 		p.mu.Unlock()
 		return cause
 	}
 	p.mu.Unlock()
+	if w.inflight == nil && !w.leaveAt.IsZero() {
+		return t.leaveAt(p, r, cause, w.leaveAt)
+	}
 	select {
 	case <-r.done:
 		return nil
-	case <-inflight:
+	case <-w.inflight:
+		return &InFlightError{Rank: p.rank, Err: cause}
+	}
+}
+
+// leaveAt is leave's wait for the bytes of a message being read in, until
+// a time rather than a channel: on r's own timer, so that it allocates
+// nothing once r has one.
+func (t *NetTransport) leaveAt(p *peer, r *recvReq, cause error, at time.Time) error {
+	d := time.Until(at)
+	if d <= 0 {
+		select {
+		case <-r.done:
+			return nil
+		default:
+			return &InFlightError{Rank: p.rank, Err: cause}
+		}
+	}
+	if r.timer == nil {
+		r.timer = time.NewTimer(d)
+	} else {
+		r.timer.Reset(d)
+	}
+	defer r.timer.Stop()
+	select {
+	case <-r.done:
+		return nil
+	case <-r.timer.C:
 		return &InFlightError{Rank: p.rank, Err: cause}
 	}
 }

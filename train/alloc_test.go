@@ -10,9 +10,8 @@ import (
 )
 
 // TestStepAllReduceAllocs: one step's communication (the gradient
-// allreduce) allocates nothing on either rank once warm. The deadline
-// path is measured and logged, not asserted: its root allocates a
-// context and timer per call inside engine/collective.
+// allreduce, plain or with a deadline) allocates nothing on either rank
+// once warm.
 func TestStepAllReduceAllocs(t *testing.T) {
 	if racedetect.Enabled {
 		t.Skip("the race detector allocates")
@@ -57,9 +56,7 @@ func TestStepAllReduceAllocs(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if deadline != 0 {
-			t.Logf("deadline %v: %v allocations per step's allreduce", deadline, allocs)
-		} else if allocs != 0 {
+		if allocs != 0 {
 			t.Errorf("deadline %v: %v allocations per step's allreduce", deadline, allocs)
 		}
 	}

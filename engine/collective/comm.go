@@ -84,6 +84,7 @@ type Comm struct {
 	labelCtx [algorithms][len(sizeClasses)]context.Context // profile labels, made once
 	stale    []staleContribution                           // late deadline contributions still to drop (root)
 	dl       deadlineState                                 // the deadline allreduce's results on their way (root)
+	dlHdr    [deadlineHeaderSize]byte                      // a deadline allreduce's header, sent or received
 	os       oneSidedState                                 // the one-sided allreduce's heap area
 	center   int                                           // a star transport's coordinator, or -1
 }

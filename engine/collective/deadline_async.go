@@ -92,8 +92,8 @@ func (c *Comm) deadlineLeafAsync(ctx context.Context, dl plumb.CollAsync, tag ui
 	if err != nil {
 		return Contributors{}, explain(err)
 	}
-	var hdr [deadlineHeaderSize]byte
-	m, err := dl.RecvCollFrom(ctx, root, tag+1, c.meta, hdr[:], nil)
+	hdr := c.dlHdr[:] // not on the stack: it goes through an interface
+	m, err := dl.RecvCollFrom(ctx, root, tag+1, c.meta, hdr, time.Time{}, time.Time{})
 	s.Drop() // the root took it, or never will
 	if err == nil {
 		err = c.recvCheck(m, len(hdr), root)
@@ -108,7 +108,7 @@ func (c *Comm) deadlineLeafAsync(ctx context.Context, dl plumb.CollAsync, tag ui
 	if n := c.t.WorldSize(); mask&(1<<root) == 0 || n < 64 && mask>>n != 0 {
 		return Contributors{}, fmt.Errorf("collective: root %d's contributor set %#x does not fit a world of %d with it: %w", root, mask, n, ErrMismatch)
 	}
-	m, err = dl.RecvCollFrom(ctx, root, tag+2, c.meta, data, nil)
+	m, err = dl.RecvCollFrom(ctx, root, tag+2, c.meta, data, time.Time{}, time.Time{})
 	if err == nil {
 		err = c.recvCheck(m, len(data), root)
 	}
@@ -123,19 +123,16 @@ func (c *Comm) deadlineLeafAsync(ctx context.Context, dl plumb.CollAsync, tag ui
 func (c *Comm) deadlineGatherAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
 	r, n := c.t.Rank(), c.t.WorldSize()
 	got := Contributors{Mask: 1 << r, Count: 1}
-	dctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	gctx, gcancel := context.WithDeadline(ctx, deadline.Add(deadlineGrace(deadline)))
-	defer gcancel()
+	grace := deadline.Add(deadlineGrace(deadline))
 	for p := range n {
 		if p == r {
 			continue
 		}
 		buf := c.scratch(len(data))
-		m, err := dl.RecvCollFrom(dctx, p, tag, c.meta, buf, gctx)
-		if err != nil && dctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, engine.ErrInFlight) {
+		m, err := dl.RecvCollFrom(ctx, p, tag, c.meta, buf, deadline, grace)
+		if errors.Is(err, engine.ErrTimeout) && ctx.Err() == nil {
 			var ok bool
-			m, ok, err = dl.TryRecvCollFrom(p, tag, c.meta, buf, gctx) // arrived while we waited on another rank
+			m, ok, err = dl.TryRecvCollFrom(p, tag, c.meta, buf, grace) // arrived while we waited on another rank
 			if err == nil && !ok {
 				continue // late: left out
 			}
@@ -178,17 +175,19 @@ func (c *Comm) deadlineScatterAsync(ctx context.Context, dl plumb.CollAsync, tag
 	d.reap()
 	si, snap := d.snapshot(len(data))
 	copy(snap, data)
-	var hdr [deadlineHeaderSize]byte
+	hdr := &c.dlHdr // not on the stack: it goes through an interface
 	binary.LittleEndian.PutUint64(hdr[:8], got.Mask)
 	for p := range n {
 		if p == r {
 			continue
 		}
-		h := hdr
 		behind := d.behind(p)
+		flags := uint64(0)
 		if behind {
-			binary.LittleEndian.PutUint64(h[8:], flagBehind)
+			flags = flagBehind
 		}
+		binary.LittleEndian.PutUint64(hdr[8:], flags)
+		h := hdr
 		err := dl.PostColl(p, tag+1, c.meta, h[:])
 		if errors.Is(err, engine.ErrNoCredit) { // p holds that many headers: wait for it
 			err = c.send(ctx, p, tag+1, h[:])

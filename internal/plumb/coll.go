@@ -1,6 +1,9 @@
 package plumb
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Coll is messaging on a transport's collective tag space, apart from
 // users' tags: tags in [0, engine.CollTags), and every message carries its
@@ -115,16 +118,19 @@ type CollAsync interface {
 	// rank's that no credit is left for it.
 	PostColl(to int, tag, meta uint32, p []byte) error
 	// RecvCollFrom is RecvCollInto that gives up only when rank from is
-	// lost (or ctx ends), not when any other rank is lost or closes. If
-	// ctx ends while the message's bytes are being read into dst, it waits
-	// for them while inFlight lasts (nil: for as long as they take); once
-	// inFlight ends too, it returns an *engine.InFlightError, and dst
-	// stays the transport's until the message is in or from is lost.
-	RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, inFlight context.Context) (int, error)
+	// lost (or ctx ends, or deadline passes, with an error wrapping
+	// engine.ErrTimeout; zero: no deadline), not when any other rank is
+	// lost or closes. If it gives up while the message's bytes are being
+	// read into dst, it waits for them until inFlightUntil (zero: for as
+	// long as they take); once that passes too, it returns an
+	// *engine.InFlightError, and dst stays the transport's until the
+	// message is in or from is lost. (Times, not contexts: a deadline
+	// allreduce allocates nothing.)
+	RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error)
 	// TryRecvCollFrom is RecvCollFrom that takes only a message that has
-	// already arrived (ok false: none has), and waits for its bytes while
-	// inFlight lasts.
-	TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlight context.Context) (n int, ok bool, err error)
+	// already arrived (ok false: none has), and waits for its bytes until
+	// inFlightUntil.
+	TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (n int, ok bool, err error)
 }
 
 // CollSend is a collective message being sent (CollAsync.StartColl).
