@@ -104,3 +104,30 @@ func (t *NetTransport) makeLinks(star bool) {
 		}
 	}
 }
+
+// oneStream is what the links of one stream (streamLink, routeLink) do
+// alike: every lane is conn, which is set once, as the event loop adopts
+// the stream and before any frame is read from it.
+type oneStream struct{ conn *ioloop.Conn }
+
+func (o *oneStream) up() bool { return o.conn != nil }
+
+func (o *oneStream) flush(lane) { o.conn.Flush() }
+
+func (o *oneStream) resume() { o.conn.Resume() }
+
+func (o *oneStream) poll(lane) { o.conn.Poll() }
+
+func (o *oneStream) bytesRead(lane) uint64 { return o.conn.BytesRead() }
+
+func (o *oneStream) width() int { return 1 }
+
+func (o *oneStream) ownCtl() bool { return false }
+
+func (o *oneStream) abort(c *ioloop.Conn, err error) {
+	if o.conn != nil && o.conn != c {
+		o.conn.Abort(err)
+	}
+}
+
+func (o *oneStream) close() {}

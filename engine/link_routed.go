@@ -18,13 +18,11 @@ import (
 // the coordinator and before any frame is read from it (routeVia), and
 // only read after.
 type routeLink struct {
-	conn *ioloop.Conn
-	via  uint16 // Dst of the frames to the peer: its rank+1
+	oneStream
+	via uint16 // Dst of the frames to the peer: its rank+1
 }
 
 var _ link = (*routeLink)(nil)
-
-func (l *routeLink) up() bool { return l.conn != nil }
 
 func (l *routeLink) post(_ lane, h frame.Header, p []byte, copyPayload bool) error {
 	h.Dst = l.via
@@ -46,29 +44,9 @@ func (l *routeLink) queue(_ lane, h frame.Header, p []byte) error {
 	return l.conn.Queue(&h, p)
 }
 
-func (l *routeLink) flush(lane) { l.conn.Flush() }
-
-func (l *routeLink) resume() { l.conn.Resume() }
-
-func (l *routeLink) poll(lane) { l.conn.Poll() }
-
-func (l *routeLink) bytesRead(lane) uint64 { return l.conn.BytesRead() }
-
-func (l *routeLink) width() int { return 1 }
-
-func (l *routeLink) ownCtl() bool { return false }
-
 func (l *routeLink) checkLive(time.Time) {} // the streamLink to the coordinator watches the stream
 
 func (l *routeLink) cause(err error) error { return err }
-
-func (l *routeLink) abort(c *ioloop.Conn, err error) {
-	if l.conn != nil && l.conn != c {
-		l.conn.Abort(err)
-	}
-}
-
-func (l *routeLink) close() {}
 
 // hub is the handler of a star worker's one stream: it hands each frame
 // to the peer named by its source, and fails every peer when the

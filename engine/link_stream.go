@@ -19,8 +19,8 @@ import (
 // and before any frame is read from it, and only read after; fwd has its
 // own lock; live belongs to the heartbeat goroutine.
 type streamLink struct {
+	oneStream
 	p    *peer
-	conn *ioloop.Conn
 	fwd  fwdCounter // at the coordinator: bytes from this worker being forwarded
 	live liveness
 }
@@ -32,8 +32,6 @@ func newStreamLink(p *peer) *streamLink {
 	l.fwd.done = l.forwarded
 	return l
 }
-
-func (l *streamLink) up() bool { return l.conn != nil }
 
 func (l *streamLink) post(_ lane, h frame.Header, p []byte, copyPayload bool) error {
 	return l.conn.Post(&h, p, copyPayload)
@@ -49,29 +47,9 @@ func (l *streamLink) start(_ lane, h frame.Header, p []byte) (ioloop.Write, erro
 
 func (l *streamLink) queue(_ lane, h frame.Header, p []byte) error { return l.conn.Queue(&h, p) }
 
-func (l *streamLink) flush(lane) { l.conn.Flush() }
-
-func (l *streamLink) resume() { l.conn.Resume() }
-
-func (l *streamLink) poll(lane) { l.conn.Poll() }
-
-func (l *streamLink) bytesRead(lane) uint64 { return l.conn.BytesRead() }
-
-func (l *streamLink) width() int { return 1 }
-
-func (l *streamLink) ownCtl() bool { return false }
-
 func (l *streamLink) checkLive(now time.Time) { l.live.check(l.p, l.conn, l.fwd.held(), now) }
 
 func (l *streamLink) cause(err error) error { return l.live.cause(err) }
-
-func (l *streamLink) abort(c *ioloop.Conn, err error) {
-	if l.conn != nil && l.conn != c {
-		l.conn.Abort(err)
-	}
-}
-
-func (l *streamLink) close() {}
 
 // Payload implements ioloop.Handler at the coordinator: a frame routed to
 // another worker is read into a pooled buffer, to be forwarded.

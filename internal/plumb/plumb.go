@@ -32,30 +32,24 @@ func hooks(t any) (any, bool) {
 // those the registered lookup finds for it. ok is false when t has none.
 // The optional CollOwned and CollAsync are found on the returned Coll by
 // type assertion.
-func CollOf(t any) (c Coll, ok bool) {
-	if c, ok := t.(Coll); ok {
-		return c, true
-	}
-	h, ok := hooks(t)
-	if !ok {
-		return nil, false
-	}
-	c, ok = h.(Coll)
-	return c, ok
-}
+func CollOf(t any) (c Coll, ok bool) { return hooksOf[Coll](t) }
 
 // RPCOf returns t's RPC hooks: t itself if it implements RPC, else those
 // the registered lookup finds for it. ok is false when t has none. The
 // optional RPCBatcher and RPCSpinner are found on the returned RPC by
 // type assertion.
-func RPCOf(t any) (r RPC, ok bool) {
-	if r, ok := t.(RPC); ok {
-		return r, true
+func RPCOf(t any) (r RPC, ok bool) { return hooksOf[RPC](t) }
+
+// hooksOf is CollOf and RPCOf for hooks of type T.
+func hooksOf[T any](t any) (T, bool) {
+	if v, ok := t.(T); ok {
+		return v, true
 	}
+	var none T
 	h, ok := hooks(t)
 	if !ok {
-		return nil, false
+		return none, false
 	}
-	r, ok = h.(RPC)
-	return r, ok
+	v, ok := h.(T)
+	return v, ok
 }
