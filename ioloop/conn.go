@@ -20,6 +20,9 @@ type Conn struct {
 
 	rd reader
 	wr writer
+
+	pipe    *pipe  // the shared-memory stream behind fd, a pipe's bell (RegisterPipe); nil for a socket
+	release func() // RegisterPipe's release, or nil
 }
 
 func newConn(l *Loop, fd, id int, h Handler) *Conn {
@@ -84,7 +87,7 @@ func (c *Conn) releaseIfDue() {
 	}
 	c.wr.mu.Lock() // writers never wait for rd.mu, so this cannot deadlock
 	c.closed = true
-	unix.Close(c.fd)
+	c.closeFD()
 	if c.rd.bb != nil {
 		PutBuffer(c.rd.bb)
 		c.rd.bb = nil
@@ -93,6 +96,15 @@ func (c *Conn) releaseIfDue() {
 	c.wr.mu.Unlock()
 	c.rd.mu.Unlock()
 	c.h.Closed(c, c.failed.Load())
+}
+
+// closeFD closes the fd and releases a pipe's memory: nothing reads or
+// writes either after it.
+func (c *Conn) closeFD() {
+	unix.Close(c.fd)
+	if c.release != nil {
+		c.release()
+	}
 }
 
 // KeepHot makes the loop keep reading this connection, without parking,

@@ -279,17 +279,17 @@ func (c *Conn) read(p []byte) (int, error) {
 		testHookRead(c.id)
 	}
 	for {
-		n, err := unix.Read(c.fd, p)
+		n, err := c.read1(p)
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
 			c.rd.short = true
 			return 0, nil
+		case err == ErrEOF || err == nil && n == 0:
+			return 0, ErrEOF
 		case err != nil:
 			return 0, os.NewSyscallError("read", err)
-		case n == 0:
-			return 0, ErrEOF
 		}
 		// A short read does not prove the socket drained: Linux may return
 		// early from a large read with data still queued, and no new edge
@@ -297,6 +297,36 @@ func (c *Conn) read(p []byte) (int, error) {
 		c.rd.short = c.rd.lazy && n < len(p)
 		c.rd.total.Add(uint64(n))
 		return n, nil
+	}
+}
+
+// read1 is one read of the socket, or of a pipe: that one asks for a bell
+// when it finds its ring empty on a drain that must end only when nothing
+// is left (not Poll's) while no goroutine polls it in a loop (Polling).
+func (c *Conn) read1(p []byte) (int, error) {
+	if c.pipe != nil {
+		return c.pipe.read(p, !c.rd.lazy && c.pipe.pollers.Load() == 0)
+	}
+	return unix.Read(c.fd, p)
+}
+
+// Polling tells the connection that a goroutine starts (on) or stops
+// polling it in a loop (Poll). A pipe's reader asks for no bell while one
+// does, so that its writer makes no system call per frame for a reader
+// that is looking anyway; the last to stop reads what came meanwhile and
+// asks for a bell again. Sockets need neither: Polling does nothing.
+func (c *Conn) Polling(on bool) {
+	if c.pipe == nil {
+		return
+	}
+	if on {
+		c.pipe.pollers.Add(1)
+		atomic.StoreUint32(c.pipe.rx.wantData, 0)
+		return
+	}
+	if c.pipe.pollers.Add(-1) == 0 {
+		c.rd.pending.Store(true)
+		c.Progress()
 	}
 }
 

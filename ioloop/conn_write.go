@@ -379,7 +379,13 @@ func (c *Conn) flushLocked() error {
 // writev writes wr.bufs with one writev and clears it; wr.mu is held.
 func (c *Conn) writev() (int, error) {
 	w := &c.wr
-	n, err := writev(c.fd, w.bufs, &w.iov)
+	var n int
+	var err error
+	if c.pipe != nil {
+		n, err = c.pipe.writev(w.bufs)
+	} else {
+		n, err = writev(c.fd, w.bufs, &w.iov)
+	}
 	if testHookWritev != nil {
 		testHookWritev(c.id, len(w.bufs), n)
 	}

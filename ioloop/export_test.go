@@ -19,3 +19,23 @@ func QueuedFrames(c *Conn) int {
 
 // Writable runs what the loop runs when it sees c's socket writable.
 func Writable(c *Conn) { c.onWritable() }
+
+// RawPipe is one side of a pipe driven by hand, without a Conn: a test
+// plays the other process with it.
+type RawPipe struct{ p *pipe }
+
+// NewRawPipe opens side of the pipe in mem, with bell as its bell.
+func NewRawPipe(mem []byte, side, bell int) (*RawPipe, error) {
+	p, err := newPipe(mem, side, bell)
+	return &RawPipe{p}, err
+}
+
+// Write copies what fits of b into the ring and publishes it.
+func (r *RawPipe) Write(b []byte) (int, error) { return r.p.writev([][]byte{b}) }
+
+// Read copies out what the ring holds, without asking for a bell.
+func (r *RawPipe) Read(b []byte) (int, error) { return r.p.read(b, false) }
+
+// SetTestHookBell installs f as the hook that sees every bell a pipe
+// rings (nil removes it). Set it only while no Loop is running.
+func SetTestHookBell(f func()) { testHookBell = f }

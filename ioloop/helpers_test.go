@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -390,6 +392,9 @@ func socketPair(t testing.TB, family int) (int, int) {
 // at its other end, closed when the test ends.
 func rawPeer(t testing.TB, l *ioloop.Loop, family, id int, h ioloop.Handler) (*ioloop.Conn, *rawFd) {
 	t.Helper()
+	if family == familyPipe {
+		t.Skip("a pipe has no raw socket to write frames into")
+	}
 	a, b := socketPair(t, family)
 	raw := &rawFd{fd: b}
 	t.Cleanup(raw.close)
@@ -411,6 +416,13 @@ func connPair(t testing.TB, l *ioloop.Loop, family int, ha, hb ioloop.Handler) (
 // bufSize bytes (which turns TCP's autotuning off), unless it is 0.
 func connPairBuf(t testing.TB, l *ioloop.Loop, family, bufSize int, ha, hb ioloop.Handler) (*ioloop.Conn, *ioloop.Conn) {
 	t.Helper()
+	if family == familyPipe {
+		ring := 64 << 10
+		if bufSize > 0 {
+			ring = 1 << bits.Len(uint(bufSize-1))
+		}
+		return pipePair(t, l, ring, ha, hb)
+	}
 	a, b := socketPair(t, family)
 	if bufSize > 0 {
 		for _, fd := range []int{a, b} {
@@ -434,13 +446,58 @@ func connPairBuf(t testing.TB, l *ioloop.Loop, family, bufSize int, ha, hb ioloo
 }
 
 func familyName(f int) string {
-	if f == unix.AF_UNIX {
+	switch f {
+	case unix.AF_UNIX:
 		return "unix"
+	case familyPipe:
+		return "pipe"
 	}
 	return "tcp"
 }
 
-var families = []int{unix.AF_UNIX, unix.AF_INET}
+var families = []int{unix.AF_UNIX, unix.AF_INET, familyPipe}
+
+// familyPipe stands for a pipe in shared memory (RegisterPipe) where a
+// test takes a socket family: connPair makes one; rawPeer skips, since a
+// pipe has no raw socket to write frames into.
+const familyPipe = -1
+
+// pipePair registers both sides of a pipe with rings of ring bytes in
+// anonymous shared memory, unmapped once both have released it.
+func pipePair(t testing.TB, l *ioloop.Loop, ring int, ha, hb ioloop.Handler) (*ioloop.Conn, *ioloop.Conn) {
+	t.Helper()
+	page := unix.Getpagesize()
+	size := (ioloop.PipeSize(ring) + page - 1) / page * page
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ioloop.InitPipe(mem, ring); err != nil {
+		t.Fatal(err)
+	}
+	var refs atomic.Int32
+	refs.Store(2)
+	release := func() {
+		if refs.Add(-1) == 0 {
+			unix.Munmap(mem)
+		}
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := l.RegisterPipe(fds[0], mem, 0, release, 1, ha, nil)
+	if err != nil {
+		unix.Close(fds[1])
+		release()
+		t.Fatal(err)
+	}
+	cb, err := l.RegisterPipe(fds[1], mem, 1, release, 2, hb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, cb
+}
 
 // writevLog records the writevs of the hook, per connection id.
 type writevLog struct {

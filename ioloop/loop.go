@@ -115,14 +115,45 @@ func (l *Loop) RegisterFunc(fd int, id int, h Handler, ready func(*Conn)) (*Conn
 		unix.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	c := newConn(l, fd, id, h)
+	return l.register(newConn(l, fd, id, h), ready)
+}
+
+// RegisterPipe hands the loop a connection whose bytes go through the
+// pipe in mem (see pipe.go): shared memory that the process at the other
+// end of bell, a connected Unix stream socket, maps too, prepared by
+// InitPipe, and of which this is side 0 or 1 (the other process is the
+// other side). The loop owns bell from now on, as Register owns its fd,
+// and calls release, if not nil, once nothing will touch mem again (after
+// Handler.Closed's cause is set, before Handler.Closed runs), also when
+// RegisterPipe itself fails. Otherwise it is Register, with RegisterFunc's
+// ready.
+func (l *Loop) RegisterPipe(bell int, mem []byte, side int, release func(), id int, h Handler, ready func(*Conn)) (*Conn, error) {
+	p, err := newPipe(mem, side, bell)
+	if err == nil {
+		err = os.NewSyscallError("fcntl", unix.SetNonblock(bell, true))
+	}
+	if err != nil {
+		unix.Close(bell)
+		if release != nil {
+			release()
+		}
+		return nil, err
+	}
+	c := newConn(l, bell, id, h)
+	c.pipe, c.release = p, release
+	return l.register(c, ready)
+}
+
+// register adds c, whose fd is non-blocking, to the poller.
+func (l *Loop) register(c *Conn, ready func(*Conn)) (*Conn, error) {
 	if ready != nil {
 		ready(c)
 	}
+	fd := c.fd
 	l.mu.Lock()
 	if l.closed.Load() {
 		l.mu.Unlock()
-		unix.Close(fd)
+		c.closeFD()
 		return nil, ErrClosed
 	}
 	l.conns[fd] = c
@@ -132,7 +163,7 @@ func (l *Loop) RegisterFunc(fd int, id int, h Handler, ready func(*Conn)) (*Conn
 	}
 	l.mu.Unlock()
 	if err != nil {
-		unix.Close(fd)
+		c.closeFD()
 		return nil, err
 	}
 	c.Progress() // bytes that arrived before registration
@@ -172,6 +203,10 @@ func (l *Loop) run() {
 		for _, ev := range l.evs {
 			c := l.lookup(ev.fd)
 			if c == nil {
+				continue
+			}
+			if c.pipe != nil {
+				c.onBell()
 				continue
 			}
 			if ev.writable {

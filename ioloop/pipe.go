@@ -1,0 +1,279 @@
+package ioloop
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A pipe is a connection's byte stream in memory shared with the process
+// at the other end: two single-producer single-consumer rings, one per
+// direction, in a region both map (RegisterPipe). The Conn reads and
+// writes it as it would a socket, so frames, payloads read straight into
+// their destination, backpressure and deferral work unchanged; only the
+// bytes take no system call. A connected Unix stream socket beside it, the
+// bell, is what the loop polls: a side that is about to sleep arms its
+// ring (it wants a bell), and the other side, seeing the arm after it
+// published bytes (or freed room), writes one byte to the bell. The bell's
+// end is also the other process's end: it is seen at its exit, however it
+// died.
+//
+// Layout of the region (PipeSize bytes; all words little-endian, each on
+// its own 128-byte line so that the two processes never write one line):
+//
+//	[0, 128)       magic "BOLTPIPE", version, ring size (uint64 at 8, 16)
+//	ring r (r = 0: written by side 0, read by side 1; r = 1: the reverse),
+//	at base = 128 + r*(pipeCtl+size):
+//	  base+0       tail: bytes published by the producer (uint64)
+//	  base+128     head: bytes consumed by the consumer (uint64)
+//	  base+256     data wanted: the consumer sleeps until a bell (uint32)
+//	  base+384     room wanted: the producer sleeps until a bell (uint32)
+//	  base+512     size bytes of data; byte i of the stream at i mod size
+//
+// Memory ordering: a producer copies bytes into the ring and then stores
+// tail with an atomic store, and a consumer loads tail atomically before
+// it copies them out (release and acquire: Go's atomics are sequentially
+// consistent, and the instructions are the same between processes as
+// between goroutines); head, likewise, frees room only after the bytes
+// are copied out. A side that arms stores its arm word and then loads
+// the other side's position again, and the other side stores its
+// position and then loads the arm word: of two such sequentially
+// consistent pairs at least one sees the other, so no bell is ever lost.
+// The other process is not trusted: a tail or head that claims more than
+// the ring holds fails the connection with ErrProtocol, and bytes are
+// copied out before they are decoded.
+const (
+	pipeHeader  = 128
+	pipeLine    = 128
+	pipeCtl     = 4 * pipeLine
+	pipeMagic   = 0x45504950544c4f42 // "BOLTPIPE"
+	pipeVersion = 1
+	// MinPipeRing is the smallest ring a pipe may have.
+	MinPipeRing = 4 << 10
+)
+
+// PipeSize returns the bytes of shared memory a pipe whose rings hold
+// ring bytes each needs.
+func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+ring) }
+
+// InitPipe prepares mem, fresh shared memory of PipeSize(ring) bytes, as
+// a pipe with rings of ring bytes, a power of two of at least
+// MinPipeRing. Its creator calls it before the other side maps it.
+func InitPipe(mem []byte, ring int) error {
+	if ring < MinPipeRing || ring&(ring-1) != 0 {
+		return fmt.Errorf("ioloop: pipe ring of %d bytes: want a power of two of at least %d", ring, MinPipeRing)
+	}
+	if len(mem) < PipeSize(ring) {
+		return fmt.Errorf("ioloop: pipe of %d bytes in %d bytes of memory", PipeSize(ring), len(mem))
+	}
+	clear(mem[:PipeSize(ring)])
+	binary.LittleEndian.PutUint64(mem[0:], pipeMagic)
+	binary.LittleEndian.PutUint64(mem[8:], pipeVersion)
+	binary.LittleEndian.PutUint64(mem[16:], uint64(ring))
+	return nil
+}
+
+// ring is one direction of a pipe as one side sees it: the words are in
+// shared memory, pos and peer are this side's copies.
+type ring struct {
+	tail, head *uint64 // positions: the producer's and the consumer's
+	wantData   *uint32 // the consumer asks for a bell when bytes come
+	wantRoom   *uint32 // the producer asks for a bell when room frees
+	data       []byte
+	mask       uint64
+	pos        uint64 // this side's position (tail if producing, head if consuming)
+	peer       uint64 // the other side's position, as last loaded
+}
+
+// pipe is both directions of a pipe from one side, and its bell.
+//
+// Lock rule: tx belongs to the holder of the Conn's wr.mu, rx to the
+// holder of rd.mu, but for rx.wantData, which Polling stores too; the
+// words in shared memory are only touched with atomics; pollers and gone
+// are atomics.
+type pipe struct {
+	tx, rx  ring
+	bell    int          // the bell socket: the Conn's fd
+	pollers atomic.Int32 // goroutines polling the Conn in a loop (Conn.Polling)
+	gone    atomic.Bool  // the bell ended: the other side closed or died
+}
+
+func newPipe(mem []byte, side, bell int) (*pipe, error) {
+	if len(mem) < pipeHeader {
+		return nil, fmt.Errorf("ioloop: pipe memory of %d bytes", len(mem))
+	}
+	size := binary.LittleEndian.Uint64(mem[16:])
+	switch {
+	case binary.LittleEndian.Uint64(mem[0:]) != pipeMagic:
+		return nil, fmt.Errorf("ioloop: pipe memory without the pipe magic")
+	case binary.LittleEndian.Uint64(mem[8:]) != pipeVersion:
+		return nil, fmt.Errorf("ioloop: pipe version %d, want %d", binary.LittleEndian.Uint64(mem[8:]), pipeVersion)
+	case size < MinPipeRing || size&(size-1) != 0 || size > uint64(len(mem)) || uint64(len(mem)) < uint64(PipeSize(int(size))):
+		return nil, fmt.Errorf("ioloop: pipe ring of %d bytes in %d bytes of memory", size, len(mem))
+	case side != 0 && side != 1:
+		return nil, fmt.Errorf("ioloop: pipe side %d, want 0 or 1", side)
+	}
+	p := &pipe{bell: bell}
+	p.tx = ringAt(mem, side, int(size))
+	p.rx = ringAt(mem, 1-side, int(size))
+	p.tx.pos = atomic.LoadUint64(p.tx.tail)
+	p.tx.peer = atomic.LoadUint64(p.tx.head)
+	p.rx.pos = atomic.LoadUint64(p.rx.head)
+	return p, nil
+}
+
+func ringAt(mem []byte, r, size int) ring {
+	base := pipeHeader + r*(pipeCtl+size)
+	word := func(off int) unsafe.Pointer { return unsafe.Pointer(&mem[base+off]) }
+	return ring{
+		tail:     (*uint64)(word(0)),
+		head:     (*uint64)(word(pipeLine)),
+		wantData: (*uint32)(word(2 * pipeLine)),
+		wantRoom: (*uint32)(word(3 * pipeLine)),
+		data:     mem[base+pipeCtl : base+pipeCtl+size : base+pipeCtl+size],
+		mask:     uint64(size - 1),
+	}
+}
+
+// errPipeCorrupt fails a pipe whose other side published an impossible
+// position.
+var errPipeCorrupt = protocolError{fmt.Errorf("pipe position past the ring")}
+
+// writev copies as much of bufs as the ring has room for and publishes
+// it; unix.EAGAIN when there is no room (the other side will ring once it
+// frees some: the room is asked for first), unix.EPIPE once the other
+// side is gone.
+func (p *pipe) writev(bufs [][]byte) (int, error) {
+	if p.gone.Load() {
+		return 0, unix.EPIPE
+	}
+	t := &p.tx
+	size := uint64(len(t.data))
+	free := size - (t.pos - t.peer)
+	if free < size/2 {
+		t.peer = atomic.LoadUint64(t.head)
+		if t.pos-t.peer > size {
+			return 0, errPipeCorrupt
+		}
+		free = size - (t.pos - t.peer)
+	}
+	if free == 0 {
+		atomic.StoreUint32(t.wantRoom, 1)
+		t.peer = atomic.LoadUint64(t.head)
+		if t.pos-t.peer > size {
+			return 0, errPipeCorrupt
+		}
+		if free = size - (t.pos - t.peer); free == 0 {
+			return 0, unix.EAGAIN
+		}
+	}
+	n := uint64(0)
+	for _, b := range bufs {
+		for len(b) > 0 && n < free {
+			at := (t.pos + n) & t.mask
+			k := uint64(copy(t.data[at:], b[:min(uint64(len(b)), free-n)]))
+			b = b[k:]
+			n += k
+		}
+		if n == free {
+			break
+		}
+	}
+	t.pos += n
+	atomic.StoreUint64(t.tail, t.pos)
+	if atomic.LoadUint32(t.wantData) != 0 && atomic.CompareAndSwapUint32(t.wantData, 1, 0) {
+		p.ring()
+	}
+	return int(n), nil
+}
+
+// read copies what the ring holds, up to len(b), and frees its room. When
+// the ring is empty it returns unix.EAGAIN, having first asked for a bell
+// if arm (then only a bell ends the wait, so the ring is looked at once
+// more after asking); or ErrEOF once the bell ended and nothing is left.
+func (p *pipe) read(b []byte, arm bool) (int, error) {
+	r := &p.rx
+	size := uint64(len(r.data))
+	tail := atomic.LoadUint64(r.tail)
+	if tail == r.pos {
+		gone := p.gone.Load() // before tail: the bell ends after the last byte
+		if arm {
+			atomic.StoreUint32(r.wantData, 1)
+		}
+		if tail = atomic.LoadUint64(r.tail); tail == r.pos {
+			if gone {
+				return 0, ErrEOF
+			}
+			return 0, unix.EAGAIN
+		}
+	}
+	avail := tail - r.pos
+	if avail > size {
+		return 0, errPipeCorrupt
+	}
+	n := min(avail, uint64(len(b)))
+	at := r.pos & r.mask
+	k := copy(b[:n], r.data[at:])
+	copy(b[k:n], r.data)
+	r.pos += n
+	atomic.StoreUint64(r.head, r.pos)
+	if atomic.LoadUint32(r.wantRoom) != 0 && atomic.CompareAndSwapUint32(r.wantRoom, 1, 0) {
+		p.ring()
+	}
+	return int(n), nil
+}
+
+// ring writes one byte to the bell. A full bell needs no more: a byte is
+// waiting to be read already. Any other failure is the bell's end, which
+// the loop sees on its own.
+func (p *pipe) ring() {
+	if testHookBell != nil {
+		testHookBell()
+	}
+	one := [1]byte{1}
+	for {
+		_, err := unix.Write(p.bell, one[:])
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// testHookBell, when set by a test, runs before every bell.
+var testHookBell func()
+
+// drainBell reads the bell's bytes, which only say "look again", and
+// notes its end.
+func (p *pipe) drainBell() error {
+	var buf [64]byte
+	for {
+		n, err := unix.Read(p.bell, buf[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return nil
+		case err != nil && err != unix.ECONNRESET:
+			p.gone.Store(true)
+			return os.NewSyscallError("read", err)
+		case n == 0 || err == unix.ECONNRESET:
+			p.gone.Store(true)
+			return nil
+		}
+	}
+}
+
+// onBell is what the loop does when a pipe's bell is readable: its bytes,
+// or its end, mean look at both rings.
+func (c *Conn) onBell() {
+	if err := c.pipe.drainBell(); err != nil {
+		c.fail("read", err)
+		return
+	}
+	c.onWritable()
+	c.onReadable()
+}

@@ -1,0 +1,175 @@
+package ioloop_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"golang.org/x/sys/unix"
+)
+
+// rawPipe maps a pipe with rings of ring bytes, registers side 0 on l
+// with handler h, and returns side 1 as a RawPipe with its bell, for the
+// test to play the other process.
+func rawPipe(t *testing.T, l *ioloop.Loop, ring int, h ioloop.Handler) (*ioloop.Conn, *ioloop.RawPipe, int, []byte) {
+	t.Helper()
+	page := unix.Getpagesize()
+	size := (ioloop.PipeSize(ring) + page - 1) / page * page
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	if err := ioloop.InitPipe(mem, ring); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := ioloop.NewRawPipe(mem, 1, fds[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.RegisterPipe(fds[0], mem, 0, nil, 3, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, raw, fds[1], mem
+}
+
+// TestPipeDeathMidFrame: the other process publishes a whole frame and
+// half of a second one, then dies (its bell ends): the whole frame is
+// delivered, the half one never is, and the Conn fails with ErrEOF.
+func TestPipeDeathMidFrame(t *testing.T) {
+	leakCheck(t)
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	_, raw, bell, _ := rawPipe(t, l, 64<<10, rx)
+	first := frame.Header{Kind: frame.KindSend, Tag: 1}
+	second := frame.Header{Kind: frame.KindSend, Tag: 2}
+	whole := encodeFrame(first, patterned(1, 1000))
+	half := encodeFrame(second, patterned(2, 3000))[:1500]
+	for _, b := range [][]byte{whole, half} {
+		if n, err := raw.Write(b); err != nil || n != len(b) {
+			t.Fatalf("raw write: %d, %v", n, err)
+		}
+	}
+	unix.Close(bell) // the process's exit closes it
+	assertConnError(t, rx.waitClosed(t), ioloop.ErrEOF)
+	got := rx.snapshot()
+	if len(got) != 1 {
+		t.Fatalf("%d frames delivered, want the whole one only", len(got))
+	}
+	assertFrame(t, got[0], first, patterned(1, 1000), false)
+	rx.check(t)
+}
+
+// TestPipeCloseDrains: frames written before Close reach the other side,
+// which then sees ErrEOF; the closer sees ErrClosed.
+func TestPipeCloseDrains(t *testing.T) {
+	leakCheck(t)
+	l := newLoop(t, ioloop.Options{})
+	tx, rx := newTestHandler(), newTestHandler()
+	ca, _ := pipePair(t, l, 16<<10, tx, rx)
+	const n = 50
+	for i := range n {
+		h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
+		if err := ca.Send(&h, patterned(uint64(i), 200)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca.Close()
+	assertConnError(t, rx.waitClosed(t), ioloop.ErrEOF)
+	assertConnError(t, tx.waitClosed(t), ioloop.ErrClosed)
+	if got := rx.snapshot(); len(got) != n {
+		t.Fatalf("%d frames delivered before EOF, want %d", len(got), n)
+	}
+	rx.check(t)
+}
+
+// TestPipeCorruptTail: a tail that claims more than the ring holds fails
+// the Conn with ErrProtocol, and nothing is delivered.
+func TestPipeCorruptTail(t *testing.T) {
+	leakCheck(t)
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	const ring = 16 << 10
+	_, _, bell, mem := rawPipe(t, l, ring, rx)
+	// Side 1 writes ring 1, whose tail is the first word of its control.
+	tail := (*uint64)(unsafe.Pointer(&mem[128+(512+ring)]))
+	atomic.StoreUint64(tail, 2*ring)
+	unix.Write(bell, []byte{1})
+	assertConnError(t, rx.waitClosed(t), ioloop.ErrProtocol)
+	if rx.count() != 0 {
+		t.Errorf("%d frames delivered from a corrupt ring", rx.count())
+	}
+}
+
+// TestPipePollingNoBells: while a goroutine polls the receiving Conn
+// (Polling), the sender rings no bell per frame; once it stops, a frame
+// rings one and the loop delivers it.
+func TestPipePollingNoBells(t *testing.T) {
+	leakCheck(t)
+	var bells atomic.Int64
+	ioloop.SetTestHookBell(func() { bells.Add(1) })
+	t.Cleanup(func() { ioloop.SetTestHookBell(nil) })
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	ca, cb := pipePair(t, l, 64<<10, newTestHandler(), rx)
+	h := frame.Header{Kind: frame.KindSend}
+	if err := ca.Send(&h, patterned(0, 10)); err != nil { // the receiver's loop asks for a bell after it
+		t.Fatal(err)
+	}
+	rx.waitFrames(t, 1)
+	time.Sleep(10 * time.Millisecond)
+	cb.Polling(true)
+	before := bells.Load()
+	const n = 200
+	for i := range n {
+		h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
+		if err := ca.Send(&h, patterned(uint64(i), 64)); err != nil {
+			t.Fatal(err)
+		}
+		for rx.count() < i+2 {
+			cb.Poll()
+		}
+	}
+	if got := bells.Load() - before; got > 1 {
+		t.Errorf("%d bells for %d frames while the receiver polled, want at most 1", got, n)
+	}
+	cb.Polling(false)
+	time.Sleep(10 * time.Millisecond)
+	before = bells.Load()
+	if err := ca.Send(&h, patterned(7, 10)); err != nil {
+		t.Fatal(err)
+	}
+	rx.waitFrames(t, n+2)
+	if got := bells.Load() - before; got != 1 {
+		t.Errorf("%d bells for a frame nobody polls for, want 1", got)
+	}
+	rx.check(t)
+}
+
+// TestInitPipeRefuses: ring sizes that are not a power of two of at
+// least MinPipeRing, and memory too small, are refused.
+func TestInitPipeRefuses(t *testing.T) {
+	mem := make([]byte, ioloop.PipeSize(ioloop.MinPipeRing))
+	for _, ring := range []int{0, ioloop.MinPipeRing - 1, ioloop.MinPipeRing + 64, 2 * ioloop.MinPipeRing} {
+		if err := ioloop.InitPipe(mem, ring); err == nil {
+			t.Errorf("InitPipe with ring %d in %d bytes: no error", ring, len(mem))
+		}
+	}
+	if err := ioloop.InitPipe(mem, ioloop.MinPipeRing); err != nil {
+		t.Errorf("InitPipe with ring %d: %v", ioloop.MinPipeRing, err)
+	}
+	if _, err := ioloop.NewRawPipe(make([]byte, len(mem)), 0, -1); err == nil {
+		t.Error("a pipe opened in memory InitPipe never prepared")
+	}
+	if _, err := ioloop.NewRawPipe(mem, 2, -1); err == nil {
+		t.Error("side 2 accepted")
+	}
+}
