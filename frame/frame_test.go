@@ -33,6 +33,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindCTS:       frame.FlagError,
 	frame.KindData:      0,
 	frame.KindAbandon:   0,
+	frame.KindNeighbour: frame.FlagReply,
 }
 
 // validLength returns a payload length every kind accepts.
@@ -48,7 +49,7 @@ func validLength(k frame.Kind) uint64 {
 		return 0
 	case frame.KindRTS:
 		return frame.RTSSize
-	case frame.KindReject, frame.KindPutAck:
+	case frame.KindReject, frame.KindPutAck, frame.KindNeighbour:
 		return 17
 	default:
 		return 4096
@@ -67,16 +68,18 @@ func TestConstants(t *testing.T) {
 		got, want uint64
 	}{
 		{"HeaderSize", frame.HeaderSize, 32},
-		{"HelloSize", frame.HelloSize, 72},
+		{"HelloSize", frame.HelloSize, 104},
 		{"MACSize", frame.MACSize, 32},
 		{"GetReqSize", frame.GetReqSize, 16},
 		{"RTSSize", frame.RTSSize, 8},
 		{"MsgOverhead", frame.MsgOverhead, 256},
 		{"MaxReasonSize", frame.MaxReasonSize, 1024},
+		{"HostIDSize", frame.HostIDSize, 32},
+		{"MaxNeighbour", frame.MaxNeighbour, 128},
 		{"DefaultMaxLength", frame.DefaultMaxLength, 1 << 30},
 		{"MeshIDSize", frame.MeshIDSize, 16},
 		{"NonceSize", frame.NonceSize, 32},
-		{"Version", uint64(frame.Version), 3},
+		{"Version", uint64(frame.Version), 4},
 		{"RejectReason", uint64(frame.RejectReason), 0},
 		{"RejectUnproven", uint64(frame.RejectUnproven), 1},
 		{"RejectSlotTaken", uint64(frame.RejectSlotTaken), 2},
@@ -114,6 +117,7 @@ func TestKindValues(t *testing.T) {
 		{frame.KindCTS, 17, "CTS"},
 		{frame.KindData, 18, "DATA"},
 		{frame.KindAbandon, 19, "ABANDON"},
+		{frame.KindNeighbour, 20, "NEIGHBOUR"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -136,7 +140,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {20, "KIND(20)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {21, "KIND(21)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -144,7 +148,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 20; k < 256; k++ {
+	for k := 21; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -370,7 +374,7 @@ func TestDecodeRejects(t *testing.T) {
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
 		{name: "kind 14 (retired)", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
-		{name: "kind 20", in: hdr(frame.Header{Kind: 20}), err: frame.ErrUnknownKind, field: "kind", kind: 20, value: 20},
+		{name: "kind 21", in: hdr(frame.Header{Kind: 21}), err: frame.ErrUnknownKind, field: "kind", kind: 21, value: 21},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
@@ -387,7 +391,7 @@ func TestDecodeRejects(t *testing.T) {
 		{name: "HELLO above small configured max", in: hdr(frame.Header{Kind: frame.KindHello, Length: frame.HelloSize}), max: 64, err: frame.ErrTooLarge, field: "length", kind: frame.KindHello, value: frame.HelloSize, limit: 64},
 
 		// Fixed-length kinds.
-		{name: "HELLO 71", in: hdr(frame.Header{Kind: frame.KindHello, Length: 71}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 71, limit: frame.HelloSize},
+		{name: "HELLO 103", in: hdr(frame.Header{Kind: frame.KindHello, Length: 103}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 103, limit: frame.HelloSize},
 		{name: "HELLO 73", in: hdr(frame.Header{Kind: frame.KindHello, Length: 73}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 73, limit: frame.HelloSize},
 		{name: "HELLO|Reply empty", in: hdr(frame.Header{Kind: frame.KindHello, Flags: frame.FlagReply}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 0, limit: frame.HelloSize},
 		{name: "AUTH empty without Reply", in: hdr(frame.Header{Kind: frame.KindAuth}), err: frame.ErrBadLength, field: "length", kind: frame.KindAuth, value: 0, limit: frame.MACSize},
@@ -401,6 +405,7 @@ func TestDecodeRejects(t *testing.T) {
 		// Per-kind maximum below the decoder's.
 		{name: "REJECT above MaxReasonSize", in: hdr(frame.Header{Kind: frame.KindReject, Length: frame.MaxReasonSize + 1}), err: frame.ErrTooLarge, field: "length", kind: frame.KindReject, value: frame.MaxReasonSize + 1, limit: frame.MaxReasonSize},
 		{name: "PUT_ACK|Error above MaxReasonSize", in: hdr(frame.Header{Kind: frame.KindPutAck, Flags: frame.FlagError, Length: 4096}), err: frame.ErrTooLarge, field: "length", kind: frame.KindPutAck, value: 4096, limit: frame.MaxReasonSize},
+		{name: "NEIGHBOUR above MaxNeighbour", in: hdr(frame.Header{Kind: frame.KindNeighbour, Length: frame.MaxNeighbour + 1}), err: frame.ErrTooLarge, field: "length", kind: frame.KindNeighbour, value: frame.MaxNeighbour + 1, limit: frame.MaxNeighbour},
 		{name: "REJECT above configured max below MaxReasonSize", in: hdr(frame.Header{Kind: frame.KindReject, Length: 600}), max: 512, err: frame.ErrTooLarge, field: "length", kind: frame.KindReject, value: 600, limit: 512},
 	}
 	for _, c := range cases {
@@ -437,8 +442,8 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 20}), 0)
-	want = "frame: unknown kind: KIND(20) kind=20"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 21}), 0)
+	want = "frame: unknown kind: KIND(21) kind=21"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -452,6 +457,9 @@ func sampleHello() frame.Hello {
 	for i := range m.Nonce {
 		m.Nonce[i] = byte(0xc0 + i)
 	}
+	for i := range m.HostID {
+		m.HostID[i] = byte(0x40 + i)
+	}
 	return m
 }
 
@@ -464,13 +472,14 @@ func TestHelloGolden(t *testing.T) {
 	m.Encode(&b)
 	var want [frame.HelloSize]byte
 	copy(want[0:], "BOLTMESH")
-	copy(want[8:], []byte{0x03, 0x00})              // version
+	copy(want[8:], []byte{0x04, 0x00})              // version
 	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank
 	copy(want[20:], []byte{0x18, 0x19, 0x1a, 0x1b}) // stream, streams
 	copy(want[24:40], m.MeshID[:])
 	copy(want[40:72], m.Nonce[:])
+	copy(want[72:104], m.HostID[:])
 	if b != want {
 		t.Fatalf("Hello.Encode:\n got % x\nwant % x", b, want)
 	}
@@ -508,7 +517,7 @@ func TestHelloRejects(t *testing.T) {
 		limit uint64
 	}{
 		{"nil", nil, frame.ErrShort, "payload", 0, frame.HelloSize},
-		{"71 bytes", good[:71], frame.ErrShort, "payload", 71, frame.HelloSize},
+		{"103 bytes", good[:103], frame.ErrShort, "payload", 103, frame.HelloSize},
 		{"bad magic", mod(func(b []byte) { copy(b, "BOLTMESX") }), frame.ErrBadMagic, "magic", 0x5853454d544c4f42, 0},
 		{"zero magic", mod(func(b []byte) { copy(b, make([]byte, 8)) }), frame.ErrBadMagic, "magic", 0, 0},
 	}
@@ -531,7 +540,7 @@ func TestHelloRejects(t *testing.T) {
 		})
 	}
 	// The fields are not judged: version, topology, world, rank, streams, mesh id.
-	for _, off := range []int{8, 9, 10, 11, 12, 20, 21, 22, 23, 15, 16, 19, 24, 39, 40, 71} {
+	for _, off := range []int{8, 9, 10, 11, 12, 20, 21, 22, 23, 15, 16, 19, 24, 39, 40, 71, 72, 103} {
 		b := mod(func(b []byte) { b[off] ^= 0xff })
 		if _, err := frame.DecodeHello(b); err != nil {
 			t.Errorf("flipping byte %d: %v", off, err)

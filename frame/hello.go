@@ -5,13 +5,15 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks. Version 3 has the
+// Version is the protocol version this package speaks. Version 4 ends a
+// mesh's control-stream handshake with NEIGHBOUR, where ranks on one host
+// choose shared memory (see spec.md, "Neighbours"). Version 3 has the
 // collective abandon as a kind of its own (ABANDON; version 2 sent it as a
 // SEND with a reserved Aux). Version 2 has the dialer prove the mesh key
 // first (see spec.md, "Handshake"), and flow control and rendezvous
 // ("Flow control", "Rendezvous"); version 1 had the acceptor prove first,
 // to anyone who sent a HELLO.
-const Version uint16 = 3
+const Version uint16 = 4
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16
@@ -52,6 +54,10 @@ type Hello struct {
 	Streams  uint16           // connections per pair of ranks the sender uses; 0 means 1
 	MeshID   [MeshIDSize]byte // identity of the mesh the sender belongs to
 	Nonce    [NonceSize]byte  // fresh random challenge for the HMAC proof
+	// HostID names the host the sender runs on, as far as sharing memory
+	// goes: ranks whose HostIDs are equal and not zero may meet over
+	// shared memory (spec.md, "Neighbours"). Zero: the sender will not.
+	HostID [HostIDSize]byte
 }
 
 // Encode writes the payload into dst.
@@ -65,6 +71,7 @@ func (m *Hello) Encode(dst *[HelloSize]byte) {
 	binary.LittleEndian.PutUint16(dst[22:], m.Streams)
 	copy(dst[24:40], m.MeshID[:])
 	copy(dst[40:72], m.Nonce[:])
+	copy(dst[72:104], m.HostID[:])
 }
 
 // DecodeHello parses a HELLO payload. It checks the magic; the version,
@@ -85,6 +92,7 @@ func DecodeHello(src []byte) (Hello, error) {
 	m.Streams = binary.LittleEndian.Uint16(src[22:])
 	copy(m.MeshID[:], src[24:40])
 	copy(m.Nonce[:], src[40:72])
+	copy(m.HostID[:], src[72:104])
 	return m, nil
 }
 

@@ -27,6 +27,11 @@ const (
 	KindCTS     Kind = 17 // rendezvous: send the message now (Error: send nothing); Offset: send id
 	KindData    Kind = 18 // rendezvous: (a piece of) the message; Offset: send id; Aux: piece
 	KindAbandon Kind = 19 // the sender gave up the collective call that owns Tag; Offset: why
+	// KindNeighbour is the handshake's last step on a mesh's control
+	// stream between ranks whose HELLOs name the same host: where the
+	// acceptor's neighbours meet it (empty: nowhere); Reply: the dialer's
+	// choice of link (Aux: NeighbourPipes or NeighbourTCP).
+	KindNeighbour Kind = 20
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -41,11 +46,19 @@ const (
 
 // Fixed payload sizes of the handshake and request kinds.
 const (
-	HelloSize     = 72   // payload of KindHello
+	HelloSize     = 104  // payload of KindHello
 	MACSize       = 32   // payload of KindAuth: HMAC-SHA256
 	GetReqSize    = 16   // payload of KindGetReq
 	RTSSize       = 8    // payload of KindRTS: the message length
 	MaxReasonSize = 1024 // longest KindReject payload
+	HostIDSize    = 32   // a host identity, in HELLO
+	MaxNeighbour  = 128  // longest KindNeighbour payload: a meeting address
+)
+
+// The dialer's choice in a NEIGHBOUR reply's Aux.
+const (
+	NeighbourTCP   uint32 = 0 // the pair's frames go over its TCP streams
+	NeighbourPipes uint32 = 1 // the pair's frames go over pipes in shared memory
 )
 
 type kindSpec struct {
@@ -76,6 +89,7 @@ var kindSpecs = [...]kindSpec{
 	KindCTS:       {name: "CTS", flags: FlagError, fixed: 0, routed: true},
 	KindData:      {name: "DATA", fixed: -1, routed: true},
 	KindAbandon:   {name: "ABANDON", fixed: 0, routed: true},
+	KindNeighbour: {name: "NEIGHBOUR", flags: FlagReply, fixed: -1, max: MaxNeighbour},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {
