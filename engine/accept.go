@@ -221,8 +221,12 @@ func (a *acceptor) serve(nc net.Conn) {
 			return why
 		})
 	}
+	var pair *pairMem
+	if err == nil && hc.neighbourly(t, stream) {
+		pair, err = hc.acceptNeighbour(t.topo.nbr, rank)
+	}
 	if err == nil {
-		err = t.adopt(nc, rank, stream)
+		err = t.adopt(nc, rank, stream, pair)
 		a.finish(err)
 		return
 	}

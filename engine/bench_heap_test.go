@@ -35,15 +35,18 @@ const benchHeapRole = "bench-heap-"
 // rank 1's buffer holds its initial content (the pattern for "get"). The
 // benchmark ends with end, which runs the closing barrier after which the
 // child verifies its buffer; the child is waited for at cleanup.
-func newHeapBenchPeer(b *testing.B, op string, size, n int) (t *engine.NetTransport, remote engine.SymmetricBuffer, end func()) {
+func newHeapBenchPeer(b *testing.B, impl, op string, size, n int) (t *engine.NetTransport, remote engine.SymmetricBuffer, end func()) {
 	b.Helper()
 	env := []string{fmt.Sprintf("%s=%d", benchSizeEnv, size), fmt.Sprintf("%s=%d", benchNEnv, n)}
 	lns, addrs := listeners(b, 2)
-	cmd := startChildEnv(b, benchHeapRole+op, 1, lns[1], addrs, env)
-	t, err := engine.FromListener(0, 2, lns[0], addrs, engine.Options{HeapSize: benchHeapSize})
+	cmd := startChildEnv(b, benchHeapRole+impl+"-"+op, 1, lns[1], addrs, env)
+	o := benchOpts(impl)
+	o.HeapSize = benchHeapSize
+	t, err := engine.FromListener(0, 2, lns[0], addrs, o)
 	if err != nil {
 		b.Fatal(err)
 	}
+	requireLink(b, t, impl)
 	b.Cleanup(func() { waitChild(b, cmd, meshEnd{t, 1}) })
 	benchWatchdog(b, cmd, benchHeapWatchdog)
 	buf, err := t.AllocCollective(uint64(size), 0)
@@ -79,11 +82,13 @@ func benchWatchdog(b *testing.B, cmd *childproc.Proc, d time.Duration) {
 // buffer: for put it must hold the last message rank 0 put, for get it
 // must be unchanged.
 func runBenchHeapChild(role string, rank int, addrs []string, ln net.Listener, size, n int) error {
-	op := strings.TrimPrefix(role, benchHeapRole)
+	impl, op, _ := strings.Cut(strings.TrimPrefix(role, benchHeapRole), "-")
 	if op != "put" && op != "get" {
 		return fmt.Errorf("unknown role %q", role)
 	}
-	t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{HeapSize: benchHeapSize})
+	o := benchOpts(impl)
+	o.HeapSize = benchHeapSize
+	t, err := engine.FromListener(rank, len(addrs), ln, addrs, o)
 	if err != nil {
 		return err
 	}
@@ -119,10 +124,38 @@ func runBenchHeapChild(role string, rank int, addrs []string, ln net.Listener, s
 	return nil
 }
 
-// benchRunSizes runs fn as a sub-benchmark size=N for every size.
-func benchRunSizes(b *testing.B, fn func(b *testing.B, size int)) {
-	for _, size := range benchSizes {
-		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { fn(b, size) })
+// benchHeapImpls are what the one-sided benchmarks compare: boltmesh
+// over loopback TCP, over shared memory, and a plain copy of as many
+// bytes in one process (what a put or get between neighbours can at best
+// be).
+var benchHeapImpls = []string{"boltmesh", "shm", "copy"}
+
+// benchRunSizes runs fn as a sub-benchmark impl=X/size=N for every impl
+// of the one-sided benchmarks and every size.
+func benchRunSizes(b *testing.B, fn func(b *testing.B, impl string, size int)) {
+	for _, impl := range benchHeapImpls {
+		b.Run("impl="+impl, func(b *testing.B) {
+			for _, size := range benchSizes {
+				b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { fn(b, impl, size) })
+			}
+		})
+	}
+}
+
+// benchCopy is impl=copy: b.N copies of size bytes between two buffers
+// of this process, checked like the transfers.
+func benchCopy(b *testing.B, size int) {
+	src, dst := benchPattern(size), make([]byte, size)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		benchStamp(src, i)
+		copy(dst, src)
+	}
+	b.StopTimer()
+	if err := benchCheck(dst, len(dst), size, b.N-1); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -134,9 +167,13 @@ func benchRunSizes(b *testing.B, fn func(b *testing.B, size int)) {
 // the last one.
 func BenchmarkPut(b *testing.B) { benchRunSizes(b, benchPut) }
 
-func benchPut(b *testing.B, size int) {
+func benchPut(b *testing.B, impl string, size int) {
+	if impl == "copy" {
+		benchCopy(b, size)
+		return
+	}
 	n := b.N
-	t, dst, end := newHeapBenchPeer(b, "put", size, n)
+	t, dst, end := newHeapBenchPeer(b, impl, "put", size, n)
 	sbuf := benchPattern(size)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
@@ -161,9 +198,13 @@ func benchPut(b *testing.B, size int) {
 // timed region). p50-us is the median get.
 func BenchmarkGet(b *testing.B) { benchRunSizes(b, benchGet) }
 
-func benchGet(b *testing.B, size int) {
+func benchGet(b *testing.B, impl string, size int) {
+	if impl == "copy" {
+		benchCopy(b, size)
+		return
+	}
 	n := b.N
-	t, src, end := newHeapBenchPeer(b, "get", size, n)
+	t, src, end := newHeapBenchPeer(b, impl, "get", size, n)
 	want := benchPattern(size)
 	marks := benchMarks(size)
 	rbuf := make([]byte, size)

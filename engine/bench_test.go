@@ -19,8 +19,26 @@ import (
 // benchSizes are the message sizes of BenchmarkPingPong and BenchmarkStream.
 var benchSizes = []int{8, 1024, 65536, 1048576, 16777216}
 
-// benchImpls are the transports compared.
-var benchImpls = []string{"boltmesh", "stdnet"}
+// benchImpls are the transports compared: boltmesh over loopback TCP
+// (shared memory off), boltmesh over shared memory, and Go's net.
+var benchImpls = []string{"boltmesh", "shm", "stdnet"}
+
+// benchOpts are the options of both ranks of a boltmesh impl.
+func benchOpts(impl string) engine.Options {
+	if impl == "shm" {
+		return engine.Options{}
+	}
+	return engine.Options{SharedMemory: engine.SharedMemoryOff}
+}
+
+// requireLink fails b unless rank 0's link to rank 1 is what impl
+// measures: pipes for shm, TCP otherwise.
+func requireLink(b *testing.B, t *engine.NetTransport, impl string) {
+	b.Helper()
+	if got, pipes := t.Neighbours(), impl == "shm"; slices.Equal(got, []int{1}) != pipes {
+		b.Fatalf("impl=%s: Neighbours() = %v", impl, got)
+	}
+}
 
 const benchTag = 7
 
@@ -62,13 +80,14 @@ func newBenchPeer(b *testing.B, impl, op string, size, n int) benchEnd {
 	env := []string{fmt.Sprintf("%s=%d", benchSizeEnv, size), fmt.Sprintf("%s=%d", benchNEnv, n)}
 	role := "bench-" + impl + "-" + op
 	switch impl {
-	case "boltmesh":
+	case "boltmesh", "shm":
 		lns, addrs := listeners(b, 2)
 		cmd := startChildEnv(b, role, 1, lns[1], addrs, env)
-		t, err := engine.FromListener(0, 2, lns[0], addrs, engine.Options{})
+		t, err := engine.FromListener(0, 2, lns[0], addrs, benchOpts(impl))
 		if err != nil {
 			b.Fatal(err)
 		}
+		requireLink(b, t, impl)
 		end := meshEnd{t, 1}
 		b.Cleanup(func() { waitChild(b, cmd, end) })
 		return end
@@ -104,8 +123,8 @@ func runBenchChild(role string, rank int, addrs []string, ln net.Listener) error
 	}
 	var end benchEnd
 	switch {
-	case strings.HasPrefix(role, "bench-boltmesh-"):
-		t, err := engine.FromListener(rank, len(addrs), ln, addrs, engine.Options{})
+	case strings.HasPrefix(role, "bench-boltmesh-"), strings.HasPrefix(role, "bench-shm-"):
+		t, err := engine.FromListener(rank, len(addrs), ln, addrs, benchOpts(strings.Split(role, "-")[1]))
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,7 @@ func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
 		hc.self.Topology = frame.TopologyStar
 	}
 	hc.self.Stream, hc.self.Streams = uint16(stream), uint16(t.opts.Streams)
+	hc.self.HostID = t.topo.nbr.host
 	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {
 		return nil, err
 	}
@@ -60,25 +61,31 @@ func (hc *hsConn) write(kind frame.Kind, flags frame.Flags, aux uint32, payload 
 // read reads one frame and requires it to be of kind with flags; a REJECT
 // becomes a *HandshakeError (see refusedBy).
 func (hc *hsConn) read(kind frame.Kind, flags frame.Flags) ([]byte, error) {
+	_, payload, err := hc.readFrame(kind, flags)
+	return payload, err
+}
+
+// readFrame is read that returns the header too.
+func (hc *hsConn) readFrame(kind frame.Kind, flags frame.Flags) (frame.Header, []byte, error) {
 	var hdr [frame.HeaderSize]byte
 	if _, err := io.ReadFull(hc.nc, hdr[:]); err != nil {
-		return nil, err
+		return frame.Header{}, nil, err
 	}
 	h, err := frame.Decode(hdr[:], frame.MaxReasonSize)
 	if err != nil {
-		return nil, err
+		return h, nil, err
 	}
 	payload := make([]byte, h.Length)
 	if _, err := io.ReadFull(hc.nc, payload); err != nil {
-		return nil, err
+		return h, nil, err
 	}
 	if h.Kind == frame.KindReject {
-		return nil, hc.refusedBy(h.Aux, string(payload))
+		return h, nil, hc.refusedBy(h.Aux, string(payload))
 	}
 	if h.Kind != kind || h.Flags != flags {
-		return nil, fmt.Errorf("expected %v with flags %#x, got %v with flags %#x", kind, flags, h.Kind, h.Flags)
+		return h, nil, fmt.Errorf("expected %v with flags %#x, got %v with flags %#x", kind, flags, h.Kind, h.Flags)
 	}
-	return payload, nil
+	return h, payload, nil
 }
 
 // refusedBy is the peer's REJECT with code and reason as a

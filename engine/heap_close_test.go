@@ -99,10 +99,12 @@ func TestHeapCloseUnmaps(t *testing.T) {
 	requireLostSoon(t, func() error { return ts[1].Get(b, make([]byte, 16)) }, 0)
 }
 
+// TestHeapDeadTarget: over TCP (two emulated hosts), a pending get and
+// puts to a target that stopped and then died fail with ErrPeerLost.
 func TestHeapDeadTarget(t *testing.T) {
 	lns, addrs := listeners(t, 2)
-	child := startChild(t, "heap-idle", 1, lns[1], addrs)
-	tr, err := engine.FromListener(0, 2, lns[0], addrs, engine.Options{})
+	child := startChildEnv(t, "heap-idle", 1, lns[1], addrs, []string{"BOLTMESH_HOST_ID=child"})
+	tr, err := engine.FromListener(0, 2, lns[0], addrs, engine.Options{HostID: "parent"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,8 +159,11 @@ func heapMesh2(t *testing.T, o0, o1 engine.Options) []*engine.NetTransport {
 	return ts
 }
 
+// TestHeapRemoteRefusal: over TCP, a put or get past the target's heap
+// (but inside the sender's) is refused by the target.
 func TestHeapRemoteRefusal(t *testing.T) {
-	ts := heapMesh2(t, engine.Options{HeapSize: 1 << 20}, engine.Options{HeapSize: 64 << 20})
+	off := engine.SharedMemoryOff
+	ts := heapMesh2(t, engine.Options{HeapSize: 1 << 20, SharedMemory: off}, engine.Options{HeapSize: 64 << 20, SharedMemory: off})
 	small, large := ts[0].Heap().Size(), ts[1].Heap().Size()
 	if small != 1<<20 || large != 64<<20 {
 		t.Fatalf("heap sizes %d and %d", small, large)

@@ -61,6 +61,9 @@ type link interface {
 	// poll reads what has arrived on the data lanes (laneData) or on the
 	// control lane (laneCtl), on the calling goroutine.
 	poll(l lane)
+	// polling tells lane l's streams that a goroutine starts (on) or
+	// stops polling them in a loop; see ioloop.Conn.Polling.
+	polling(l lane, on bool)
 	// bytesRead sums the bytes read on the data lanes, or the control lane.
 	bytesRead(l lane) uint64
 	// width is the number of data lanes: how many pieces a striped
@@ -117,6 +120,8 @@ func (o *oneStream) flush(lane) { o.conn.Flush() }
 func (o *oneStream) resume() { o.conn.Resume() }
 
 func (o *oneStream) poll(lane) { o.conn.Poll() }
+
+func (o *oneStream) polling(lane, bool) {} // TCP: nothing to tell
 
 func (o *oneStream) bytesRead(lane) uint64 { return o.conn.BytesRead() }
 

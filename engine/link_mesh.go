@@ -29,24 +29,33 @@ import (
 // up, data is only read, and the hot paths read it without mu. ctl is an
 // atomic: credit may be granted before the control stream is attached.
 // live belongs to the heartbeat goroutine.
+//
+// Between neighbours (neighbour.go) the link's lanes are two pipes in
+// shared memory instead (link_pipes.go): data is the data pipe alone and
+// ctl the control pipe, while the pair's TCP streams, tcp, stay open and
+// carry nothing. pipes is set, under mu, before either pipe or the TCP
+// control stream is attached.
 type meshLink struct {
-	p    *peer
-	mu   sync.Mutex
-	data []*ioloop.Conn              // the data streams; data[0] carries SEND, RTS and DATA
-	ctl  atomic.Pointer[ioloop.Conn] // the control stream
-	live liveness                    // watched on the control stream
+	p       *peer
+	streams int // the pair's TCP data streams (Options.Streams); the control stream's index
+	mu      sync.Mutex
+	data    []*ioloop.Conn              // the data streams; data[0] carries SEND, RTS and DATA
+	ctl     atomic.Pointer[ioloop.Conn] // the control stream
+	live    liveness                    // watched on the control stream
+	pipes   atomic.Bool                 // the lanes are pipes (link_pipes.go)
+	tcp     []*ioloop.Conn              // with pipes: the pair's TCP streams, idle
 }
 
 var _ link = (*meshLink)(nil)
 
 func newMeshLink(p *peer, streams int) *meshLink {
-	return &meshLink{p: p, data: make([]*ioloop.Conn, streams)}
+	return &meshLink{p: p, streams: streams, data: make([]*ioloop.Conn, streams)}
 }
 
 // handler returns the handler of the link's stream s: the control stream
 // is index len(data).
 func (l *meshLink) handler(s int) ioloop.Handler {
-	if s == len(l.data) {
+	if s == l.streams {
 		return &meshStream{l: l, lane: laneCtl}
 	}
 	return &meshStream{l: l, lane: lane(s)}
@@ -57,7 +66,11 @@ func (l *meshLink) handler(s int) ioloop.Handler {
 func (l *meshLink) attach(s int, c *ioloop.Conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s == len(l.data) {
+	if l.pipes.Load() {
+		l.tcp = append(l.tcp, c)
+		return false
+	}
+	if s == l.streams {
 		l.ctl.Store(c)
 	} else {
 		l.data[s] = c
@@ -137,6 +150,15 @@ func (l *meshLink) poll(n lane) {
 	}
 }
 
+func (l *meshLink) polling(n lane, on bool) {
+	if !l.pipes.Load() {
+		return // TCP streams: nothing to tell
+	}
+	if c := l.conn(n); c != nil {
+		c.Polling(on)
+	}
+}
+
 func (l *meshLink) bytesRead(n lane) uint64 {
 	if n == laneCtl {
 		if c := l.ctl.Load(); c != nil {
@@ -168,6 +190,7 @@ func (l *meshLink) abort(c *ioloop.Conn, err error) {
 func (l *meshLink) close() {
 	l.mu.Lock()
 	streams := append([]*ioloop.Conn(nil), l.data[1:]...) // attach may still be filling them in
+	streams = append(streams, l.tcp...)
 	l.mu.Unlock()
 	for _, s := range streams {
 		if s != nil {
@@ -189,6 +212,7 @@ func (l *meshLink) close() {
 type meshStream struct {
 	l    *meshLink
 	lane lane
+	pipe bool // a pipe, not a TCP stream
 }
 
 var _ ioloop.Handler = (*meshStream)(nil)
@@ -208,8 +232,17 @@ func (s *meshStream) carries(h *frame.Header) bool {
 	return (s.lane == laneCtl) != dataKind(h)
 }
 
+// idle reports whether s is a TCP stream of a link whose lanes are
+// pipes: it carries nothing.
+func (s *meshStream) idle() bool { return !s.pipe && s.l.pipes.Load() }
+
 // Payload implements ioloop.Handler.
 func (s *meshStream) Payload(c *ioloop.Conn, h *frame.Header) []byte {
+	if s.idle() {
+		s.l.p.violation(c, fmt.Errorf("%w: a %v frame on a TCP stream of neighbours, whose frames go through shared memory", ErrProtocol, h.Kind))
+		c.Discard()
+		return nil
+	}
 	if !s.carries(h) {
 		s.l.p.violation(c, fmt.Errorf("%w: a %v frame (Dst %d) on %v, which does not carry it", ErrProtocol, h.Kind, h.Dst, s.lane))
 		c.Discard()
@@ -220,7 +253,7 @@ func (s *meshStream) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 
 // Deliver implements ioloop.Handler.
 func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
-	if !s.carries(h) {
+	if s.idle() || !s.carries(h) {
 		putBuffer(bb) // refused in Payload
 		return
 	}
@@ -235,6 +268,9 @@ func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb
 // GOODBYE too) loses the peer.
 func (s *meshStream) Closed(c *ioloop.Conn, err error) {
 	switch {
+	case s.idle():
+		// The pipes see the peer's end, after what it sent before; a
+		// violation here was reported by Payload.
 	case s.lane == laneData:
 		s.l.p.closed(s.l.cause(err))
 	case s.lane == laneCtl && s.l.p.bye.closing() && !brokeProtocol(err):

@@ -62,6 +62,7 @@ type topology struct {
 	hub       *hub        // star worker: the handler of the coordinator stream
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
 	loopback  bool        // every rank is reached over loopback (this machine)
+	nbr       *neighbours // the ranks on this host, and where they meet this one
 }
 
 // door is the listener after the mesh formed and what it refuses.
@@ -136,8 +137,18 @@ func (t *NetTransport) Close() error {
 			// keep the heap mapped rather than unmap memory a read may
 			// still target.
 			t.opts.Logger.Warn("boltmesh: a connection was not released at close; the symmetric heap stays mapped", "rank", t.rank)
-		} else if t.heap != nil {
-			t.heap.Close()
+		} else {
+			for _, p := range t.peers {
+				if m := p.one.mapped.Load(); m != nil {
+					m.close()
+				}
+			}
+			if t.heap != nil {
+				t.heap.Close()
+			}
+		}
+		if t.topo.nbr != nil {
+			t.topo.nbr.close()
 		}
 	})
 	return err

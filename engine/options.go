@@ -128,6 +128,27 @@ type Options struct {
 	MeshID string
 	// HeapSize is the size of the symmetric heap. Default 64 MiB.
 	HeapSize uint64
+	// SharedMemory says how ranks of a full mesh on one host (neighbours:
+	// their HostIDs are equal) are joined. SharedMemoryAuto: each pair
+	// moves its frames through pipes in shared memory (frame/spec.md,
+	// "Neighbours"), and Put and Get to a neighbour copy straight into or
+	// out of its heap, mapped here; a pair that cannot meet that way (fd
+	// passing refused, another user) stays on TCP and the first such pair
+	// is logged. SharedMemoryOff: TCP for every pair. A star always uses
+	// TCP. Default SharedMemoryAuto.
+	SharedMemory SharedMemoryMode
+	// HostID overrides the identity of this rank's host, which by default
+	// is the kernel's boot identity and (on Linux) the network namespace:
+	// ranks with equal HostIDs are neighbours. Giving ranks of one machine
+	// different HostIDs makes several hosts of it (as tests do); giving
+	// ranks of different machines the same one is an error they find out
+	// when they fail to meet, and they stay on TCP. Default: the
+	// BOLTMESH_HOST_ID environment variable, or the kernel's identity.
+	HostID string
+	// PipeRing is the size in bytes of the ring of each direction of a
+	// neighbour pair's data pipe, a power of two of at least 64 KiB; the
+	// control pipe's is a quarter of it, at least 64 KiB. Default 1 MiB.
+	PipeRing int
 	// Logger receives warnings: refused connections (the first 5 at once,
 	// then at most one every 10 s, each saying how many were not logged
 	// since the one before, so that a flood of strangers does not flood
@@ -141,6 +162,15 @@ type Options struct {
 	// connection, but Close waits for it.
 	OnReject func(error)
 }
+
+// SharedMemoryMode is Options.SharedMemory.
+type SharedMemoryMode int
+
+// Options.SharedMemory's values.
+const (
+	SharedMemoryAuto SharedMemoryMode = 0 // neighbours over shared memory, where they can meet
+	SharedMemoryOff  SharedMemoryMode = 1 // every pair over TCP
+)
 
 // minQueuedBytes is the least Options.MaxQueuedBytes.
 const minQueuedBytes = 64 << 10
@@ -212,6 +242,18 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HeapSize == 0 {
 		o.HeapSize = 64 << 20
+	}
+	if o.SharedMemory != SharedMemoryAuto && o.SharedMemory != SharedMemoryOff {
+		return o, &OptionError{"SharedMemory", fmt.Sprintf("%d is neither SharedMemoryAuto nor SharedMemoryOff", o.SharedMemory)}
+	}
+	if o.HostID == "" {
+		o.HostID = os.Getenv("BOLTMESH_HOST_ID")
+	}
+	if o.PipeRing == 0 {
+		o.PipeRing = 1 << 20
+	}
+	if o.PipeRing < 64<<10 || o.PipeRing > 1<<30 || o.PipeRing&(o.PipeRing-1) != 0 {
+		return o, &OptionError{"PipeRing", fmt.Sprintf("%d is not a power of two in [64 KiB, 1 GiB]", o.PipeRing)}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

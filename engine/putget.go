@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/heap"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -34,6 +35,39 @@ func (t *NetTransport) local(b SymmetricBuffer) ([]byte, error) {
 	return s, nil
 }
 
+// mappedOp runs a one-sided operation on a neighbour's mapped heap: a
+// copy, with no frame and nothing asked of the neighbour, refused as over
+// TCP if the neighbour is lost or the range is outside its heap.
+func (t *NetTransport) mappedOp(p *peer, m *mappedHeap, b SymmetricBuffer, buf []byte, put bool) error {
+	op := "get"
+	if put {
+		op = "put"
+	}
+	if err := p.lostErr(op); err != nil {
+		return err
+	}
+	var err error
+	if put {
+		err = m.put(b.Offset, buf)
+	} else {
+		err = m.get(b.Offset, buf)
+	}
+	if err == nil {
+		return nil
+	}
+	return mappedErr(p, op, b, err)
+}
+
+// mappedErr is the error of a refused copy to or from a neighbour's
+// heap (kept out of mappedOp, whose success allocates nothing).
+func mappedErr(p *peer, op string, b SymmetricBuffer, err error) error {
+	var re *heap.RangeError
+	if errors.As(err, &re) {
+		return &OutOfBoundsError{Rank: b.Rank, Offset: b.Offset, Len: b.Len, HeapSize: re.Size}
+	}
+	return &PeerError{Op: op, Rank: p.rank, Err: ErrClosed, Cause: err}
+}
+
 // Put implements SymmetricTransport.
 func (t *NetTransport) Put(dst SymmetricBuffer, src []byte) error {
 	r, err := t.PutNB(dst, src)
@@ -50,6 +84,9 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 		return Request{}, err
 	}
 	p := t.peers[dst.Rank]
+	if m := p.one.mapped.Load(); m != nil {
+		return Request{}, t.mappedOp(p, m, dst, src, true)
+	}
 	if !p.up() {
 		h, err := t.local(dst)
 		if err == nil {
@@ -83,6 +120,9 @@ func (t *NetTransport) GetNB(src SymmetricBuffer, dst []byte) (Request, error) {
 		return Request{}, err
 	}
 	p := t.peers[src.Rank]
+	if m := p.one.mapped.Load(); m != nil {
+		return Request{}, t.mappedOp(p, m, src, dst, false)
+	}
 	if !p.up() {
 		h, err := t.local(src)
 		if err == nil {

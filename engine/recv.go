@@ -251,6 +251,8 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 	if !p.up() || t.opts.Spin <= 0 {
 		return done()
 	}
+	p.link.polling(on, true)
+	defer p.link.polling(on, false)
 	last, seen := time.Now(), p.link.bytesRead(on)
 	for i := 1; ; i++ {
 		p.link.poll(on)

@@ -100,7 +100,9 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err
 	}
+	t.topo.nbr = newNeighbours(t, star)
 	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0), MaxPosted: maxPosted(o.MaxQueuedBytes)}); err != nil {
+		t.topo.nbr.close()
 		t.heap.Close()
 		return nil, err
 	}
@@ -169,6 +171,7 @@ func (t *NetTransport) connect(ln net.Listener, peers []string) error {
 		}
 	}
 	wg.Wait()
+	t.topo.nbr.close() // formed, or failed: nobody else comes to meet
 	return first
 }
 
@@ -232,8 +235,12 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	if err == nil {
 		err = hc.dial(r)
 	}
+	var pair *pairMem
+	if err == nil && hc.neighbourly(t, s) {
+		pair, err = hc.dialNeighbour(t.topo.nbr, r)
+	}
 	if err == nil {
-		return t.adopt(nc, r, s)
+		return t.adopt(nc, r, s, pair)
 	}
 	nc.Close()
 	return err
@@ -241,8 +248,15 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 
 // adopt tunes the socket, takes its fd away from the net package and
 // registers it with the event loop as stream s of rank r's connection.
-func (t *NetTransport) adopt(nc net.Conn, r, s int) error {
+// With pair, what r and this rank, neighbours, share (neighbour.go), the
+// link's lanes are pipes, registered first, and the stream is idle.
+func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 	defer nc.Close()
+	if pair != nil {
+		if err := t.adoptPipes(t.peers[r], t.peers[r].link.(*meshLink), pair); err != nil {
+			return err
+		}
+	}
 	if err := nc.SetDeadline(time.Time{}); err != nil {
 		return err
 	}

@@ -101,6 +101,11 @@ func (c *Conn) releaseIfDue() {
 // closeFD closes the fd and releases a pipe's memory: nothing reads or
 // writes either after it.
 func (c *Conn) closeFD() {
+	if p := c.pipe; p != nil {
+		p.bmu.Lock()
+		p.shut = true
+		p.bmu.Unlock()
+	}
 	unix.Close(c.fd)
 	if c.release != nil {
 		c.release()

@@ -320,8 +320,13 @@ func (c *Conn) Polling(on bool) {
 		return
 	}
 	if on {
-		c.pipe.pollers.Add(1)
-		atomic.StoreUint32(c.pipe.rx.wantData, 0)
+		p := c.pipe
+		p.pollers.Add(1)
+		p.bmu.Lock()
+		if !p.shut {
+			atomic.StoreUint32(p.rx.wantData, 0)
+		}
+		p.bmu.Unlock()
 		return
 	}
 	if c.pipe.pollers.Add(-1) == 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -92,14 +93,21 @@ type ring struct {
 // pipe is both directions of a pipe from one side, and its bell.
 //
 // Lock rule: tx belongs to the holder of the Conn's wr.mu, rx to the
-// holder of rd.mu, but for rx.wantData, which Polling stores too; the
-// words in shared memory are only touched with atomics; pollers and gone
-// are atomics.
+// holder of rd.mu, but for rx.wantData, which Polling stores under bmu;
+// the words in shared memory are only touched with atomics; pollers and
+// gone are atomics.
 type pipe struct {
 	tx, rx  ring
 	bell    int          // the bell socket: the Conn's fd
 	pollers atomic.Int32 // goroutines polling the Conn in a loop (Conn.Polling)
 	gone    atomic.Bool  // the bell ended: the other side closed or died
+
+	// bmu orders what touches the bell or the shared memory outside the
+	// Conn's rd.mu and wr.mu (the loop draining the bell, Polling) with
+	// the Conn's release, which sets shut under it before it closes the
+	// bell and lets the memory go.
+	bmu  sync.Mutex
+	shut bool
 }
 
 func newPipe(mem []byte, side, bell int) (*pipe, error) {
@@ -138,10 +146,6 @@ func ringAt(mem []byte, r, size int) ring {
 		mask:     uint64(size - 1),
 	}
 }
-
-// errPipeCorrupt fails a pipe whose other side published an impossible
-// position.
-var errPipeCorrupt = protocolError{fmt.Errorf("pipe position past the ring")}
 
 // writev copies as much of bufs as the ring has room for and publishes
 // it; unix.EAGAIN when there is no room (the other side will ring once it
@@ -270,7 +274,15 @@ func (p *pipe) drainBell() error {
 // onBell is what the loop does when a pipe's bell is readable: its bytes,
 // or its end, mean look at both rings.
 func (c *Conn) onBell() {
-	if err := c.pipe.drainBell(); err != nil {
+	p := c.pipe
+	p.bmu.Lock()
+	if p.shut {
+		p.bmu.Unlock()
+		return
+	}
+	err := p.drainBell()
+	p.bmu.Unlock()
+	if err != nil {
 		c.fail("read", err)
 		return
 	}

@@ -173,3 +173,22 @@ func TestInitPipeRefuses(t *testing.T) {
 		t.Error("side 2 accepted")
 	}
 }
+
+// TestPipePollingAfterRelease: Polling on a pipe whose memory is gone
+// (both sides closed and released it) touches nothing: a poller that
+// starts as the connection ends must not fault.
+func TestPipePollingAfterRelease(t *testing.T) {
+	leakCheck(t)
+	l := newLoop(t, ioloop.Options{})
+	ha, hb := newTestHandler(), newTestHandler()
+	ca, cb := pipePair(t, l, 16<<10, ha, hb)
+	ca.Close()
+	cb.Close()
+	ha.waitClosed(t)
+	hb.waitClosed(t)
+	for _, c := range []*ioloop.Conn{ca, cb} {
+		c.Polling(true)
+		c.Poll()
+		c.Polling(false)
+	}
+}

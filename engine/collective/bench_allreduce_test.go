@@ -30,7 +30,30 @@ const (
 	// benchARAlignedEnv, when "1", times each call as OpenMPI's anchor
 	// does (see BenchmarkAllReduceAligned).
 	benchARAlignedEnv = "BOLTMESH_COLL_BENCH_ALIGNED"
+	// benchARImplEnv is the impl measured: "boltmesh" (loopback TCP,
+	// shared memory off) or "shm" (neighbours over shared memory).
+	benchARImplEnv = "BOLTMESH_COLL_BENCH_IMPL"
 )
+
+// benchARImpls are the impls of every allreduce benchmark.
+var benchARImpls = []string{"boltmesh", "shm"}
+
+// benchARRunImpls runs fn as impl=X/ranks=N/size=S for every impl, rank
+// count and size that keep reports true.
+func benchARRunImpls(b *testing.B, keep func(size int) bool, fn func(b *testing.B, n, size int)) {
+	for _, impl := range benchARImpls {
+		b.Run("impl="+impl, func(b *testing.B) {
+			b.Setenv(benchARImplEnv, impl) // the children inherit it
+			for _, n := range benchARRanks {
+				for _, size := range benchARSizes {
+					if keep(size) {
+						b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { fn(b, n, size) })
+					}
+				}
+			}
+		})
+	}
+}
 
 // Options.Chunk and Options.RingMin of every benchmark rank, in bytes, and
 // the transport's Options.Congestion, when set (children inherit them): to
@@ -51,6 +74,9 @@ func benchAROpts(algo collective.Algorithm, size int) (engine.Options, collectiv
 		topts.HeapSize = uint64(size) + 1<<20
 	}
 	topts.Congestion = os.Getenv(benchARCongestionEnv)
+	if os.Getenv(benchARImplEnv) != "shm" {
+		topts.SharedMemory = engine.SharedMemoryOff
+	}
 	copts := collective.Options{Algorithm: algo}
 	var err error
 	if copts.Chunk, err = envBytes(benchARChunkEnv); err == nil {
@@ -247,11 +273,7 @@ func benchARChild(rank int, addrs []string, ln net.Listener) error {
 // from the median call (the statistic of OpenMPI's figure in
 // ../shared/peers/anchors.sh).
 func BenchmarkAllReduce(b *testing.B) {
-	for _, n := range benchARRanks {
-		for _, size := range benchARSizes {
-			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduce(b, n, size, collective.AlgorithmAuto) })
-		}
-	}
+	benchARRunImpls(b, func(int) bool { return true }, func(b *testing.B, n, size int) { benchAllReduce(b, n, size, collective.AlgorithmAuto) })
 }
 
 // BenchmarkAllReduceAligned is BenchmarkAllReduce (up to 16 MiB) timed as
@@ -260,28 +282,18 @@ func BenchmarkAllReduce(b *testing.B) {
 // busbw-p50-GB/s are then like for like with the anchor's figures; ns/op
 // and busbw-GB/s include the barrier and the exchange of the times.
 func BenchmarkAllReduceAligned(b *testing.B) {
-	for _, n := range benchARRanks {
-		for _, size := range benchARSizes {
-			if size > 16<<20 {
-				continue
-			}
-			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduceMode(b, n, size, collective.AlgorithmAuto, true) })
-		}
-	}
+	benchARRunImpls(b, func(size int) bool { return size <= 16<<20 }, func(b *testing.B, n, size int) {
+		benchAllReduceMode(b, n, size, collective.AlgorithmAuto, true)
+	})
 }
 
 // BenchmarkAllReduceOneSided is BenchmarkAllReduce with the one-sided
 // algorithm (Options.Algorithm = AlgorithmOneSided), up to 16 MiB; run
-// both to compare, e.g. -bench 'AllReduce(OneSided)?/ranks=2/'.
+// both to compare, e.g. -bench 'AllReduce(OneSided)?/impl=boltmesh/ranks=2/'.
 func BenchmarkAllReduceOneSided(b *testing.B) {
-	for _, n := range benchARRanks {
-		for _, size := range benchARSizes {
-			if size > 16<<20 {
-				continue
-			}
-			b.Run(fmt.Sprintf("ranks=%d/size=%d", n, size), func(b *testing.B) { benchAllReduce(b, n, size, collective.AlgorithmOneSided) })
-		}
-	}
+	benchARRunImpls(b, func(size int) bool { return size <= 16<<20 }, func(b *testing.B, n, size int) {
+		benchAllReduce(b, n, size, collective.AlgorithmOneSided)
+	})
 }
 
 func benchAllReduce(b *testing.B, n, size int, algo collective.Algorithm) {
@@ -320,6 +332,9 @@ func benchAllReduceMode(b *testing.B, n, size int, algo collective.Algorithm, al
 	tr, err := engine.FromListener(0, n, lns[0], addrs, topts)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if shm := os.Getenv(benchARImplEnv) == "shm"; (len(tr.Neighbours()) == n-1) != shm {
+		b.Fatalf("%s=%s: rank 0's neighbours %v", benchARImplEnv, os.Getenv(benchARImplEnv), tr.Neighbours())
 	}
 	c := mustNew(b, tr, copts)
 	b.Cleanup(func() {

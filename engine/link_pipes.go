@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// A neighbour's meshLink (neighbour.go) has two pipes for lanes: the data
+// pipe carries SEND, RTS and DATA, the control pipe everything else, each
+// an ioloop.Conn over shared memory that the matcher cannot tell from a
+// TCP stream. There is no striping: one copy in and one out at memory
+// speed leave nothing for a second lane to add. The pair's TCP streams
+// stay registered, idle (meshStream.idle); the end of either pipe's bell
+// is the peer's end.
+
+// usePipes turns the link's lanes into pipes, before either is attached:
+// the TCP data streams attached so far, and every TCP stream attached
+// from now on, are idle.
+func (l *meshLink) usePipes() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.data {
+		if c != nil {
+			l.tcp = append(l.tcp, c)
+		}
+	}
+	l.data = make([]*ioloop.Conn, 1)
+	l.pipes.Store(true)
+}
+
+// attachPipe registers c as lane n's pipe, as the event loop adopts it,
+// and reports whether both pipes are attached.
+func (l *meshLink) attachPipe(n lane, c *ioloop.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n == laneCtl {
+		l.ctl.Store(c)
+	} else {
+		l.data[0] = c
+	}
+	return l.data[0] != nil && l.ctl.Load() != nil
+}
+
+// adoptPipes makes p's link, l, a neighbour's: the neighbour's heap
+// mapped for one-sided operations, then both pipes registered with the
+// event loop. Its window opens once both are attached.
+func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
+	l.usePipes()
+	p.one.mapped.Store(&mappedHeap{r: pair.heap})
+	pair.heap = nil // the peer's now: released at Close
+	for _, n := range []lane{laneCtl, laneData} {
+		mem, bell, release := pair.pipe(n)
+		open := false
+		_, err := t.loop.RegisterPipe(bell, mem, pair.side, release, p.rank, &meshStream{l: l, lane: n, pipe: true}, func(c *ioloop.Conn) {
+			ready := l.attachPipe(n, c)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			open = ready && !p.windowOpen
+			p.windowOpen = p.windowOpen || open
+		})
+		if err != nil {
+			closeFDs(pair.bells[:]) // the other pipe's, if it was not registered
+			return err
+		}
+		if open {
+			p.openWindow()
+		}
+	}
+	return nil
+}
+
+// mappedHeap is a neighbour's heap, mapped here: Put and Get copy into and
+// out of it under a read lock, which Close takes to unmap it.
+type mappedHeap struct {
+	mu sync.RWMutex
+	r  *heap.Remote // nil once closed
+}
+
+// put copies src into the heap at off.
+func (m *mappedHeap) put(off uint64, src []byte) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.r == nil {
+		return heap.ErrClosed
+	}
+	s, err := m.r.Slice(off, uint64(len(src)))
+	if err == nil {
+		copy(s, src)
+	}
+	return err
+}
+
+// get copies the heap at off into dst.
+func (m *mappedHeap) get(off uint64, dst []byte) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.r == nil {
+		return heap.ErrClosed
+	}
+	s, err := m.r.Slice(off, uint64(len(dst)))
+	if err == nil {
+		copy(dst, s)
+	}
+	return err
+}
+
+// close unmaps the heap once no copy is under way.
+func (m *mappedHeap) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.r != nil {
+		m.r.Close()
+		m.r = nil
+	}
+}
+
+// Neighbours returns, in rank order, the ranks whose frames go through
+// shared memory (Options.SharedMemory): the neighbours this rank met. The
+// others are reached over TCP.
+func (t *NetTransport) Neighbours() []int {
+	var rs []int
+	for _, p := range t.peers {
+		if l, ok := p.link.(*meshLink); ok && l.pipes.Load() {
+			rs = append(rs, p.rank)
+		}
+	}
+	return rs
+}
