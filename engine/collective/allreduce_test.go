@@ -27,7 +27,13 @@ func mustNew(t testing.TB, tr collective.Transport, opts collective.Options) *co
 // newComms builds an n-rank mesh in this process and a Comm on each rank.
 func newComms(t testing.TB, n int, opts collective.Options) []*collective.Comm {
 	t.Helper()
-	ts := meshtest.Mesh(t, n, engine.Options{HeapSize: 1 << 20})
+	return newCommsOn(t, n, engine.Options{HeapSize: 1 << 20}, opts)
+}
+
+// newCommsOn is newComms with the transports' options.
+func newCommsOn(t testing.TB, n int, topts engine.Options, opts collective.Options) []*collective.Comm {
+	t.Helper()
+	ts := meshtest.Mesh(t, n, topts)
 	cs := make([]*collective.Comm, n)
 	for r := range n {
 		cs[r] = mustNew(t, ts[r], opts)

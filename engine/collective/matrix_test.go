@@ -322,11 +322,13 @@ func matrixAllToAll(ctx context.Context, c *collective.Comm, dt collective.DType
 	return nil
 }
 
-// TestMatrix runs the matrix with every rank in this process. The longest
-// length runs only without the race detector (make test runs both).
+// TestMatrix runs the matrix with every rank in this process, over
+// loopback TCP (shared memory off: TestMatrixProcesses runs it over shared
+// memory). The longest length runs only without the race detector (make
+// test runs both).
 func TestMatrix(t *testing.T) {
 	for _, n := range matrixWorlds {
-		cs := newComms(t, n, collective.Options{})
+		cs := newCommsOn(t, n, engine.Options{HeapSize: 1 << 20, SharedMemory: engine.SharedMemoryOff}, collective.Options{})
 		for _, length := range matrixLengths {
 			t.Run(fmt.Sprintf("n=%d/len=%d", n, length), func(t *testing.T) {
 				if length == matrixLong && (racedetect.Enabled || testing.Short()) {
@@ -384,7 +386,7 @@ func matrixChild(rank int, addrs []string, ln net.Listener) error {
 
 // TestMatrixProcesses runs the matrix with every rank but rank 0 in a
 // child process of its own; the children check their results and report
-// through their exit status.
+// through their exit status. The ranks are neighbours, over shared memory.
 func TestMatrixProcesses(t *testing.T) {
 	lengths := matrixProcLengths()
 	env := make([]string, len(lengths))
@@ -399,6 +401,9 @@ func TestMatrixProcesses(t *testing.T) {
 				children = append(children, procStart(t, "matrix", r, lns[r], addrs, matrixLengthsEnv+"="+strings.Join(env, ",")))
 			}
 			tr, c := procRank0(t, n, lns[0], addrs)
+			if got := tr.Neighbours(); len(got) != n-1 {
+				t.Fatalf("rank 0's neighbours %v: want all %d other ranks over shared memory", got, n-1)
+			}
 			for _, length := range lengths {
 				if err := matrixRank(c, 0, n, length); err != nil {
 					t.Fatal(err)
