@@ -107,6 +107,12 @@ func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
 	last, seen := time.Now(), c.wr.total.Load()
 	for len(r.done) == 0 && c.failed.Load() == nil {
 		runtime.Gosched()
+		if c.pipe != nil {
+			// The other side may be a writer waiting for this side to read
+			// (both ends of an exchange): a ring, unlike a socket, holds
+			// less than a large frame, so read while waiting for room.
+			c.progress(true)
+		}
 		c.wr.pending.Store(true)
 		c.flush()
 		if now := c.wr.total.Load(); now != seen {
