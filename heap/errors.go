@@ -45,7 +45,7 @@ func (e *RangeError) Unwrap() error { return ErrOutOfBounds }
 
 // AllocError reports a failed New, Alloc, Free, Bytes or Map call and the
 // arguments it was given. Err is one of the package's sentinels, or a
-// system call error from New or Map, or (Map) a shm.CheckError.
+// system call error from New or Map, or (Map) a shm.ObjectError.
 type AllocError struct {
 	Op     string // "new", "alloc", "free", "bytes" or "map"
 	Offset uint64 // Buffer.Offset for "free" and "bytes"; 0 otherwise

@@ -44,7 +44,7 @@
 // # Errors
 //
 // Errors are the sentinels in errors.go, wrapped in the typed errors there
-// (*CheckError, *MessageError, *FDError, *ArgError, *HostIDError); system
+// (*ObjectError, *MessageError, *FDError, *ArgError, *HostIDError); system
 // call failures are *os.SyscallError values. Test them with errors.Is and
 // errors.As.
 package shm

@@ -30,17 +30,17 @@ var (
 	ErrHostID = errors.New("shm: host identity unavailable")
 )
 
-// CheckError reports an object that Check refused. It wraps ErrNotSealed
+// ObjectError reports an object that Check refused. It wraps ErrNotSealed
 // (Field "seals": Got is the seal mask found, Want the mask required) or
 // ErrSize (Field "size": Got and Want are sizes in bytes).
-type CheckError struct {
+type ObjectError struct {
 	Field string // "seals" or "size"
 	Got   int64  // what the object has
 	Want  int64  // what Check requires
 	Err   error  // ErrNotSealed or ErrSize
 }
 
-func (e *CheckError) Error() string {
+func (e *ObjectError) Error() string {
 	if e.Field == "seals" {
 		return fmt.Sprintf("%v: seals %#x, want %#x", e.Err, e.Got, e.Want)
 	}
@@ -48,7 +48,7 @@ func (e *CheckError) Error() string {
 }
 
 // Unwrap returns Err.
-func (e *CheckError) Unwrap() error { return e.Err }
+func (e *ObjectError) Unwrap() error { return e.Err }
 
 // MessageError reports a message whose length SendFDs or RecvFDs refused.
 // It wraps ErrTooLong or ErrEmpty.

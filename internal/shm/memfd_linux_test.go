@@ -60,9 +60,9 @@ func TestCheckRefusesUnsealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = shm.Check(fd, 4096)
-	var ce *shm.CheckError
+	var ce *shm.ObjectError
 	if !errors.Is(err, shm.ErrNotSealed) || !errors.As(err, &ce) || ce.Field != "seals" {
-		t.Fatalf("Check(unsealed memfd) = %v, want a *CheckError wrapping ErrNotSealed", err)
+		t.Fatalf("Check(unsealed memfd) = %v, want a *ObjectError wrapping ErrNotSealed", err)
 	}
 
 	// Sealed against growing only: still refused.
@@ -95,9 +95,9 @@ func TestCheckWrongSize(t *testing.T) {
 	fd := create(t, 8192)
 	for _, want := range []int{4096, 8193, 1 << 20} {
 		err := shm.Check(fd, want)
-		var ce *shm.CheckError
+		var ce *shm.ObjectError
 		if !errors.Is(err, shm.ErrSize) || !errors.As(err, &ce) || ce.Field != "size" || ce.Got != 8192 || ce.Want != int64(want) {
-			t.Fatalf("Check(8192-byte object, %d) = %v, want a size *CheckError", want, err)
+			t.Fatalf("Check(8192-byte object, %d) = %v, want a size *ObjectError", want, err)
 		}
 	}
 	if err := shm.Check(fd, 0); !errors.Is(err, shm.ErrSize) {

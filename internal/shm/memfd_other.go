@@ -40,7 +40,7 @@ func Create(name string, size int) (fd int, err error) {
 }
 
 // Check verifies that fd, received from a neighbour, is exactly size bytes
-// (fstat); a wrong size is a *CheckError wrapping ErrSize, a size below 1
+// (fstat); a wrong size is a *ObjectError wrapping ErrSize, a size below 1
 // an *ArgError wrapping ErrSize. These systems have no seals here, so
 // Check cannot stop the neighbour truncating the object later (see
 // Create) and never returns ErrNotSealed.

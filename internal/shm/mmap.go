@@ -24,7 +24,7 @@ func checkSize(fd, size int) error {
 		return err
 	}
 	if got != size {
-		return &CheckError{Field: "size", Got: int64(got), Want: int64(size), Err: ErrSize}
+		return &ObjectError{Field: "size", Got: int64(got), Want: int64(size), Err: ErrSize}
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func sizeAndSeal(fd, size int) error {
 // Check verifies that fd, received from a neighbour, cannot be shrunk or
 // grown (F_GET_SEALS holds F_SEAL_SHRINK and F_SEAL_GROW) and is exactly
 // size bytes (fstat). An object without those seals, or one that cannot
-// carry seals (a regular file, a pipe), is a *CheckError wrapping
+// carry seals (a regular file, a pipe), is a *ObjectError wrapping
 // ErrNotSealed; a wrong size one wrapping ErrSize; a size below 1 an
 // *ArgError wrapping ErrSize.
 func Check(fd int, size int) error {
@@ -40,13 +40,13 @@ func Check(fd int, size int) error {
 	}
 	seals, err := unix.FcntlInt(uintptr(fd), fGetSeals, 0)
 	if errors.Is(err, unix.EINVAL) {
-		return &CheckError{Field: "seals", Got: 0, Want: sealsRequired, Err: ErrNotSealed}
+		return &ObjectError{Field: "seals", Got: 0, Want: sealsRequired, Err: ErrNotSealed}
 	}
 	if err != nil {
 		return os.NewSyscallError("fcntl", err)
 	}
 	if seals&sealsRequired != sealsRequired {
-		return &CheckError{Field: "seals", Got: int64(seals), Want: sealsRequired, Err: ErrNotSealed}
+		return &ObjectError{Field: "seals", Got: int64(seals), Want: sealsRequired, Err: ErrNotSealed}
 	}
 	return checkSize(fd, size)
 }
