@@ -5,10 +5,12 @@
 //
 // # Memory
 //
-// New maps a shared-memory file descriptor: memfd_create(2) on Linux, and
-// on darwin, freebsd, netbsd and openbsd a file created in os.TempDir and
-// unlinked at once. The descriptor stays open (see Heap.FD) so that it can
-// later be handed to a peer on the same host. Close unmaps the region and
+// New maps a shared-memory file descriptor from internal/shm: a memfd on
+// Linux and an anonymous shm object on FreeBSD, both sealed so that no
+// holder can resize them; on darwin, netbsd and openbsd a file created in
+// os.TempDir and unlinked at once (no seals). The descriptor stays open
+// (see Heap.FD) so that it can be handed to a peer on the same host, which
+// maps it with Map (a *Remote). Close unmaps the region and
 // closes the descriptor; every slice the Heap handed out dies with it.
 //
 // # Allocation

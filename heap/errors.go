@@ -26,7 +26,7 @@ var (
 	ErrZeroSize = errors.New("heap: zero size")
 )
 
-// RangeError reports a range [Offset, Offset+Len) of this process's heap
+// RangeError reports a range [Offset, Offset+Len) of a Heap or a Remote
 // that does not fit its Size bytes (Slice's arguments). It wraps
 // ErrOutOfBounds. (engine.OutOfBoundsError is the engine's check of a
 // one-sided transfer against a rank's heap, before it is sent.)
@@ -43,11 +43,11 @@ func (e *RangeError) Error() string {
 // Unwrap returns ErrOutOfBounds.
 func (e *RangeError) Unwrap() error { return ErrOutOfBounds }
 
-// AllocError reports a failed New, Alloc, Free or Bytes call and the
+// AllocError reports a failed New, Alloc, Free, Bytes or Map call and the
 // arguments it was given. Err is one of the package's sentinels, or a
-// system call error from New.
+// system call error from New or Map, or (Map) a shm.ObjectError.
 type AllocError struct {
-	Op     string // "new", "alloc", "free" or "bytes"
+	Op     string // "new", "alloc", "free", "bytes" or "map"
 	Offset uint64 // Buffer.Offset for "free" and "bytes"; 0 otherwise
 	Size   uint64 // requested size, or Buffer.Len for "free" and "bytes"
 	Align  uint64 // requested alignment for "alloc"; 0 otherwise
