@@ -26,7 +26,10 @@ type Config struct {
 	Plan Plan `json:"plan"`
 	// Quick selects each suite's quick sizes and a short default duration.
 	Quick bool `json:"quick"`
-	// Transport names the transport in results ("tcp", "thunderbolt").
+	// Transport names, in the boltmesh results, the transport the run
+	// used, as the caller observed it once the mesh formed: "shm" (every
+	// other rank through shared memory), "tcp" or "thunderbolt" (none),
+	// "shm+tcp" or "shm+thunderbolt" (some). Default: unnamed (empty).
 	Transport string `json:"transport,omitempty"`
 }
 

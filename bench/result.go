@@ -51,7 +51,8 @@ func systemCongestion() string {
 
 // Result is one benchmark case: one op of one suite, on one implementation,
 // at one message size. Times are rank 0's, in microseconds; bandwidths are
-// in GB/s (1e9 bytes per second).
+// in GB/s (1e9 bytes per second). Transport is what carried the case:
+// Config.Transport for boltmesh, "tcp" for stdnet.
 type Result struct {
 	Suite     string  `json:"suite"`
 	Op        string  `json:"op"`

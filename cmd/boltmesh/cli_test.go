@@ -40,7 +40,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--suite", "nope"}, 2, "unknown suite"},
 		{[]string{"bench", "--sizes", "1Q"}, 2, "bad size"},
 		{[]string{"bench", "--baseline", "mpi"}, 2, "want stdnet or none"},
-		{[]string{"bench", "--transport", "carrier-pigeon"}, 2, "want tcp or thunderbolt"},
+		{[]string{"bench", "--transport", "carrier-pigeon"}, 2, "--transport carrier-pigeon: want auto, shm, tcp or thunderbolt"},
 		{[]string{"bench", "--ranks", "1", "--coordinator", "256.0.0.1:1"}, 1, "--coordinator: listening at 256.0.0.1:1"},
 		{[]string{"bench", "extra"}, 2, "unexpected argument"},
 		{[]string{"rank"}, 2, "give --rank and --world"},
@@ -57,9 +57,9 @@ func TestUsageErrors(t *testing.T) {
 }
 
 // TestThunderboltCLI runs a local 2-rank bench with --transport
-// thunderbolt: the Thunderbolt defaults (2 streams per pair) stripe a
-// 2 MiB ping-pong, whose bytes the suite verifies, and the table names
-// the transport.
+// thunderbolt: shared memory stays on between ranks of one host, so the
+// 2 MiB ping-pong, whose bytes the suite verifies, goes through it, and
+// the table names what carried it.
 func TestThunderboltCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 2 ranks; skipped with -short")
@@ -68,7 +68,7 @@ func TestThunderboltCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, stderr)
 	}
-	if !strings.Contains(stdout, "thunderbolt") {
+	if !strings.Contains(stdout, "transport: shared memory (rank 1 on this host)\n") || !strings.Contains(stdout, "== p2p · 2 ranks · shm ==") {
 		t.Errorf("the table does not name the transport:\n%s", stdout)
 	}
 }
@@ -127,6 +127,8 @@ func carelessCases(t *testing.T) []carelessCase {
 		{[]string{"bench", "--duration", "-1s"}, "duration"},
 		{[]string{"bench", "--baseline", "mpi"}, "baseline"},
 		{[]string{"bench", "--transport", "carrier-pigeon"}, "transport"},
+		{[]string{"bench", "--transport", "shm", "--coordinator", "127.0.0.1:0"}, "transport"},
+		{[]string{"rank", "--transport", "carrier-pigeon"}, "transport"},
 		{[]string{"bench", "--bind", "nohost"}, "bind"},
 		{[]string{"bench", "--rendezvous", "127.0.0.1:99999"}, "rendezvous"},
 		{[]string{"bench", "--rank", "0", "--world", "2", "--rendezvous", "127.0.0.1:0"}, "rendezvous"},

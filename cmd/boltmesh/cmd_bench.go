@@ -22,7 +22,9 @@ allreduce, rpc (all of them by default).
 
 With no flags it starts 2 ranks as local processes on loopback and runs
 the default suites in about a minute (local ranks each get their share of
-the cores, GOMAXPROCS = cores/ranks, unless GOMAXPROCS is set). To span
+the cores, GOMAXPROCS = cores/ranks, unless GOMAXPROCS is set), which
+meet over shared memory (--transport auto; tcp for loopback TCP; the
+header above the tables says which the run used). To span
 machines, start every rank with --rank/--world/--peers (other hosts may
 run "boltmesh rank"), or under a launcher: mpirun (OMPI_COMM_WORLD_RANK/SIZE), srun (SLURM_PROCID/NTASKS)
 or torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; ranks then meet
@@ -36,6 +38,7 @@ status is 1 if any rank's data check failed.
 Examples:
   boltmesh bench
   boltmesh bench --quick --json out.json
+  boltmesh bench --suite p2p --transport tcp
   boltmesh bench --ranks 4 --suite allreduce --sizes 8,64K,1M,16M --plot plots
   boltmesh bench --suite rpc --sizes 8,1K,64K,1M
   mpirun -np 4 boltmesh bench --suite allreduce
@@ -72,9 +75,10 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal")
 }
 
-// config builds and checks the run's configuration.
-func (f *benchFlags) config(transport string) (bench.Config, error) {
-	cfg := bench.Config{Baseline: f.baseline, Quick: f.quick, Transport: transport}
+// config builds and checks the run's configuration, all but its
+// Transport, which runRank fills in once the mesh has formed.
+func (f *benchFlags) config() (bench.Config, error) {
+	cfg := bench.Config{Baseline: f.baseline, Quick: f.quick}
 	cfg.Plan = bench.Plan{Iters: f.iters, Duration: f.duration}
 	switch {
 	case f.iters < 0:
@@ -151,7 +155,7 @@ func parseBench(args []string, stdout, stderr io.Writer) (*benchRun, error) {
 	if err := parseMesh(fs, &mf, &pf, bf.register, args, stderr); err != nil {
 		return nil, err
 	}
-	cfg, err := bf.config(mf.transport)
+	cfg, err := bf.config()
 	if err != nil {
 		return nil, err
 	}

@@ -34,12 +34,28 @@ var (
 	// errBadEntry means a rank's entry in torchrun's TCPStore does not fit
 	// this rendezvous: another world size, or no address.
 	errBadEntry = errors.New("store entry does not fit this rendezvous")
+	// errNoSharedMemory means, with --transport shm, that a rank on rank
+	// 0's host was not reached over shared memory.
+	errNoSharedMemory = errors.New("--transport shm: ranks on this host not reached over shared memory")
 )
 
 // usageErr returns a usage error with a message.
 func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
+
+// sharedMemoryError names the ranks on rank 0's host that --transport
+// shm wanted reached over shared memory and were not.
+type sharedMemoryError struct {
+	Ranks []int
+}
+
+func (e *sharedMemoryError) Error() string {
+	return fmt.Sprintf("%v: %s (reached over TCP instead; --transport auto allows that)", errNoSharedMemory, rankList(e.Ranks))
+}
+
+// Unwrap returns errNoSharedMemory.
+func (e *sharedMemoryError) Unwrap() error { return errNoSharedMemory }
 
 // flagError is a flag's value refused before anything starts. It prints as
 // one line naming the flag: "--timeout 0s: must be positive".

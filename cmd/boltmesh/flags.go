@@ -16,7 +16,7 @@ type meshFlags struct {
 	rendezvous  string // rank 0's rendezvous address
 	coordinator string // star topology: the coordinator's (rank 0's) address
 	bind        string // this rank's listen address
-	transport   string // tcp or thunderbolt
+	transport   string // auto, shm, tcp or thunderbolt
 	keyFile     string // file holding the mesh key
 	heap        string // symmetric heap size
 	streams     int    // TCP connections per pair of ranks
@@ -35,7 +35,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.rendezvous, "rendezvous", "", "rank 0's rendezvous `host:port`: rank 0 listens there, the others send their address and get the peer list\n(default $BOLTMESH_RENDEZVOUS, else MASTER_ADDR:MASTER_PORT, or torchrun's TCPStore there,\nunder srun the step's first node at a port from SLURM_JOB_ID and SLURM_STEP_ID, else "+defaultRendezvous+")")
 	fs.StringVar(&f.coordinator, "coordinator", "", "star topology: rank 0 listens at `host:port` as the coordinator, the others dial it (only outbound connections;\nworker-to-worker traffic goes through the coordinator). In a local run, port 0 picks a free one")
 	fs.StringVar(&f.bind, "bind", "", "this rank's listen `address` (default: from --peers, else 127.0.0.1:0 for a loopback rendezvous, else :0)")
-	fs.StringVar(&f.transport, "transport", "tcp", "transport: tcp, or thunderbolt (TCP with defaults for fast point-to-point links: 2 streams per pair, 4 MiB socket buffers)")
+	fs.StringVar(&f.transport, "transport", transportAuto, transportHelp)
 	fs.StringVar(&f.keyFile, "key-file", "", "`file` holding the mesh key (every connection proves it; default $BOLTMESH_KEY)")
 	fs.IntVar(&f.streams, "streams", 0, "TCP connections per pair of ranks; sends from --stripe-min are split across them (default 1, thunderbolt 2)")
 	fs.StringVar(&f.stripeMin, "stripe-min", "", "`size` from which a send is striped across --streams (default 1M)")

@@ -158,7 +158,10 @@ func engineOptions(f *meshFlags) (engine.Options, error) {
 	if o.MeshKey, err = meshKey(f.keyFile, os.Getenv); err != nil {
 		return o, err
 	}
-	if f.transport == "thunderbolt" {
+	switch f.transport {
+	case transportTCP:
+		o.SharedMemory = engine.SharedMemoryOff
+	case transportThunderbolt:
 		o = engine.ThunderboltOptions(o)
 	}
 	if err := o.Validate(); err != nil {
@@ -210,21 +213,4 @@ func warnThunderbolt() {
 			fmt.Fprintln(os.Stderr, w)
 		}
 	}
-}
-
-// checkTransport validates --transport: tcp, or thunderbolt (the TCP
-// transport with engine.ThunderboltOptions' defaults: several streams per
-// pair, large socket buffers).
-func checkTransport(f *meshFlags, note func(string)) error {
-	switch f.transport {
-	case "tcp":
-	case "thunderbolt", "tb":
-		f.transport = "thunderbolt"
-		if f.coordinator != "" {
-			note("note: a star uses one stream per link; --transport thunderbolt only enlarges its socket buffers")
-		}
-	default:
-		return flagErr("transport", f.transport, "want tcp or thunderbolt")
-	}
-	return nil
 }

@@ -19,6 +19,7 @@ type benchRun struct {
 	opts   engine.Options // from mf, checked
 	cfg    bench.Config
 	m      membership
+	used   links // how this rank reached the others, once joined
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -92,7 +93,7 @@ func listenLocal(mf *meshFlags) (net.Listener, error) {
 
 // runRank joins the mesh, runs the configured suites and leaves.
 func (b *benchRun) runRank(rln net.Listener) (*bench.Report, error) {
-	if b.mf.transport == "thunderbolt" {
+	if b.mf.transport == transportThunderbolt {
 		warnThunderbolt()
 	}
 	j, err := joinMesh(b.mf, b.m, b.opts, rln)
@@ -100,11 +101,16 @@ func (b *benchRun) runRank(rln net.Listener) (*bench.Report, error) {
 		return nil, err
 	}
 	defer j.t.Close()
+	if b.used, err = checkLinks(b.mf, j); err != nil {
+		return nil, err
+	}
+	cfg := b.cfg
+	cfg.Transport = b.used.name()
 	r := &bench.Runner{T: j.t, StdnetHost: j.host(), MeshKey: b.opts.MeshKey}
 	if b.bf != nil && b.bf.progress && b.m.rank == 0 {
 		r.Progress = newProgress(b.stderr)
 	}
-	rep, err := r.Run(b.cfg)
+	rep, err := r.Run(cfg)
 	if err != nil && rep == nil {
 		return nil, fmt.Errorf("rank %d: %w", b.m.rank, err)
 	}
@@ -116,6 +122,7 @@ func (b *benchRun) output(rep *bench.Report) error {
 	if b.bf == nil {
 		return nil
 	}
+	fmt.Fprintln(b.stdout, b.used.line())
 	writeTables(b.stdout, rep)
 	writeCongestionNote(b.stdout, rep, b.mf.congestion)
 	var errs []error

@@ -67,6 +67,10 @@ func (r *trainRun) runRank(rln net.Listener) (*trainReport, error) {
 		return nil, err
 	}
 	defer j.t.Close()
+	used, err := checkLinks(r.mf, j)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := r.tf.config(r.m.rank, r.m.world)
 	if err != nil {
 		return nil, err
@@ -84,6 +88,7 @@ func (r *trainRun) runRank(rln net.Listener) (*trainReport, error) {
 	if r.m.rank == 0 {
 		fmt.Fprintf(r.stdout, "== train · %d ranks · %d samples · batch %d · lr %g · %d steps per epoch\n",
 			r.m.world, trainSet.Len(), r.tf.batch, r.tf.lr, tr.StepsPerEpoch())
+		fmt.Fprintln(r.stdout, used.line())
 	}
 	eps, err := tr.Run(func(ep train.Epoch) {
 		if r.m.rank == 0 {
