@@ -482,7 +482,7 @@ func pipePair(t testing.TB, l *ioloop.Loop, ring int, ha, hb ioloop.Handler) (*i
 			unix.Munmap(mem)
 		}
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

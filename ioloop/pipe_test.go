@@ -26,7 +26,7 @@ func rawPipe(t *testing.T, l *ioloop.Loop, ring int, h ioloop.Handler) (*ioloop.
 	if err := ioloop.InitPipe(mem, ring); err != nil {
 		t.Fatal(err)
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
