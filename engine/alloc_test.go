@@ -18,7 +18,24 @@ func TestSteadyStateAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts need full runs")
 	}
-	ts := newMesh(t, 2, engine.Options{})
+	for _, link := range linkKinds {
+		t.Run(link.name, func(t *testing.T) { steadyStateAllocs(t, link.opts) })
+	}
+}
+
+// linkKinds are the two kinds of link between ranks of one host that a
+// test may run over: pipes in shared memory (the default between
+// neighbours) and loopback TCP.
+var linkKinds = []struct {
+	name string
+	opts engine.Options
+}{
+	{"shm", engine.Options{}},
+	{"tcp", engine.Options{SharedMemory: engine.SharedMemoryOff}},
+}
+
+func steadyStateAllocs(t *testing.T, opts engine.Options) {
+	ts := newMesh(t, 2, opts)
 	for _, size := range []int{4 << 10, 1 << 20} {
 		msg := pattern(0, 1, 2, 0, size)
 		buf := make([]byte, size)

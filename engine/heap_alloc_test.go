@@ -13,7 +13,17 @@ func TestHeapSteadyStateAllocs(t *testing.T) {
 	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
-	ts := watchedMesh(t, 2, engine.Options{HeapSize: 8 << 20})
+	for _, link := range linkKinds {
+		t.Run(link.name, func(t *testing.T) {
+			o := link.opts
+			o.HeapSize = 8 << 20
+			heapSteadyStateAllocs(t, o)
+		})
+	}
+}
+
+func heapSteadyStateAllocs(t *testing.T, opts engine.Options) {
+	ts := watchedMesh(t, 2, opts)
 	for _, size := range []int{8, 1 << 20} {
 		dst := engine.SymmetricBuffer{Rank: 1, Offset: 4096, Len: uint64(size)}
 		src := pattern(0, 1, 0, 0, size)

@@ -11,7 +11,9 @@ import (
 // frames. There is one kind per way two ranks are joined:
 //
 //	meshLink   (link_mesh.go)    a full mesh: a control stream and Options.Streams
-//	                             data streams; a large message is striped over them
+//	                             data streams; a large message is striped over them;
+//	                             between neighbours, a data and a control pipe in
+//	                             shared memory (link_pipes.go, neighbour.go)
 //	streamLink (link_stream.go)  a star's worker and its coordinator: one stream
 //	                             that carries everything (and, at the coordinator,
 //	                             the frames it forwards between workers)

@@ -73,6 +73,20 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
 
 // mappedHeap is a neighbour's heap, mapped here: Put and Get copy into and
 // out of it under a read lock, which Close takes to unmap it.
+//
+// Memory ordering. A Put to a neighbour is complete when it returns: its
+// bytes are plain stores into memory the neighbour maps, so Quiet has
+// nothing to wait for. Every frame this rank sends afterwards, to anyone,
+// is published after those stores: through a pipe by an atomic store of
+// its tail (a release, read with an acquire by the receiver), over TCP by
+// a system call. A Barrier is such frames, and each rank leaves it only
+// after receiving some, so every put issued before a barrier by any rank
+// is visible after it on every rank, through the neighbours' mappings or
+// through Get over TCP; a Get is a copy that sees what the last barrier
+// made visible, and bytes put concurrently with it may or may not be
+// seen, in part, as over TCP. The race detector cannot check any of this
+// (it does not watch memory outside Go's heap); the tests check it by
+// content.
 type mappedHeap struct {
 	mu sync.RWMutex
 	r  *heap.Remote // nil once closed

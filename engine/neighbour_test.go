@@ -62,6 +62,9 @@ func TestNeighboursExchange(t *testing.T) {
 		{"two hosts/4", []string{"a", "a", "b", "b"}, engine.Options{}, func(me int) []int { return []int{me ^ 1} }},
 		{"off/3", []string{"", "", ""}, engine.Options{SharedMemory: engine.SharedMemoryOff}, func(int) []int { return nil }},
 		{"small rings/2", []string{"", ""}, engine.Options{PipeRing: 64 << 10}, func(me int) []int { return others(me, 2) }},
+		{"streams/3", []string{"", "", "x"}, engine.Options{Streams: 3, StripeMin: 64 << 10}, func(me int) []int {
+			return map[int][]int{0: {1}, 1: {0}, 2: nil}[me] // rank 2 stripes over TCP to both
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := meshHosts(t, c.hosts, c.opts)

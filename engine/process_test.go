@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,27 +80,58 @@ func startChildEnv(t testing.TB, role string, rank int, ln net.Listener, addrs, 
 	return childproc.Start(t, childproc.Spec{Role: role, Rank: rank, Addrs: addrs, Listener: ln, Env: env})
 }
 
+// TestMeshAllPairsProcesses: 2, 3 and 4 ranks, each a process, every
+// ordered pair exchanging sizes from 0 B to 8 MiB on several tags from
+// several goroutines, bytes and order verified: neighbours over shared
+// memory, and in a world of two emulated hosts (BOLTMESH_HOST_ID), where
+// ranks 0 and 1 share one host and the others the other.
 func TestMeshAllPairsProcesses(t *testing.T) {
-	const ranks = 4
-	lns, addrs := listeners(t, ranks)
-	cmds := make([]*childproc.Proc, 0, ranks-1)
-	for r := 1; r < ranks; r++ {
-		cmds = append(cmds, startChild(t, "exchange", r, lns[r], addrs))
-	}
-	tr, err := engine.FromListener(0, ranks, lns[0], addrs, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if err := exchange(tr, procTags, procMsgs, procMax); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Barrier(); err != nil {
-		t.Fatal(err)
-	}
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("rank %d: %v", i+1, err)
-		}
+	for _, c := range []struct {
+		name  string
+		ranks int
+		hosts []string // BOLTMESH_HOST_ID of each rank; nil: one host
+		want  []int    // rank 0's neighbours
+	}{
+		{"shm/2", 2, nil, []int{1}},
+		{"shm/3", 3, nil, []int{1, 2}},
+		{"shm/4", 4, nil, []int{1, 2, 3}},
+		{"two hosts/4", 4, []string{"a", "a", "b", "b"}, []int{1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lns, addrs := listeners(t, c.ranks)
+			host := func(r int) string {
+				if c.hosts == nil {
+					return ""
+				}
+				return c.hosts[r]
+			}
+			cmds := make([]*childproc.Proc, 0, c.ranks-1)
+			for r := 1; r < c.ranks; r++ {
+				var env []string
+				if h := host(r); h != "" {
+					env = append(env, "BOLTMESH_HOST_ID="+h)
+				}
+				cmds = append(cmds, startChildEnv(t, "exchange", r, lns[r], addrs, env))
+			}
+			tr, err := engine.FromListener(0, c.ranks, lns[0], addrs, engine.Options{HostID: host(0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			if got := tr.Neighbours(); !slices.Equal(got, c.want) {
+				t.Errorf("rank 0's neighbours %v, want %v", got, c.want)
+			}
+			if err := exchange(tr, procTags, procMsgs, procMax); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Barrier(); err != nil {
+				t.Fatal(err)
+			}
+			for i, cmd := range cmds {
+				if err := cmd.Wait(); err != nil {
+					t.Errorf("rank %d: %v", i+1, err)
+				}
+			}
+		})
 	}
 }

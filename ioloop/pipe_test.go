@@ -1,6 +1,7 @@
 package ioloop_test
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,4 +192,52 @@ func TestPipePollingAfterRelease(t *testing.T) {
 		c.Poll()
 		c.Polling(false)
 	}
+}
+
+// FuzzPipeRead: whatever the other process writes into the words of a
+// pipe (its tail, the room it asks for) and its ring, a read copies at
+// most what was asked, never past the ring, and refuses a tail that
+// claims more than the ring holds with ErrProtocol.
+func FuzzPipeRead(f *testing.F) {
+	f.Add(uint64(0), uint64(0), uint32(0), []byte{})
+	f.Add(uint64(100), uint64(0), uint32(1), []byte("hello"))
+	f.Add(uint64(1<<63), uint64(5), uint32(7), []byte{1, 2, 3})
+	f.Add(uint64(ioloop.MinPipeRing+1), uint64(0), uint32(0), []byte{9})
+	const ring = ioloop.MinPipeRing
+	mem := make([]byte, ioloop.PipeSize(ring))
+	f.Fuzz(func(t *testing.T, tail, start uint64, room uint32, data []byte) {
+		if err := ioloop.InitPipe(mem, ring); err != nil {
+			t.Fatal(err)
+		}
+		// Ring 1 is read by side 0: its words after the header and ring 0.
+		base := 128 + 512 + ring
+		*(*uint64)(unsafe.Pointer(&mem[base])) = tail
+		*(*uint64)(unsafe.Pointer(&mem[base+128])) = start
+		*(*uint32)(unsafe.Pointer(&mem[base+384])) = room &^ 1 // no bell: there is no socket
+		copy(mem[base+512:base+512+ring], data)
+		p, err := ioloop.NewRawPipe(mem, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 2*ring)
+		total := uint64(0)
+		for range 4 {
+			n, err := p.Read(buf[:ring/2+1])
+			switch {
+			case errors.Is(err, ioloop.ErrProtocol):
+				if tail-start-total <= ring {
+					t.Fatalf("tail %d, head %d: refused as corrupt", tail, start+total)
+				}
+				return
+			case err != nil:
+				return // empty
+			case n < 0 || n > ring/2+1:
+				t.Fatalf("read %d bytes into %d", n, ring/2+1)
+			}
+			total += uint64(n)
+		}
+		if total > ring {
+			t.Fatalf("read %d bytes from a ring of %d", total, ring)
+		}
+	})
 }

@@ -212,11 +212,23 @@ func TestAllReduceLengthMismatch(t *testing.T) {
 	}
 }
 
+// TestAllReduceSteadyStateAllocs: an allreduce allocates nothing once
+// warm, between neighbours over shared memory and over loopback TCP.
 func TestAllReduceSteadyStateAllocs(t *testing.T) {
 	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
-	cs := newComms(t, 2, collective.Options{})
+	for _, link := range []struct {
+		name string
+		mode engine.SharedMemoryMode
+	}{{"shm", engine.SharedMemoryAuto}, {"tcp", engine.SharedMemoryOff}} {
+		t.Run(link.name, func(t *testing.T) {
+			allReduceSteadyStateAllocs(t, newCommsOn(t, 2, engine.Options{HeapSize: 1 << 20, SharedMemory: link.mode}, collective.Options{}))
+		})
+	}
+}
+
+func allReduceSteadyStateAllocs(t *testing.T, cs []*collective.Comm) {
 	for _, length := range []int{1 << 10, 1 << 20} { // 4 KiB and 4 MiB of float32
 		bufs := [2][]float32{make([]float32, length), make([]float32, length)}
 		kick := make(chan struct{})
