@@ -104,6 +104,17 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 // frees room within microseconds, and taking the loop's wake-up out of that
 // path is what keeps a bulk sender at wire speed.
 func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
+	if p := c.pipe; p != nil {
+		// No bell for room while this sender looks itself; the last to stop
+		// writes once more, which asks for one if the ring is still full.
+		p.writers.Add(1)
+		defer func() {
+			if p.writers.Add(-1) == 0 {
+				c.wr.pending.Store(true)
+				c.flush()
+			}
+		}()
+	}
 	last, seen := time.Now(), c.wr.total.Load()
 	for len(r.done) == 0 && c.failed.Load() == nil {
 		runtime.Gosched()

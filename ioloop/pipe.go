@@ -100,6 +100,7 @@ type pipe struct {
 	tx, rx  ring
 	bell    int          // the bell socket: the Conn's fd
 	pollers atomic.Int32 // goroutines polling the Conn in a loop (Conn.Polling)
+	writers atomic.Int32 // senders retrying a write themselves (Conn.spinWrite)
 	gone    atomic.Bool  // the bell ended: the other side closed or died
 
 	// bmu orders what touches the bell or the shared memory outside the
@@ -149,8 +150,9 @@ func ringAt(mem []byte, r, size int) ring {
 
 // writev copies as much of bufs as the ring has room for and publishes
 // it; unix.EAGAIN when there is no room (the other side will ring once it
-// frees some: the room is asked for first), unix.EPIPE once the other
-// side is gone.
+// frees some: the room is asked for first, unless a sender retries the
+// write itself, which asks once it stops), unix.EPIPE once the other side
+// is gone.
 func (p *pipe) writev(bufs [][]byte) (int, error) {
 	if p.gone.Load() {
 		return 0, unix.EPIPE
@@ -164,6 +166,9 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 			return 0, errPipeCorrupt
 		}
 		free = size - (t.pos - t.peer)
+	}
+	if free == 0 && p.writers.Load() > 0 {
+		return 0, unix.EAGAIN // a sender retries: it asks for a bell when it stops
 	}
 	if free == 0 {
 		atomic.StoreUint32(t.wantRoom, 1)

@@ -241,3 +241,39 @@ func FuzzPipeRead(f *testing.F) {
 		}
 	})
 }
+
+// TestPipeSpinningWriterNoBells: a sender that retries a write itself
+// (Options.Spin) while the ring is full asks for no bell for room: a
+// frame four times the ring, read by a polling receiver, moves with no
+// bell at all.
+func TestPipeSpinningWriterNoBells(t *testing.T) {
+	leakCheck(t)
+	var bells atomic.Int64
+	ioloop.SetTestHookBell(func() { bells.Add(1) })
+	t.Cleanup(func() { ioloop.SetTestHookBell(nil) })
+	l := newLoop(t, ioloop.Options{Spin: time.Second})
+	rx := newTestHandler()
+	rx.named = namedAll
+	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
+	time.Sleep(10 * time.Millisecond) // the receiver's loop has asked for its first bell
+	cb.Polling(true)
+	before := bells.Load()
+	sent := make(chan error, 1)
+	payload := patterned(3, 64<<10)
+	go func() {
+		h := frame.Header{Kind: frame.KindSend}
+		sent <- ca.Send(&h, payload)
+	}()
+	for rx.count() < 1 {
+		cb.Poll()
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if got := bells.Load() - before; got > 1 {
+		t.Errorf("%d bells for a frame of 4 rings between a spinning sender and a polling receiver, want at most 1", got)
+	}
+	cb.Polling(false)
+	assertFrame(t, rx.snapshot()[0], frame.Header{Kind: frame.KindSend}, payload, true)
+	rx.check(t)
+}
