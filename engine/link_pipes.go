@@ -92,30 +92,21 @@ type mappedHeap struct {
 	r  *heap.Remote // nil once closed
 }
 
-// put copies src into the heap at off.
-func (m *mappedHeap) put(off uint64, src []byte) error {
+// copyAt copies buf into the heap at off (put) or the heap at off into
+// buf.
+func (m *mappedHeap) copyAt(off uint64, buf []byte, put bool) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.r == nil {
 		return heap.ErrClosed
 	}
-	s, err := m.r.Slice(off, uint64(len(src)))
-	if err == nil {
-		copy(s, src)
-	}
-	return err
-}
-
-// get copies the heap at off into dst.
-func (m *mappedHeap) get(off uint64, dst []byte) error {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.r == nil {
-		return heap.ErrClosed
-	}
-	s, err := m.r.Slice(off, uint64(len(dst)))
-	if err == nil {
-		copy(dst, s)
+	s, err := m.r.Slice(off, uint64(len(buf)))
+	switch {
+	case err != nil:
+	case put:
+		copy(s, buf)
+	default:
+		copy(buf, s)
 	}
 	return err
 }

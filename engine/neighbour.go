@@ -42,12 +42,11 @@ type neighbours struct {
 
 // offer is one meeting the acceptor expects, announced in its NEIGHBOUR:
 // the dialer's rank, and what the meeting gave once done is closed.
-// neighbours.mu guards pair, err and dropped until done is closed.
+// neighbours.mu guards pair and dropped.
 type offer struct {
 	rank    int
 	done    chan struct{}
-	pair    *pairMem // the meeting's outcome, or nil
-	err     error    // why there is none
+	pair    *pairMem // the meeting's outcome, or nil if it failed
 	dropped bool     // the handshake gave the offer up: the meeting releases what it got
 }
 
@@ -198,6 +197,7 @@ func (n *neighbours) serveMeeting(uc *net.UnixConn) {
 			pair = nil
 		}
 	} else {
+		n.fallBack(o.rank, err)
 		shm.SendFDs(uc, []byte{0})
 	}
 	n.mu.Lock()
@@ -205,7 +205,7 @@ func (n *neighbours) serveMeeting(uc *net.UnixConn) {
 		pair.release()
 		pair = nil
 	}
-	o.pair, o.err = pair, err
+	o.pair = pair
 	close(o.done)
 	n.mu.Unlock()
 }

@@ -46,12 +46,7 @@ func (t *NetTransport) mappedOp(p *peer, m *mappedHeap, b SymmetricBuffer, buf [
 	if err := p.lostErr(op); err != nil {
 		return err
 	}
-	var err error
-	if put {
-		err = m.put(b.Offset, buf)
-	} else {
-		err = m.get(b.Offset, buf)
-	}
+	err := m.copyAt(b.Offset, buf, put)
 	if err == nil {
 		return nil
 	}

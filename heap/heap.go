@@ -75,10 +75,17 @@ func (h *Heap) Slice(off, n uint64) ([]byte, error) {
 	if h.closed {
 		return nil, ErrClosed
 	}
-	if off > h.size || n > h.size-off {
-		return nil, &RangeError{Offset: off, Len: n, Size: h.size}
+	return sliceOf(h.mem, h.size, off, n)
+}
+
+// sliceOf returns the n bytes of mem, a mapping of size bytes, at offset
+// off, with capacity n; a range that overflows or ends past size is a
+// *RangeError.
+func sliceOf(mem []byte, size, off, n uint64) ([]byte, error) {
+	if off > size || n > size-off {
+		return nil, &RangeError{Offset: off, Len: n, Size: size}
 	}
-	return h.mem[off : off+n : off+n], nil
+	return mem[off : off+n : off+n], nil
 }
 
 // InUse returns the number of bytes in live allocations (alignment padding

@@ -32,10 +32,7 @@ func (r *Remote) Slice(off, n uint64) ([]byte, error) {
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if off > r.size || n > r.size-off {
-		return nil, &RangeError{Offset: off, Len: n, Size: r.size}
-	}
-	return r.mem[off : off+n : off+n], nil
+	return sliceOf(r.mem, r.size, off, n)
 }
 
 // Close unmaps the neighbour's heap and closes its descriptor. Every slice
