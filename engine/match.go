@@ -19,6 +19,8 @@ import (
 type matcher struct {
 	tags     map[uint32]*tagQueue
 	freeQ    []*tagQueue // emptied queues, for reuse
+	idle     *tagQueue   // the queue emptied last, left in tags under idleTag (tidy)
+	idleTag  uint32
 	claimed  *recvReq    // receive whose buffer an eager payload is being read into
 	posted   int         // receives posted in the tags' recvs queues
 	deferred bool        // a payload on data stream 0 waits in the socket for a receive
@@ -158,16 +160,22 @@ func (m *matcher) removeRecv(q *tagQueue, r *recvReq) bool {
 // tidy drops tag's queue once it holds nothing and keeps it for reuse, so
 // that tags used once (collectives take fresh tags per call) neither pile
 // up nor cost an allocation each; a queue kept for reuse keeps at most a
-// little storage.
+// little storage. The queue emptied last stays in tags (idle) until
+// another empties: a tag used over and over, as a stream of messages
+// under one tag is, then costs no map update per message.
 func (m *matcher) tidy(tag uint32, q *tagQueue) {
-	if q.msgs.len() == 0 && q.recvs.len() == 0 {
-		delete(m.tags, tag)
+	if q.msgs.len() != 0 || q.recvs.len() != 0 || q == m.idle {
+		return
+	}
+	if old := m.idle; old != nil && old.msgs.len() == 0 && old.recvs.len() == 0 {
+		delete(m.tags, m.idleTag)
 		if len(m.freeQ) < 64 {
-			q.msgs.trim(64)
-			q.recvs.trim(64)
-			m.freeQ = append(m.freeQ, q)
+			m.freeQ = append(m.freeQ, old)
 		}
 	}
+	q.msgs.trim(64)
+	q.recvs.trim(64)
+	m.idle, m.idleTag = q, tag
 }
 
 // Deferred payloads. Where the control lane is a stream of its own (a
@@ -337,7 +345,16 @@ func (m *matcher) offer(q *tagQueue, n int) *recvReq {
 }
 
 // empty reports whether no tag has anything queued or posted.
-func (m *matcher) empty() bool { return len(m.tags) == 0 }
+func (m *matcher) empty() bool {
+	switch len(m.tags) {
+	case 0:
+		return true
+	case 1:
+		q := m.idle
+		return q != nil && m.tags[m.idleTag] == q && q.msgs.len() == 0 && q.recvs.len() == 0
+	}
+	return false
+}
 
 // hold queues msg on q, for a later receive.
 func (m *matcher) hold(q *tagQueue, msg queuedMsg) { q.msgs.push(msg) }
