@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// TestTidyKeepsOneIdleQueue: a tag used message after message keeps its
+// queue in the map (no delete and insert per message), a second tag
+// that empties takes its place, and empty() reports the matcher empty
+// whenever only the idle queue is left.
+func TestTidyKeepsOneIdleQueue(t *testing.T) {
+	var m matcher
+	m.init()
+	post := func(tag uint32) {
+		q := m.queue(tag)
+		m.postRecv(q, &recvReq{tag: int(tag)})
+	}
+	take := func(tag uint32) {
+		q := m.tags[tag]
+		if _, ok := m.popRecv(q); !ok {
+			t.Fatalf("tag %d: no receive posted", tag)
+		}
+		m.tidy(tag, q)
+	}
+	post(7)
+	q7 := m.tags[7]
+	take(7)
+	if m.tags[7] != q7 || !m.empty() {
+		t.Fatalf("after one message: tags %v, empty %v; want tag 7's queue kept and the matcher empty", m.tags, m.empty())
+	}
+	for range 100 {
+		post(7)
+		if m.empty() {
+			t.Fatal("empty() with a receive posted")
+		}
+		take(7)
+	}
+	if len(m.tags) != 1 || m.tags[7] != q7 || !m.empty() {
+		t.Fatalf("after 100 messages: %d tags, same queue %v, empty %v", len(m.tags), m.tags[7] == q7, m.empty())
+	}
+	post(8)
+	post(7) // tag 7's idle queue is in use again
+	take(8) // tag 8 empties: 7 stays, being in use
+	if len(m.tags) != 2 || m.empty() {
+		t.Fatalf("tags %v, empty %v; want both tags, not empty", m.tags, m.empty())
+	}
+	take(7) // 7 empties: idle 8 goes
+	if _, ok := m.tags[8]; ok || len(m.tags) != 1 || !m.empty() {
+		t.Fatalf("tags %v, empty %v; want tag 7 alone, idle", m.tags, m.empty())
+	}
+}
+
+// TestTidyTagsUsedOnce: tags used once each (a collective's) do not pile
+// up in the map.
+func TestTidyTagsUsedOnce(t *testing.T) {
+	var m matcher
+	m.init()
+	for tag := uint32(0); tag < 1000; tag++ {
+		q := m.queue(tag)
+		m.hold(q, queuedMsg{bb: ioloop.GetBuffer(8)})
+		m.tidy(tag, q)
+		msg, _ := q.msgs.peek()
+		m.takeHead(q)
+		ioloop.PutBuffer(msg.bb)
+		m.tidy(tag, q)
+	}
+	if len(m.tags) > 1 || !m.empty() {
+		t.Fatalf("%d tags left after 1000 used once, empty %v; want at most the idle one", len(m.tags), m.empty())
+	}
+}
