@@ -82,7 +82,9 @@ func (c *Conn) loopedOn() bool { return c.pipe != nil && c.pipe.pollers.Load() >
 // left the release to it, and its own fail is then a no-op.
 func (c *Conn) progress(lazy bool) {
 	for c.rd.mu.TryLock() {
-		c.rd.pending.Store(false)
+		if c.rd.pending.Load() { // a load costs less than the store: most drains find it clear
+			c.rd.pending.Store(false)
+		}
 		c.rd.lazy = lazy
 		lazy = false // a retry serves an edge the loop could not: strict
 		op, err := c.drainLocked()
