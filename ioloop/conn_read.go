@@ -322,7 +322,8 @@ func (c *Conn) read1(p []byte) (int, error) {
 // polling it in a loop (Poll). A pipe's reader asks for no bell while one
 // does, so that its writer makes no system call per frame for a reader
 // that is looking anyway; the last to stop asks for a bell again and
-// reads what came meanwhile, if anything did. Sockets need neither: Polling does nothing.
+// reads what came meanwhile, if anything did. Sockets need neither:
+// Polling does nothing.
 func (c *Conn) Polling(on bool) {
 	if c.pipe == nil {
 		return
