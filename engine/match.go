@@ -117,8 +117,14 @@ func (m queuedMsg) cost() uint64 {
 	return frame.Cost(0)
 }
 
+// queue returns tag's queue, made (or reused) if it has none, for the
+// caller to add to. The idle queue stops being idle then, so that no tidy
+// of another tag drops it from tags while the caller holds it.
 func (m *matcher) queue(tag uint32) *tagQueue {
 	q := m.tags[tag]
+	if q != nil && q == m.idle {
+		m.idle = nil
+	}
 	if q == nil {
 		if n := len(m.freeQ); n > 0 {
 			q, m.freeQ = m.freeQ[n-1], m.freeQ[:n-1]

@@ -70,3 +70,29 @@ func TestTidyTagsUsedOnce(t *testing.T) {
 		t.Fatalf("%d tags left after 1000 used once, empty %v; want at most the idle one", len(m.tags), m.empty())
 	}
 }
+
+// TestTidyHeldQueueStays: a queue handed out by queue() for the caller
+// to add to is not dropped from the map by a tidy of another tag
+// meanwhile, even when it was the idle one: what the caller adds stays
+// findable under its tag (a collective's bookkeeping tidies other tags
+// between the two).
+func TestTidyHeldQueueStays(t *testing.T) {
+	var m matcher
+	m.init()
+	q7 := m.queue(7)
+	m.postRecv(q7, &recvReq{tag: 7})
+	m.popRecv(q7)
+	m.tidy(7, q7) // 7 idle
+	held := m.queue(7)
+	q8 := m.queue(8)
+	m.tidy(8, q8) // 8 empties: it becomes the idle one, and must not drop 7
+	m.hold(held, queuedMsg{bb: ioloop.GetBuffer(8)})
+	if m.tags[7] != held || held.msgs.len() != 1 {
+		t.Fatalf("tag 7's queue in the map %p, held %p with %d messages; want it kept", m.tags[7], held, held.msgs.len())
+	}
+	if m.empty() {
+		t.Fatal("empty() with a message queued")
+	}
+	msg, _ := held.msgs.pop()
+	ioloop.PutBuffer(msg.bb)
+}
