@@ -19,8 +19,6 @@ import (
 type matcher struct {
 	tags     map[uint32]*tagQueue
 	freeQ    []*tagQueue // emptied queues, for reuse
-	idle     *tagQueue   // the queue emptied last, left in tags under idleTag (tidy)
-	idleTag  uint32
 	claimed  *recvReq    // receive whose buffer an eager payload is being read into
 	posted   int         // receives posted in the tags' recvs queues
 	deferred bool        // a payload on data stream 0 waits in the socket for a receive
@@ -117,14 +115,8 @@ func (m queuedMsg) cost() uint64 {
 	return frame.Cost(0)
 }
 
-// queue returns tag's queue, made (or reused) if it has none, for the
-// caller to add to. The idle queue stops being idle then, so that no tidy
-// of another tag drops it from tags while the caller holds it.
 func (m *matcher) queue(tag uint32) *tagQueue {
 	q := m.tags[tag]
-	if q != nil && q == m.idle {
-		m.idle = nil
-	}
 	if q == nil {
 		if n := len(m.freeQ); n > 0 {
 			q, m.freeQ = m.freeQ[n-1], m.freeQ[:n-1]
@@ -166,22 +158,16 @@ func (m *matcher) removeRecv(q *tagQueue, r *recvReq) bool {
 // tidy drops tag's queue once it holds nothing and keeps it for reuse, so
 // that tags used once (collectives take fresh tags per call) neither pile
 // up nor cost an allocation each; a queue kept for reuse keeps at most a
-// little storage. The queue emptied last stays in tags (idle) until
-// another empties: a tag used over and over, as a stream of messages
-// under one tag is, then costs no map update per message.
+// little storage.
 func (m *matcher) tidy(tag uint32, q *tagQueue) {
-	if q.msgs.len() != 0 || q.recvs.len() != 0 || q == m.idle {
-		return
-	}
-	if old := m.idle; old != nil && old.msgs.len() == 0 && old.recvs.len() == 0 {
-		delete(m.tags, m.idleTag)
+	if q.msgs.len() == 0 && q.recvs.len() == 0 {
+		delete(m.tags, tag)
 		if len(m.freeQ) < 64 {
-			m.freeQ = append(m.freeQ, old)
+			q.msgs.trim(64)
+			q.recvs.trim(64)
+			m.freeQ = append(m.freeQ, q)
 		}
 	}
-	q.msgs.trim(64)
-	q.recvs.trim(64)
-	m.idle, m.idleTag = q, tag
 }
 
 // Deferred payloads. Where the control lane is a stream of its own (a
@@ -351,16 +337,7 @@ func (m *matcher) offer(q *tagQueue, n int) *recvReq {
 }
 
 // empty reports whether no tag has anything queued or posted.
-func (m *matcher) empty() bool {
-	switch len(m.tags) {
-	case 0:
-		return true
-	case 1:
-		q := m.idle
-		return q != nil && m.tags[m.idleTag] == q && q.msgs.len() == 0 && q.recvs.len() == 0
-	}
-	return false
-}
+func (m *matcher) empty() bool { return len(m.tags) == 0 }
 
 // hold queues msg on q, for a later receive.
 func (m *matcher) hold(q *tagQueue, msg queuedMsg) { q.msgs.push(msg) }
