@@ -150,7 +150,7 @@ func (t *NetTransport) dropUnwanted() {
 	}
 	for _, p := range t.peers {
 		p.dropUnwanted()
-		if mb := t.mailboxOf(p.rank); mb != nil {
+		if mb := t.mailboxOf(p.rank); mb != nil && mb.dropDue() {
 			p.mu.Lock() // the owner's lock rule
 			mb.drop(p)
 			p.mu.Unlock()

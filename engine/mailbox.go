@@ -51,7 +51,15 @@ type mailbox struct {
 	wgen    [2]uint64 // each slot's gen as last written
 	taken   [2]uint64 // the neighbour's slots' gens last taken
 	waiting bool      // mine's asleep is set
+
+	begun atomic.Uint64 // calls begun (dropDue)
 }
+
+// mailDropEvery is how many calls' beginnings pass between two looks for
+// parts of calls left behind (drop): a tag comes round again only after
+// 2^18 calls, and each look reads the neighbour's slots, lines it is
+// writing.
+const mailDropEvery = 1024
 
 // MailboxMax is the longest part of an exchange that goes through a
 // mailbox; longer ones are frames.
@@ -85,6 +93,10 @@ func u32(area []byte, off int) *atomic.Uint32 {
 	return (*atomic.Uint32)(unsafe.Pointer(&area[off]))
 }
 
+// word is a header word for plain access: written between a slot's odd
+// and even gen, read between a gen's load and settled.
+func word(area []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&area[off])) }
+
 // Offsets within an area.
 const (
 	offAsleep = 0
@@ -110,13 +122,12 @@ func (m *mailbox) post(tag, meta uint32, p []byte) (asleep, ok bool) {
 	m.wcount++
 	s := slotOf(m.mine, i)
 	g := m.wgen[i] + 1
-	u64(s, offGen).Store(g) // odd: being written
-	fence.Add(1)            // before any byte of the slot changes
-	u32(s, offTag).Store(tag)
-	u32(s, offLen).Store(uint32(len(p)))
-	u32(s, offMeta).Store(meta)
+	markWriting(u64(s, offGen), g) // odd: before any byte of the slot changes
+	*word(s, offTag) = tag         // plain stores: the even gen publishes them
+	*word(s, offLen) = uint32(len(p))
+	*word(s, offMeta) = meta
 	copy(s[mailLine:], p)
-	u64(s, offGen).Store(g + 1) // a release: the data is published
+	u64(s, offGen).Store(g + 1) // a release, and a full barrier before asleep's load
 	m.wgen[i] = g + 1
 	return u32(m.peer, offAsleep).Load() != 0, true
 }
@@ -143,7 +154,7 @@ func (m *mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found,
 		if g == 0 {
 			continue
 		}
-		n, meta = int(u32(s, offLen).Load()), u32(s, offMeta).Load()
+		n, meta = int(*word(s, offLen)), *word(s, offMeta)
 		if n <= len(dst) && n <= MailboxMax {
 			copy(dst, s[mailLine:mailLine+n])
 		}
@@ -172,7 +183,7 @@ func (m *mailbox) watch(tag uint32, dst []byte, tries int) (n int, meta uint32, 
 // holds a part for tag not taken yet, or 0.
 func (m *mailbox) published(s []byte, i int, tag uint32) uint64 {
 	g := u64(s, offGen).Load()
-	if g&1 != 0 || g <= m.taken[i] || u32(s, offTag).Load() != tag {
+	if g&1 != 0 || g <= m.taken[i] || *word(s, offTag) != tag {
 		return 0
 	}
 	return g
@@ -204,13 +215,17 @@ func (m *mailbox) stray(tag uint32) (other, meta uint32, ok bool) {
 		if g&1 != 0 || g <= m.taken[i] {
 			continue
 		}
-		other, meta = u32(s, offTag).Load(), u32(s, offMeta).Load()
+		other, meta = *word(s, offTag), *word(s, offMeta)
 		if other != tag && settled(s, g) {
 			return other, meta, true
 		}
 	}
 	return 0, 0, false
 }
+
+// dropDue reports whether this call's beginning is one at which drop
+// looks (every mailDropEvery).
+func (m *mailbox) dropDue() bool { return m.begun.Add(1)%mailDropEvery == 0 }
 
 // mailWanter says whether a part for a tag is still wanted (the peer,
 // asking the collective tags' owner), without a closure to allocate.
@@ -235,21 +250,16 @@ func (m *mailbox) drop(w mailWanter) {
 	for i := range 2 {
 		s := slotOf(m.peer, i)
 		g := u64(s, offGen).Load()
-		if g&1 == 0 && g > m.taken[i] && !w.wantedMail(u32(s, offTag).Load()) && settled(s, g) {
+		if g&1 == 0 && g > m.taken[i] && !w.wantedMail(*word(s, offTag)) && settled(s, g) {
 			m.taken[i] = g
 		}
 	}
 }
 
-// fence orders the plain loads before it before the loads after it (a
-// read-modify-write is a full barrier on every architecture Go supports),
-// as a seqlock's reader needs on weakly ordered ones.
-var fence atomic.Uint32
-
 // settled reports whether slot s's gen is still g after its data was
 // read.
 func settled(s []byte, g uint64) bool {
-	fence.Add(1)
+	loadFence()
 	return u64(s, offGen).Load() == g
 }
 
