@@ -124,7 +124,7 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 	posted, err := p.match(r, false, true, w.op)
 	if !posted {
 		n, err = t.collDone(r, err, w)
-		return n, true, err
+		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	mb.sleep(true)
 	defer mb.sleep(false)
@@ -141,7 +141,7 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 		select {
 		case <-r.done:
 			n, err = t.collDone(r, nil, w)
-			return n, true, err
+			return t.mailOr(p, mb, tag, meta, in, n, err)
 		case <-mb.wake:
 		case <-w.cancel:
 			cause = w.ctx.Err()
@@ -153,9 +153,8 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 		}
 	}
 	if cause != nil {
-		err = t.withdraw(p, r, cause)
-		n, err = t.collDone(r, err, w)
-		return n, err == nil, err // a frame claimed r before the give-up
+		n, err = t.collDone(r, t.withdraw(p, r, cause), w)
+		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	// The part is in the mailbox: take the receive back (unless a frame
 	// came for it meanwhile, which wins), then the part.
@@ -179,6 +178,22 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 	// Rewritten since it was seen: the neighbour gave the call up and went
 	// on. The receive says so.
 	n, err = t.recvCollInto(w.ctx, p.rank, tag, meta, in)
+	return n, false, err
+}
+
+// mailOr ends an exchange whose posted receive ended with n and err
+// (nil: a frame came for it, byFrame): a receive that failed gives way
+// to the neighbour's part if it is in the mailbox by now, as a message
+// that arrived wins over the neighbour's ABANDON that came after it, or
+// over a give-up that found it already there.
+func (t *NetTransport) mailOr(p *peer, mb *mailbox, tag, meta uint32, in []byte, n int, err error) (int, bool, error) {
+	if err == nil {
+		return n, true, nil
+	}
+	if m, got, found, _ := mb.take(tag, in); found {
+		m, err = mailResult(p.rank, tag, meta, m, got, in)
+		return m, false, err
+	}
 	return n, false, err
 }
 

@@ -194,3 +194,25 @@ func TestMailboxUnevenBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestMailboxPartBeforeAbandon: a neighbour's part written into the
+// mailbox before the neighbour gave the call up is taken, as its frame
+// would have been (a message that arrived wins over the ABANDON after
+// it), even though the owner refuses the step's receive by then.
+func TestMailboxPartBeforeAbandon(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{Spin: -1}) // straight to the posted receive
+	own(t, ts[0], &testOwner{})
+	ctx := context.Background()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if _, err := hooks(ts[1]).ExchangeColl(dctx, 0, 0, 1, 7, pattern(1, 0, 1, 0, 8), make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("rank 1 alone: got %v, want its ctx's end", err)
+	}
+	hooks(ts[1]).AbandonColl(1, 5)
+	time.Sleep(50 * time.Millisecond) // the ABANDON reaches rank 0's owner
+	in := make([]byte, 8)
+	n, err := hooks(ts[0]).ExchangeColl(ctx, 1, 1, 1, 7, pattern(0, 1, 1, 0, 8), in)
+	if err != nil || n != 8 || !bytes.Equal(in, pattern(1, 0, 1, 0, 8)) {
+		t.Fatalf("rank 0: got %d bytes, %v; want rank 1's 8 bytes from the mailbox", n, err)
+	}
+}
