@@ -55,9 +55,7 @@ func (c *Conn) Progress() { c.progress(false) }
 // for a reply while its own large frame is still going out (both sides of
 // a collective exchange) moves both directions without a loop wake-up.
 func (c *Conn) Poll() {
-	if !c.loopedOn() {
-		c.rd.polledAt.Store(nanotime())
-	}
+	c.rd.polledAt.Store(nanotime())
 	c.progress(true)
 	if c.wr.nqueued.Load() > 0 {
 		c.wr.pending.Store(true)
@@ -69,12 +67,8 @@ func (c *Conn) Poll() {
 // this connection in the last few microseconds: it is spinning on it, so
 // the loop need not.
 func (c *Conn) polledRecently() bool {
-	return c.loopedOn() || nanotime()-c.rd.polledAt.Load() < int64(10*time.Microsecond)
+	return nanotime()-c.rd.polledAt.Load() < int64(10*time.Microsecond)
 }
-
-// loopedOn reports whether a goroutine polls this pipe in a loop
-// (Polling): it needs no clock read per Poll to say so.
-func (c *Conn) loopedOn() bool { return c.pipe != nil && c.pipe.pollers.Load() > 0 }
 
 // progress drains the socket if no other goroutine is reading it. Like
 // every holder of rd.mu, it calls releaseIfDue after unlocking, also when
@@ -82,9 +76,7 @@ func (c *Conn) loopedOn() bool { return c.pipe != nil && c.pipe.pollers.Load() >
 // left the release to it, and its own fail is then a no-op.
 func (c *Conn) progress(lazy bool) {
 	for c.rd.mu.TryLock() {
-		if c.rd.pending.Load() { // a load costs less than the store: most drains find it clear
-			c.rd.pending.Store(false)
-		}
+		c.rd.pending.Store(false)
 		c.rd.lazy = lazy
 		lazy = false // a retry serves an edge the loop could not: strict
 		op, err := c.drainLocked()
@@ -321,9 +313,8 @@ func (c *Conn) read1(p []byte) (int, error) {
 // Polling tells the connection that a goroutine starts (on) or stops
 // polling it in a loop (Poll). A pipe's reader asks for no bell while one
 // does, so that its writer makes no system call per frame for a reader
-// that is looking anyway; the last to stop asks for a bell again and
-// reads what came meanwhile, if anything did. Sockets need neither:
-// Polling does nothing.
+// that is looking anyway; the last to stop reads what came meanwhile and
+// asks for a bell again. Sockets need neither: Polling does nothing.
 func (c *Conn) Polling(on bool) {
 	if c.pipe == nil {
 		return
@@ -338,7 +329,7 @@ func (c *Conn) Polling(on bool) {
 		p.bmu.Unlock()
 		return
 	}
-	if c.pipe.pollers.Add(-1) == 0 && !c.pipe.armEmpty() {
+	if c.pipe.pollers.Add(-1) == 0 {
 		c.rd.pending.Store(true)
 		c.Progress()
 	}
