@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
 // TestSteadyStateAllocs proves that a Send + RecvInto pair allocates
@@ -18,20 +19,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts need full runs")
 	}
-	for _, link := range linkKinds {
-		t.Run(link.name, func(t *testing.T) { steadyStateAllocs(t, link.opts) })
+	for _, link := range meshtest.Links {
+		t.Run(link.Name, func(t *testing.T) { steadyStateAllocs(t, link.Opts) })
 	}
-}
-
-// linkKinds are the two kinds of link between ranks of one host that a
-// test may run over: pipes in shared memory (the default between
-// neighbours) and loopback TCP.
-var linkKinds = []struct {
-	name string
-	opts engine.Options
-}{
-	{"shm", engine.Options{}},
-	{"tcp", engine.Options{SharedMemory: engine.SharedMemoryOff}},
 }
 
 func steadyStateAllocs(t *testing.T, opts engine.Options) {

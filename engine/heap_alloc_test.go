@@ -7,15 +7,16 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
 func TestHeapSteadyStateAllocs(t *testing.T) {
 	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
-	for _, link := range linkKinds {
-		t.Run(link.name, func(t *testing.T) {
-			o := link.opts
+	for _, link := range meshtest.Links {
+		t.Run(link.Name, func(t *testing.T) {
+			o := link.Opts
 			o.HeapSize = 8 << 20
 			heapSteadyStateAllocs(t, o)
 		})

@@ -218,12 +218,11 @@ func TestAllReduceSteadyStateAllocs(t *testing.T) {
 	if racedetect.Enabled {
 		t.Skip("allocation counts mean nothing under the race detector: it makes sync.Pool drop items")
 	}
-	for _, link := range []struct {
-		name string
-		mode engine.SharedMemoryMode
-	}{{"shm", engine.SharedMemoryAuto}, {"tcp", engine.SharedMemoryOff}} {
-		t.Run(link.name, func(t *testing.T) {
-			allReduceSteadyStateAllocs(t, newCommsOn(t, 2, engine.Options{HeapSize: 1 << 20, SharedMemory: link.mode}, collective.Options{}))
+	for _, link := range meshtest.Links {
+		t.Run(link.Name, func(t *testing.T) {
+			o := link.Opts
+			o.HeapSize = 1 << 20
+			allReduceSteadyStateAllocs(t, newCommsOn(t, 2, o, collective.Options{}))
 		})
 	}
 }
