@@ -74,10 +74,19 @@ func (c *Conn) polledRecently() bool {
 // every holder of rd.mu, it calls releaseIfDue after unlocking, also when
 // its drain failed: a fail that ran meanwhile could not take rd.mu and
 // left the release to it, and its own fail is then a no-op.
+//
+// A drain that finds pending set serves the edge the loop could not: it
+// is strict even if it was asked to be lazy, since the edge that set it
+// is spent (and a pipe's writer rings no second bell until this side asks
+// for one, which only a strict drain does). Clearing pending and deciding
+// are one swap: a lazy drain that cleared it first would leave the bytes
+// behind that edge unread, with nobody to read them.
 func (c *Conn) progress(lazy bool) {
 	for c.rd.mu.TryLock() {
-		c.rd.pending.Store(false)
-		c.rd.lazy = lazy
+		if testHookLocked != nil {
+			testHookLocked(c.id)
+		}
+		c.rd.lazy = !c.rd.pending.Swap(false) && lazy
 		lazy = false // a retry serves an edge the loop could not: strict
 		op, err := c.drainLocked()
 		c.rd.mu.Unlock()
@@ -334,6 +343,10 @@ func (c *Conn) Polling(on bool) {
 		c.Progress()
 	}
 }
+
+// testHookLocked, when set by a test, runs as progress takes the read
+// side, before it looks at pending: the connection id.
+var testHookLocked func(id int)
 
 // testHookRead, when set by a test, runs before every read of the socket,
 // with the read side locked: the connection id.

@@ -39,3 +39,12 @@ func (r *RawPipe) Read(b []byte) (int, error) { return r.p.read(b, false) }
 // SetTestHookBell installs f as the hook that sees every bell a pipe
 // rings (nil removes it). Set it only while no Loop is running.
 func SetTestHookBell(f func()) { testHookBell = f }
+
+// SetTestHookLocked installs f as the hook that runs as a drain takes a
+// connection's read side, before it looks at pending (nil removes it).
+// Set it only while no Loop is running.
+func SetTestHookLocked(f func(id int)) { testHookLocked = f }
+
+// ReadPending reports whether readiness was reported while the read side
+// was held elsewhere, and is still to be served.
+func ReadPending(c *Conn) bool { return c.rd.pending.Load() }

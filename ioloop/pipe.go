@@ -36,14 +36,20 @@ import (
 //	  base+512     size bytes of data; byte i of the stream at i mod size
 //
 // Memory ordering: a producer copies bytes into the ring and then stores
-// tail with an atomic store, and a consumer loads tail atomically before
-// it copies them out (release and acquire: Go's atomics are sequentially
-// consistent, and the instructions are the same between processes as
-// between goroutines); head, likewise, frees room only after the bytes
-// are copied out. A side that arms stores its arm word and then loads
+// tail atomically, and a consumer loads tail atomically before it copies
+// them out (release and acquire: the instructions are the same between
+// processes as between goroutines); head, likewise, frees room only
+// after the bytes are copied out. A side that arms stores its arm word and then loads
 // the other side's position again, and the other side stores its
-// position and then loads the arm word: of two such sequentially
-// consistent pairs at least one sees the other, so no bell is ever lost.
+// position and then loads the arm word: of two such pairs, each a store
+// that is a full barrier followed by a load, at least one sees the
+// other, so no bell is ever lost. The stores are swaps (storeFenced),
+// not atomic stores: a locked exchange is a full barrier however the
+// program is built, while under the race detector Go's atomic stores to
+// memory outside Go's heap are release stores only (a plain move on
+// amd64), which a later load may pass; a bell was then lost now and
+// again, and a receive waited for bytes that sat in its ring.
+//
 // The other process is not trusted: a tail or head that claims more than
 // the ring holds fails the connection with ErrProtocol, and bytes are
 // copied out before they are decoded.
@@ -77,6 +83,13 @@ func InitPipe(mem []byte, ring int) error {
 	binary.LittleEndian.PutUint64(mem[16:], uint64(ring))
 	return nil
 }
+
+// storeFenced32 and storeFenced64 store v at w with a full barrier:
+// nothing after them is done before the store is visible to the other
+// process (see "Memory ordering" above).
+func storeFenced32(w *uint32, v uint32) { atomic.SwapUint32(w, v) }
+
+func storeFenced64(w *uint64, v uint64) { atomic.SwapUint64(w, v) }
 
 // ring is one direction of a pipe as one side sees it: the words are in
 // shared memory, pos and peer are this side's copies.
@@ -171,7 +184,7 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 		return 0, unix.EAGAIN // a sender retries: it asks for a bell when it stops
 	}
 	if free == 0 {
-		atomic.StoreUint32(t.wantRoom, 1)
+		storeFenced32(t.wantRoom, 1)
 		t.peer = atomic.LoadUint64(t.head)
 		if t.pos-t.peer > size {
 			return 0, errPipeCorrupt
@@ -193,7 +206,7 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 		}
 	}
 	t.pos += n
-	atomic.StoreUint64(t.tail, t.pos)
+	storeFenced64(t.tail, t.pos)
 	if atomic.LoadUint32(t.wantData) != 0 && atomic.CompareAndSwapUint32(t.wantData, 1, 0) {
 		p.ring()
 	}
@@ -211,7 +224,7 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 	if tail == r.pos {
 		gone := p.gone.Load() // before tail: the bell ends after the last byte
 		if arm {
-			atomic.StoreUint32(r.wantData, 1)
+			storeFenced32(r.wantData, 1)
 		}
 		if tail = atomic.LoadUint64(r.tail); tail == r.pos {
 			if gone {
@@ -229,7 +242,7 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 	k := copy(b[:n], r.data[at:])
 	copy(b[k:n], r.data)
 	r.pos += n
-	atomic.StoreUint64(r.head, r.pos)
+	storeFenced64(r.head, r.pos)
 	if atomic.LoadUint32(r.wantRoom) != 0 && atomic.CompareAndSwapUint32(r.wantRoom, 1, 0) {
 		p.ring()
 	}

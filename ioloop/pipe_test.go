@@ -277,3 +277,51 @@ func TestPipeSpinningWriterNoBells(t *testing.T) {
 	assertFrame(t, rx.snapshot()[0], frame.Header{Kind: frame.KindSend}, payload, true)
 	rx.check(t)
 }
+
+// TestPipePollServesEdge: a bell that comes while a lazy Poll holds the
+// read side, before it looks at pending, is served by that Poll strictly:
+// it asks for the next bell, so a frame written after it is delivered.
+// (A Poll that cleared pending and then drained lazily left the pipe
+// unarmed, the writer rang no bell for the next frame, and it sat in the
+// ring: TestFloodBounded/rts hung that way.)
+func TestPipePollServesEdge(t *testing.T) {
+	leakCheck(t)
+	var (
+		inPoll atomic.Bool
+		c      *ioloop.Conn
+		raw    *ioloop.RawPipe
+	)
+	write := func(tag uint32) {
+		b := encodeFrame(frame.Header{Kind: frame.KindSend, Tag: tag}, patterned(uint64(tag), 100))
+		if n, err := raw.Write(b); err != nil || n != len(b) {
+			t.Fatalf("raw write: %d, %v", n, err)
+		}
+	}
+	ioloop.SetTestHookLocked(func(int) {
+		if !inPoll.CompareAndSwap(true, false) {
+			return
+		}
+		write(2) // rings the bell the loop's last drain asked for
+		waitFor(t, "the loop to see the bell while Poll holds the read side", func() bool { return ioloop.ReadPending(c) })
+	})
+	t.Cleanup(func() { ioloop.SetTestHookLocked(nil) })
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	c, raw, _, _ = rawPipe(t, l, 64<<10, rx)
+	write(1) // registration's drain asked for a bell: the loop delivers it
+	rx.waitFrames(t, 1)
+	inPoll.Store(true)
+	for deadline := time.Now().Add(waitTimeout); inPoll.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Poll never took the read side")
+		}
+		c.Poll() // does nothing while the loop's drain of frame 1 holds it
+	}
+	rx.waitFrames(t, 2)
+	write(3) // rings only if the drain that served the bell asked again
+	rx.waitFrames(t, 3)
+	for i, f := range rx.snapshot() {
+		assertFrame(t, f, frame.Header{Kind: frame.KindSend, Tag: uint32(i + 1)}, patterned(uint64(i+1), 100), false)
+	}
+	rx.check(t)
+}
