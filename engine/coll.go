@@ -97,6 +97,11 @@ func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta
 	if err := ctx.Err(); err != nil {
 		return 0, err // nothing is sent for a step whose ctx has ended
 	}
+	if to == from && max(len(out), len(in)) <= MailboxMax && !t.topo.crowded {
+		if mb := t.mailboxOf(to); mb != nil {
+			return t.exchangeMail(ctx, t.peers[to], mb, tag, meta, out, in)
+		}
+	}
 	o, err := t.startColl(ctx, to, tag, meta, out)
 	if err != nil {
 		return 0, t.lossErr(err)

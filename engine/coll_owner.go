@@ -70,6 +70,11 @@ func (p *peer) unwanted(tag uint32) bool {
 	return o != nil && !o.Wanted(p.rank, tag-collTagBase)
 }
 
+// wantedMail reports, for a collective tag in a mailbox (relative to
+// the range), whether the owner still wants p's part for it. p.mu is
+// held.
+func (p *peer) wantedMail(tag uint32) bool { return !p.unwanted(collTagBase + tag) }
+
 // collQueued runs when a collective message for tag, with aux, is queued
 // from p: every collective receive from p waiting on another tag that the
 // owner says conflicts with it fails with the owner's error. p.mu is held.
@@ -145,6 +150,11 @@ func (t *NetTransport) dropUnwanted() {
 	}
 	for _, p := range t.peers {
 		p.dropUnwanted()
+		if mb := t.mailboxOf(p.rank); mb != nil && mb.dropDue() {
+			p.mu.Lock() // the owner's lock rule
+			mb.drop(p)
+			p.mu.Unlock()
+		}
 	}
 }
 

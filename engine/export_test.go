@@ -116,3 +116,15 @@ func ClaimedRdvs(t *NetTransport, rank int) int {
 	defer p.mu.Unlock()
 	return len(p.rdv.in)
 }
+
+// MailboxWrites returns how many parts rank t wrote into its mailbox with
+// rank r, or -1 if r is not a neighbour.
+func MailboxWrites(t *NetTransport, r int) int {
+	mb := t.mailboxOf(r)
+	if mb == nil {
+		return -1
+	}
+	mb.xmu.Lock()
+	defer mb.xmu.Unlock()
+	return int(mb.wcount)
+}

@@ -44,6 +44,7 @@ type meshLink struct {
 	live    liveness                    // watched on the control stream
 	pipes   atomic.Bool                 // the lanes are pipes (link_pipes.go)
 	tcp     []*ioloop.Conn              // with pipes: the pair's TCP streams, idle
+	mail    atomic.Pointer[mailbox]     // with pipes: the pair's mailbox (mailbox.go), unmapped at Close
 }
 
 var _ link = (*meshLink)(nil)

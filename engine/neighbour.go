@@ -51,7 +51,8 @@ type offer struct {
 }
 
 // pairMem is what two neighbours share, as this side holds it: the
-// memory of both pipes (the data lane's at 0, the control lane's after),
+// memory of both pipes (the data lane's at 0, the control lane's after,
+// then the mailbox),
 // this side's ends of their bells, and the neighbour's heap, mapped here.
 // The pipes' memory is unmapped once both pipes released it (or at once,
 // if they were never registered).
@@ -310,10 +311,19 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 	return pair, nil
 }
 
-// pipesSize is the shared memory of a pair's two pipes.
+// pipesSize is the shared memory of a pair's two pipes and, from
+// mailboxAt(ring, ctl), its mailbox.
 func pipesSize(ring, ctl int) int {
+	return roundPage(mailboxAt(ring, ctl) + mailboxSize)
+}
+
+// mailboxAt is where a pair's mailbox starts in its shared memory: on the
+// first page after the pipes.
+func mailboxAt(ring, ctl int) int { return roundPage(ioloop.PipeSize(ring) + ioloop.PipeSize(ctl)) }
+
+func roundPage(n int) int {
 	page := unix.Getpagesize()
-	return (ioloop.PipeSize(ring) + ioloop.PipeSize(ctl) + page - 1) / page * page
+	return (n + page - 1) / page * page
 }
 
 // mapPair maps the pipes' memory fd (size bytes, checked for seals and
@@ -368,7 +378,18 @@ func (m *pairMem) pipe(l lane) ([]byte, int, func()) {
 	return mem, fd, m.unref
 }
 
-// unref is a pipe's release: the memory is unmapped after the last.
+// mailbox makes the pair's mailbox, which holds a reference to the memory
+// until it is closed.
+func (m *pairMem) mailbox() *mailbox {
+	m.mu.Lock()
+	m.refs++
+	m.mu.Unlock()
+	at := mailboxAt(m.ring, m.ctlRing)
+	return newMailbox(m.mem[at:at+mailboxSize], m.side, m.unref)
+}
+
+// unref is a pipe's or the mailbox's release: the memory is unmapped
+// after the last.
 func (m *pairMem) unref() {
 	m.mu.Lock()
 	m.refs--

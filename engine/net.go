@@ -63,6 +63,7 @@ type topology struct {
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
 	loopback  bool        // every rank is reached over loopback (this machine)
 	nbr       *neighbours // the ranks on this host, and where they meet this one
+	crowded   bool        // more ranks run on this machine than it has cores, and Options.Spin was left to its default: no mailbox
 }
 
 // door is the listener after the mesh formed and what it refuses.
@@ -141,6 +142,9 @@ func (t *NetTransport) Close() error {
 			for _, p := range t.peers {
 				if m := p.one.mapped.Load(); m != nil {
 					m.close()
+				}
+				if mb := t.mailboxOf(p.rank); mb != nil {
+					mb.close()
 				}
 			}
 			if t.heap != nil {

@@ -95,19 +95,31 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 	if posted {
 		err = t.wait(p, r, w)
 	}
+	return t.recvDone(r, err, w)
+}
+
+// recvDone ends receive r, whose wait ended with err (nil: r's own
+// outcome stands), and recycles it.
+func (t *NetTransport) recvDone(r *recvReq, err error, w waitOpts) (int, []byte, error) {
 	if errors.Is(err, ErrInFlight) {
-		return 0, nil, err // r and dst are the transport's until the message is in
+		return 0, nil, err // r and its buffer are the transport's until the message is in
 	}
 	n, data := r.n, r.data
 	if err == nil {
 		err = r.err
 	}
 	if err == nil && w.checkMeta && r.aux != w.meta {
-		err = &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: w.meta, Got: r.aux}
+		err = &CollMismatchError{Rank: r.from, Tag: uint32(r.tag) - collTagBase, Want: w.meta, Got: r.aux}
 	}
+	t.recycle(r)
+	return n, data, err
+}
+
+// recycle returns a receive request that nothing refers to any more to
+// the pool.
+func (t *NetTransport) recycle(r *recvReq) {
 	r.reset()
 	t.pools.reqs.Put(r)
-	return n, data, err
 }
 
 // newRecv returns a receive request from the pool.

@@ -88,7 +88,8 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	if err := checkCongestion(o.Congestion); err != nil {
 		return nil, err
 	}
-	if opts.Spin == 0 && local > runtime.NumCPU() {
+	crowded := opts.Spin == 0 && local > runtime.NumCPU()
+	if crowded {
 		o.Spin = -1 // oversubscribed: a spinning rank takes the core another needs
 	}
 	if star {
@@ -96,6 +97,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	}
 	t := newNetTransport(rank, world, o)
 	t.topo.loopback = local >= world
+	t.topo.crowded = crowded
 	t.makeLinks(star)
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err

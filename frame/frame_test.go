@@ -34,6 +34,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindData:      0,
 	frame.KindAbandon:   0,
 	frame.KindNeighbour: frame.FlagReply,
+	frame.KindWake:      0,
 }
 
 // validLength returns a payload length every kind accepts.
@@ -45,7 +46,7 @@ func validLength(k frame.Kind) uint64 {
 		return frame.MACSize
 	case frame.KindGetReq:
 		return frame.GetReqSize
-	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone, frame.KindCredit, frame.KindCTS, frame.KindAbandon:
+	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone, frame.KindCredit, frame.KindCTS, frame.KindAbandon, frame.KindWake:
 		return 0
 	case frame.KindRTS:
 		return frame.RTSSize
@@ -118,6 +119,7 @@ func TestKindValues(t *testing.T) {
 		{frame.KindData, 18, "DATA"},
 		{frame.KindAbandon, 19, "ABANDON"},
 		{frame.KindNeighbour, 20, "NEIGHBOUR"},
+		{frame.KindWake, 21, "WAKE"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -140,7 +142,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {21, "KIND(21)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {22, "KIND(22)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -148,7 +150,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 21; k < 256; k++ {
+	for k := 22; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -374,7 +376,7 @@ func TestDecodeRejects(t *testing.T) {
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
 		{name: "kind 14 (retired)", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
-		{name: "kind 21", in: hdr(frame.Header{Kind: 21}), err: frame.ErrUnknownKind, field: "kind", kind: 21, value: 21},
+		{name: "kind 22", in: hdr(frame.Header{Kind: 22}), err: frame.ErrUnknownKind, field: "kind", kind: 22, value: 22},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
@@ -442,8 +444,8 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 21}), 0)
-	want = "frame: unknown kind: KIND(21) kind=21"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 22}), 0)
+	want = "frame: unknown kind: KIND(22) kind=22"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}

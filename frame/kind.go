@@ -32,6 +32,9 @@ const (
 	// acceptor's neighbours meet it (empty: nowhere); Reply: the dialer's
 	// choice of link (Aux: NeighbourPipes or NeighbourTCP).
 	KindNeighbour Kind = 20
+	// KindWake tells a neighbour asleep on the pair's mailbox that this
+	// rank wrote its part of an exchange there (see spec.md "Mailbox").
+	KindWake Kind = 21
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -90,6 +93,7 @@ var kindSpecs = [...]kindSpec{
 	KindData:      {name: "DATA", fixed: -1, routed: true},
 	KindAbandon:   {name: "ABANDON", fixed: 0, routed: true},
 	KindNeighbour: {name: "NEIGHBOUR", flags: FlagReply, fixed: -1, max: MaxNeighbour},
+	KindWake:      {name: "WAKE", fixed: 0},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {

@@ -1,0 +1,302 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// A mailbox is where two neighbours exchange a collective step's small
+// message (exchangeColl between one peer and this rank, at most MailboxMax
+// bytes each way) without a frame: each side writes its part into one of
+// its two slots in memory the pair shares, and reads the other's from
+// there (coll_mailbox.go). Recursive doubling's steps, which are such
+// exchanges, then cost one cache line's trip each way instead of a
+// frame's way through a pipe.
+//
+// Layout (after the pair's pipes, page-aligned; memory the dialer created,
+// zero at first): one area per side, written by that side only, read by
+// the other:
+//
+//	line 0:      asleep (u32): the side waits, asleep, for the other's part
+//	slot 0, 1:   a 128-byte header line (gen u64, tag u32, length u32,
+//	             meta u32) and MailboxMax bytes of data
+//
+// A slot is a seqlock: its writer makes gen odd, writes the header and
+// the data, and makes gen even again; a reader takes a slot whose gen is
+// even, newer than the last it took there, and whose tag is the one it
+// waits for, copies the data, and takes it only if gen did not change
+// meanwhile. A writer uses its slots in turn, so that it rewrites one only
+// after the exchange following the one that wrote it was completed, which
+// needed the other side's part of it, written after the other side was
+// done with the slot. A writer that gave a call up and went on may rewrite
+// a slot still being read: the reader sees gen change and goes on
+// waiting, until the call's ABANDON (or the peer's loss) ends the wait.
+//
+// Lock rule: xmu serializes the exchanges through the mailbox (the
+// collective layer makes one at a time); mu is read-held while the
+// mailbox's memory is touched, and write-held by close, which unmaps it.
+type mailbox struct {
+	xmu sync.Mutex
+
+	mu   sync.RWMutex
+	mine []byte // this side's area; nil once closed
+	peer []byte // the neighbour's area
+
+	wake    chan struct{} // a WAKE came: look at the slots again
+	release func()        // gives the pair's memory back
+
+	// The writer's and the reader's state, under xmu.
+	wcount  uint64    // slots written
+	wgen    [2]uint64 // each slot's gen as last written
+	taken   [2]uint64 // the neighbour's slots' gens last taken
+	waiting bool      // mine's asleep is set
+
+	begun atomic.Uint64 // calls begun (dropDue)
+}
+
+// mailDropEvery is how many calls' beginnings pass between two looks for
+// parts of calls left behind (drop): a tag comes round again only after
+// 2^18 calls, and each look reads the neighbour's slots, lines it is
+// writing.
+const mailDropEvery = 1024
+
+// MailboxMax is the longest part of an exchange that goes through a
+// mailbox; longer ones are frames.
+const MailboxMax = 4096
+
+const (
+	mailLine = 128
+	mailSlot = mailLine + MailboxMax
+	mailArea = mailLine + 2*mailSlot
+	// mailboxSize is the shared memory of a pair's mailbox: both areas.
+	mailboxSize = 2 * mailArea
+)
+
+// newMailbox makes the mailbox in mem (mailboxSize bytes) as side (0: the
+// dialer); release is called once it is closed.
+func newMailbox(mem []byte, side int, release func()) *mailbox {
+	a, b := mem[:mailArea:mailArea], mem[mailArea:mailboxSize:mailboxSize]
+	if side == 1 {
+		a, b = b, a
+	}
+	return &mailbox{mine: a, peer: b, wake: make(chan struct{}, 1), release: release}
+}
+
+// u64 and u32 view the word at off of an area. Areas are page-aligned,
+// and every offset used is a multiple of 8.
+func u64(area []byte, off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&area[off]))
+}
+
+func u32(area []byte, off int) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&area[off]))
+}
+
+// word is a header word for plain access: written between a slot's odd
+// and even gen, read between a gen's load and settled.
+func word(area []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&area[off])) }
+
+// Offsets within an area.
+const (
+	offAsleep = 0
+	offGen    = 0 // in a slot
+	offTag    = 8
+	offLen    = 12
+	offMeta   = 16
+)
+
+func slotOf(area []byte, i int) []byte { return area[mailLine+i*mailSlot : mailLine+(i+1)*mailSlot] }
+
+// post writes this side's part of the exchange on tag: p with meta, in
+// the slot written longest ago. It reports whether the neighbour is
+// asleep waiting for it (then it must be woken). xmu is held; p is at
+// most MailboxMax bytes.
+func (m *mailbox) post(tag, meta uint32, p []byte) (asleep, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.mine == nil {
+		return false, false
+	}
+	i := int(m.wcount & 1)
+	m.wcount++
+	s := slotOf(m.mine, i)
+	g := m.wgen[i] + 1
+	markWriting(u64(s, offGen), g) // odd: before any byte of the slot changes
+	*word(s, offTag) = tag         // plain stores: the even gen publishes them
+	*word(s, offLen) = uint32(len(p))
+	*word(s, offMeta) = meta
+	copy(s[mailLine:], p)
+	u64(s, offGen).Store(g + 1) // a release, and a full barrier before asleep's load
+	m.wgen[i] = g + 1
+	return u32(m.peer, offAsleep).Load() != 0, true
+}
+
+// take looks for the neighbour's part of the exchange on tag and, if it
+// is there, copies it into dst. found is false if it is not there yet;
+// otherwise n is its length, and meta its meta, and a part longer than
+// dst is not copied (n > len(dst)). closed reports a closed mailbox. xmu
+// is held.
+func (m *mailbox) take(tag uint32, dst []byte) (n int, meta uint32, found, closed bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.takeLocked(tag, dst)
+}
+
+// takeLocked is take with mu read-held.
+func (m *mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found, closed bool) {
+	if m.peer == nil {
+		return 0, 0, false, true
+	}
+	for i := range 2 {
+		s := slotOf(m.peer, i)
+		g := m.published(s, i, tag)
+		if g == 0 {
+			continue
+		}
+		n, meta = int(*word(s, offLen)), *word(s, offMeta)
+		if n <= len(dst) && n <= MailboxMax {
+			copy(dst, s[mailLine:mailLine+n])
+		}
+		if !settled(s, g) {
+			continue // rewritten meanwhile: not this exchange's any more
+		}
+		m.taken[i] = g
+		return n, meta, true, false
+	}
+	return 0, 0, false, false
+}
+
+// watch is take tried up to tries times in a row, under one read lock.
+func (m *mailbox) watch(tag uint32, dst []byte, tries int) (n int, meta uint32, found, closed bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for range tries {
+		if n, meta, found, closed = m.takeLocked(tag, dst); found || closed {
+			break
+		}
+	}
+	return n, meta, found, closed
+}
+
+// published returns the gen of the neighbour's slot s (index i) if it
+// holds a part for tag not taken yet, or 0.
+func (m *mailbox) published(s []byte, i int, tag uint32) uint64 {
+	g := u64(s, offGen).Load()
+	if g&1 != 0 || g <= m.taken[i] || *word(s, offTag) != tag {
+		return 0
+	}
+	return g
+}
+
+// ready reports whether the neighbour's part for tag is in the mailbox,
+// without taking it. xmu is held.
+func (m *mailbox) ready(tag uint32) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.peer == nil {
+		return false
+	}
+	return m.published(slotOf(m.peer, 0), 0, tag) != 0 || m.published(slotOf(m.peer, 1), 1, tag) != 0
+}
+
+// stray returns the tag and meta of a part in the mailbox for another
+// tag than tag, not taken yet (ok false: none): the neighbour's part of
+// another step, or one left by a call given up. xmu is held.
+func (m *mailbox) stray(tag uint32) (other, meta uint32, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.peer == nil {
+		return 0, 0, false
+	}
+	for i := range 2 {
+		s := slotOf(m.peer, i)
+		g := u64(s, offGen).Load()
+		if g&1 != 0 || g <= m.taken[i] {
+			continue
+		}
+		other, meta = *word(s, offTag), *word(s, offMeta)
+		if other != tag && settled(s, g) {
+			return other, meta, true
+		}
+	}
+	return 0, 0, false
+}
+
+// dropDue reports whether this call's beginning is one at which drop
+// looks (every mailDropEvery).
+func (m *mailbox) dropDue() bool { return m.begun.Add(1)%mailDropEvery == 0 }
+
+// mailWanter says whether a part for a tag is still wanted (the peer,
+// asking the collective tags' owner), without a closure to allocate.
+type mailWanter interface{ wantedMail(tag uint32) bool }
+
+// drop marks taken the neighbour's parts in the mailbox that w says no
+// call wants any more (those of calls this rank left behind,
+// which nobody took: a step the neighbour made by mailbox and this rank
+// by frames, or a call given up), as the frames of such calls are
+// dropped, so that their tags coming round again find nothing. It skips
+// a mailbox an exchange is using.
+func (m *mailbox) drop(w mailWanter) {
+	if !m.xmu.TryLock() {
+		return
+	}
+	defer m.xmu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.peer == nil {
+		return
+	}
+	for i := range 2 {
+		s := slotOf(m.peer, i)
+		g := u64(s, offGen).Load()
+		if g&1 == 0 && g > m.taken[i] && !w.wantedMail(*word(s, offTag)) && settled(s, g) {
+			m.taken[i] = g
+		}
+	}
+}
+
+// settled reports whether slot s's gen is still g after its data was
+// read.
+func settled(s []byte, g uint64) bool {
+	loadFence()
+	return u64(s, offGen).Load() == g
+}
+
+// sleep marks this side asleep (on) or awake for the neighbour's
+// writer. xmu is held.
+func (m *mailbox) sleep(on bool) {
+	if m.waiting == on {
+		return
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.mine == nil {
+		return
+	}
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	u32(m.mine, offAsleep).Store(v)
+	m.waiting = on
+}
+
+// woken is told of the neighbour's WAKE.
+func (m *mailbox) woken() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close unmaps the mailbox once no exchange touches it.
+func (m *mailbox) close() {
+	m.mu.Lock()
+	open := m.mine != nil
+	m.mine, m.peer = nil, nil
+	m.mu.Unlock()
+	if open {
+		m.release()
+	}
+}

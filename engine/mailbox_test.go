@@ -1,0 +1,218 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
+)
+
+// mailSizes are the part sizes a mailbox exchange test goes through:
+// empty, small, the mailbox's limit and one beyond it (frames).
+var mailSizes = []int{0, 1, 8, 100, 1024, engine.MailboxMax, engine.MailboxMax + 1}
+
+// TestMailboxExchange: between neighbours, ExchangeColl of parts up to
+// MailboxMax goes through the mailbox (no frame), longer ones by frames,
+// and every part arrives intact, call after call on changing tags: with
+// the default spin, with one rank late (the other sleeps and is woken by
+// WAKE), and with no spinning at all (every exchange sleeps).
+func TestMailboxExchange(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts engine.Options
+		late bool
+	}{
+		{"spin", engine.Options{}, false},
+		{"late", engine.Options{Spin: 20 * time.Microsecond}, true},
+		{"no spin", engine.Options{Spin: -1}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := newMesh(t, 2, c.opts)
+			if got := ts[0].Neighbours(); len(got) != 1 {
+				t.Fatalf("Neighbours() = %v: the test needs shared memory", got)
+			}
+			ctx := context.Background()
+			const rounds = 300
+			small := 0
+			for k := range rounds {
+				size := mailSizes[k%len(mailSizes)]
+				if size <= engine.MailboxMax {
+					small++
+				}
+				tag := uint32(k*64+3) % engine.CollTags
+				err := collPair(func(r int) error {
+					if c.late && r == k%2 {
+						time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+					}
+					in := make([]byte, size)
+					n, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 7, pattern(r, 1-r, int(tag), k, size), in)
+					if err != nil {
+						return fmt.Errorf("rank %d, round %d (%d B): %w", r, k, size, err)
+					}
+					if n != size || !bytes.Equal(in, pattern(1-r, r, int(tag), k, size)) {
+						return fmt.Errorf("rank %d, round %d: got %d bytes, not the %d sent", r, k, n, size)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			for r := range 2 {
+				if got := engine.MailboxWrites(ts[r], 1-r); got != small {
+					t.Errorf("rank %d wrote %d parts into the mailbox, want %d (those of at most MailboxMax bytes)", r, got, small)
+				}
+			}
+		})
+	}
+}
+
+// TestMailboxMismatch: parts whose meta or length differ fail the
+// exchange as frames do (*CollMismatchError, *CollLengthError, both
+// wrapping ErrCollMismatch), also when one rank's part goes by frame
+// because it is longer than MailboxMax; a shorter part is returned with
+// its length. The mailbox keeps working afterwards.
+func TestMailboxMismatch(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{})
+	ctx := context.Background()
+	xc := func(r int, tag, meta uint32, out, in int) (int, error) {
+		return hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, meta, make([]byte, out), make([]byte, in))
+	}
+	var errs [2]error
+	var ns [2]int
+	collPair(func(r int) error { ns[r], errs[r] = xc(r, 1, uint32(10+r), 8, 8); return nil })
+	var me *engine.CollMismatchError
+	for r := range 2 {
+		if !errors.As(errs[r], &me) || !errors.Is(errs[r], engine.ErrCollMismatch) || me.Want != uint32(10+r) || me.Got != uint32(11-r) {
+			t.Fatalf("rank %d, metas differ: got %v", r, errs[r])
+		}
+	}
+	collPair(func(r int) error { ns[r], errs[r] = xc(r, 65, 1, 8+8*r, 8+8*r); return nil })
+	var le *engine.CollLengthError
+	if !errors.As(errs[0], &le) || !errors.Is(errs[0], engine.ErrCollMismatch) || le.Got != 16 || le.Want != 8 {
+		t.Fatalf("rank 0, a longer part: got %v", errs[0])
+	}
+	if errs[1] != nil || ns[1] != 8 {
+		t.Fatalf("rank 1, a shorter part: got %d bytes, %v; want 8, nil", ns[1], errs[1])
+	}
+	// Rank 1's part goes by frame: rank 0's posted receive gets it.
+	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	collPair(func(r int) error {
+		if r == 1 {
+			_, errs[1] = hooks(ts[1]).ExchangeColl(dctx, 0, 0, 129, 1, make([]byte, engine.MailboxMax+8), make([]byte, engine.MailboxMax+8))
+		} else {
+			ns[0], errs[0] = xc(0, 129, 1, 8, 8)
+		}
+		return nil
+	})
+	if !errors.As(errs[0], &le) || le.Got != engine.MailboxMax+8 {
+		t.Fatalf("rank 0, a part sent by frame: got %v", errs[0])
+	}
+	if !errors.Is(errs[1], context.DeadlineExceeded) {
+		t.Fatalf("rank 1, whose part never came: got %v, want its ctx's end", errs[1])
+	}
+	err := collPair(func(r int) error {
+		n, err := xc(r, 193, 1, 64, 64)
+		if err == nil && n != 64 {
+			err = fmt.Errorf("rank %d: %d bytes", r, n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("after the mismatches: %v", err)
+	}
+}
+
+// TestMailboxGivesUp: an exchange whose neighbour never comes ends with
+// its ctx (after sleeping), and the next exchanges of both ranks match;
+// one whose neighbour closes ends with ErrPeerLost.
+func TestMailboxGivesUp(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{})
+	ctx := context.Background()
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := hooks(ts[0]).ExchangeColl(dctx, 1, 1, 1, 1, make([]byte, 8), make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the ctx's end", err)
+	}
+	for k := range 3 {
+		tag := uint32(65 + 64*k)
+		err := collPair(func(r int) error {
+			in := make([]byte, 8)
+			_, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), k, 8), in)
+			if err == nil && !bytes.Equal(in, pattern(1-r, r, int(tag), k, 8)) {
+				err = fmt.Errorf("rank %d, exchange %d: wrong bytes", r, k)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := hooks(ts[0]).ExchangeColl(ctx, 1, 1, 257, 1, make([]byte, 8), make([]byte, 8))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // asleep by now
+	ts[1].Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, engine.ErrPeerLost) {
+			t.Fatalf("got %v, want ErrPeerLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exchange with a closed neighbour did not end")
+	}
+}
+
+// TestMailboxUnevenBuffers: a rank whose receive buffer is longer than
+// MailboxMax exchanges by frames while its neighbour uses the mailbox;
+// the neighbour's posted receive takes the frame and its part follows
+// as a frame, so both complete with the right bytes (as reduce-scatter's
+// uneven pieces need).
+func TestMailboxUnevenBuffers(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for k, tag := range []uint32{1, 65, 129} {
+		err := collPair(func(r int) error {
+			in := make([]byte, []int{8, 2 * engine.MailboxMax}[r])
+			n, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), k, 8), in)
+			if err == nil && (n != 8 || !bytes.Equal(in[:n], pattern(1-r, r, int(tag), k, 8))) {
+				err = fmt.Errorf("rank %d, exchange %d: got %d bytes, not the 8 sent", r, k, n)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMailboxPartBeforeAbandon: a neighbour's part written into the
+// mailbox before the neighbour gave the call up is taken, as its frame
+// would have been (a message that arrived wins over the ABANDON after
+// it), even though the owner refuses the step's receive by then.
+func TestMailboxPartBeforeAbandon(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{Spin: -1}) // straight to the posted receive
+	own(t, ts[0], &testOwner{})
+	ctx := context.Background()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if _, err := hooks(ts[1]).ExchangeColl(dctx, 0, 0, 1, 7, pattern(1, 0, 1, 0, 8), make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("rank 1 alone: got %v, want its ctx's end", err)
+	}
+	hooks(ts[1]).AbandonColl(1, 5)
+	time.Sleep(50 * time.Millisecond) // the ABANDON reaches rank 0's owner
+	in := make([]byte, 8)
+	n, err := hooks(ts[0]).ExchangeColl(ctx, 1, 1, 1, 7, pattern(0, 1, 1, 0, 8), in)
+	if err != nil || n != 8 || !bytes.Equal(in, pattern(1, 0, 1, 0, 8)) {
+		t.Fatalf("rank 0: got %d bytes, %v; want rank 1's 8 bytes from the mailbox", n, err)
+	}
+}
