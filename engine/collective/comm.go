@@ -77,6 +77,7 @@ type Comm struct {
 	kind  collKind   // the call in progress
 	base  uint32     // its first tag
 	sent  bool       // it has handed the transport a message (see partial)
+	even  bool       // it failed where every rank fails alike: not abandoned, not partial (see end)
 
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
@@ -218,7 +219,7 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 		c.seq = 1
 	}
 	base := ((c.seq - 1) % callSlots) * tagsPerCall
-	c.kind, c.base, c.sent = k, base, false
+	c.kind, c.base, c.sent, c.even = k, base, false, false
 	if c.calls != nil {
 		c.calls.begin(c.seq)
 	}
@@ -233,7 +234,12 @@ func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 // deadline allreduce, where late ranks are the normal case, only the root
 // abandons: every other rank waits for its result. A failure after which
 // other ranks may have completed the call becomes a *PartialError (see
-// partial.go).
+// partial.go). A failure that every rank finds alike, from an agreement
+// they all completed (c.even: the one-sided allreduce's heap too small),
+// is neither: no rank waits for this one, and none completes the call,
+// and an abandon, which travels apart from the agreement's messages,
+// could overtake this rank's last part of it and fail a slower rank with
+// ErrCollAbandoned instead of the same error.
 func (c *Comm) end(err *error) {
 	if *err != nil {
 		*err = c.withCause(*err) // an abandon's cause, which the next abandon relays
@@ -242,12 +248,13 @@ func (c *Comm) end(err *error) {
 	case c.calls == nil:
 	case *err == nil:
 		c.calls.end(c.seq)
+	case c.even:
 	case errors.Is(*err, engine.ErrPeerLost):
 		// every rank's collective receives fail of the loss themselves
 	case c.kind != kindAllReduceDeadline || c.t.Rank() == c.opts.Root:
 		c.calls.abandon(c.base+abandonStep, c.abandonWhy(*err))
 	}
-	if *err != nil {
+	if *err != nil && !c.even {
 		*err = c.partial(*err)
 	}
 	c.mu.Unlock()

@@ -123,7 +123,10 @@
 //     completing it: the call fails on every rank, and the error says
 //     nothing more. Once a rank has sent part of its data, the others may
 //     complete the call with it, and its error wraps ErrMayHaveCompleted
-//     (a *PartialError).
+//     (a *PartialError). The one-sided allreduce's failures that every
+//     rank finds alike in an agreement they all complete (the heap too
+//     small, the ranks' lengths or calls differing) do not: no rank
+//     completes such a call, and each fails with what it found itself.
 //   - In Broadcast, ReduceTo, Gather, Scatter and AllReduceDeadline some
 //     ranks need nothing from some others: every error of a world of more
 //     than one rank wraps ErrMayHaveCompleted.

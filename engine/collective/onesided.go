@@ -172,6 +172,7 @@ func (c *Comm) oneSided(ctx context.Context, tag uint32, dt DType, data []byte, 
 	if err != nil && !clean {
 		s.err = err
 	}
+	c.even = err != nil && clean // every rank fails alike: see Comm.end
 	return err
 }
 

@@ -147,24 +147,35 @@ func TestOneSidedSteadyStateAllocs(t *testing.T) {
 
 // TestOneSidedHeapTooSmall: a heap area that does not fit fails every
 // rank with a *HeapError naming the size needed, and leaves the ranks in
-// step: a call that fits works afterwards.
+// step: a call that fits works afterwards. Every rank fails alike, so
+// none says the call may have completed elsewhere, and none abandons it:
+// an abandon could overtake the rank's last part of the agreement that
+// found the heap too small, and fail a slower rank with ErrCollAbandoned
+// (it did in about 1 round of 10 under the race detector, 8 of 10 with
+// the mailbox), so the rounds are repeated.
 func TestOneSidedHeapTooSmall(t *testing.T) {
 	const n = 2
 	_, cs := newOneSidedComms(t, n, 64<<10)
-	err := onAll(n, func(r int) error {
-		err := collective.AllReduce(cs[r], make([]float32, 1<<18), collective.Sum)
-		var he *collective.HeapError
-		switch {
-		case !errors.As(err, &he) || !errors.Is(err, collective.ErrHeapSpace) || !errors.Is(err, heap.ErrNoSpace):
-			return fmt.Errorf("rank %d: got %v, want a *HeapError wrapping heap.ErrNoSpace", r, err)
-		case he.Need < 1<<20 || !strings.Contains(err.Error(), strconv.FormatUint(he.Need, 10)):
-			return fmt.Errorf("rank %d: %v: need %d, want >= 1 MiB and named", r, err, he.Need)
+	for round := range 20 {
+		err := onAll(n, func(r int) error {
+			err := collective.AllReduce(cs[r], make([]float32, 1<<18), collective.Sum)
+			var he *collective.HeapError
+			switch {
+			case !errors.As(err, &he) || !errors.Is(err, collective.ErrHeapSpace) || !errors.Is(err, heap.ErrNoSpace):
+				return fmt.Errorf("round %d, rank %d: got %v, want a *HeapError wrapping heap.ErrNoSpace", round, r, err)
+			case he.Need < 1<<20 || !strings.Contains(err.Error(), strconv.FormatUint(he.Need, 10)):
+				return fmt.Errorf("round %d, rank %d: %v: need %d, want >= 1 MiB and named", round, r, err, he.Need)
+			case errors.Is(err, collective.ErrMayHaveCompleted):
+				return fmt.Errorf("round %d, rank %d: %v: every rank fails alike, want no ErrMayHaveCompleted", round, r, err)
+			}
+			if round == 0 {
+				t.Logf("rank %d: %v", r, err)
+			}
+			return checkOneSidedSum(cs[r], r, n, 1000)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Logf("rank %d: %v", r, err)
-		return checkOneSidedSum(cs[r], r, n, 1000)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
