@@ -127,7 +127,7 @@ func (m *mailbox) post(tag, meta uint32, p []byte) (asleep, ok bool) {
 	*word(s, offLen) = uint32(len(p))
 	*word(s, offMeta) = meta
 	copy(s[mailLine:], p)
-	u64(s, offGen).Store(g + 1) // a release, and a full barrier before asleep's load
+	u64(s, offGen).Swap(g + 1) // a release, and a full barrier before asleep's load (see sleep)
 	m.wgen[i] = g + 1
 	return u32(m.peer, offAsleep).Load() != 0, true
 }
@@ -278,7 +278,13 @@ func (m *mailbox) sleep(on bool) {
 	if on {
 		v = 1
 	}
-	u32(m.mine, offAsleep).Store(v)
+	// Swaps, not stores: this store and the gen loads after it (ready,
+	// take), and post's gen store and asleep load, are a Dekker pair, and
+	// only a full barrier between each store and its load keeps a WAKE
+	// from being lost; under the race detector Go's atomic stores to
+	// memory outside Go's heap are release stores only (see the pipes'
+	// "Memory ordering", ioloop/pipe.go).
+	u32(m.mine, offAsleep).Swap(v)
 	m.waiting = on
 }
 
