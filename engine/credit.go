@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -27,8 +28,9 @@ import (
 // that nobody has received.
 
 // outCredit is the credit this rank holds for sending to one peer. Lock
-// rule: mu guards every field; waiters take wake under mu and wait on it
-// without mu.
+// rule: mu guards every field but known, an atomic copy of window that
+// senders read without mu (it never changes once set); waiters take wake
+// under mu and wait on it without mu.
 type outCredit struct {
 	mu      sync.Mutex
 	granted uint64        // cumulative credit the peer granted
@@ -36,6 +38,7 @@ type outCredit struct {
 	window  uint64        // the peer's first grant: its whole window; 0 until it came
 	wake    chan struct{} // closed and replaced when granted grows or the peer is lost
 	lost    bool
+	known   atomic.Uint64 // window, once the first grant came
 }
 
 func (c *outCredit) init() { c.wake = make(chan struct{}) }
@@ -76,6 +79,7 @@ func (c *outCredit) grant(total uint64) {
 	defer c.mu.Unlock()
 	if c.window == 0 {
 		c.window = total
+		c.known.Store(total)
 	}
 	if total > c.granted {
 		c.granted = total
@@ -229,6 +233,9 @@ func (t *NetTransport) awaitWindows(ctx context.Context) error {
 
 // window waits for p's first grant and returns p's window.
 func (t *NetTransport) window(p *peer, cancel <-chan struct{}, op string) (uint64, error) {
+	if w := p.out.known.Load(); w > 0 {
+		return w, nil // the usual case: no lock
+	}
 	for {
 		w, lost, wake := p.out.state()
 		switch {

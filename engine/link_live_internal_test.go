@@ -146,7 +146,7 @@ func starPair(t *testing.T, opts Options) []*NetTransport {
 }
 
 // pair builds a two-rank mesh on loopback, closed at cleanup.
-func pair(t *testing.T, opts Options) []*NetTransport {
+func pair(t testing.TB, opts Options) []*NetTransport {
 	t.Helper()
 	lns := make([]net.Listener, 2)
 	addrs := make([]string, 2)

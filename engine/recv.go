@@ -135,7 +135,10 @@ func (t *NetTransport) newRecv(from int, tag uint32, dst []byte, into bool, w wa
 // event loop completes r. It returns a non-nil error only when it gave up
 // before r was claimed; otherwise r's own outcome stands.
 func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
-	start := time.Now()
+	var start time.Time // read only for a timeout: a clock read costs as much as a poll
+	if w.timeout > 0 {
+		start = time.Now()
+	}
 	if t.spin(p, &r.state, laneData) {
 		<-r.done
 		return nil
@@ -247,7 +250,7 @@ func (t *NetTransport) closedCause(w waitOpts) error {
 // arrived from p for Options.Spin: a message, small or large, that arrives
 // at wire speed is read straight from the socket by the waiting goroutine
 // with no wake-up in its path, and a receive that waits for a slow peer
-// burns at most Spin of CPU before it sleeps. Every few attempts it yields,
+// burns at most Spin of CPU before it sleeps. Every spinYield it yields,
 // so that it does not starve goroutines of its own process.
 func (t *NetTransport) spin(p *peer, state *atomic.Uint32, on lane) bool {
 	return t.spinUntil(p, on, func() bool { return state.Load() == reqDone })
@@ -265,9 +268,11 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 	}
 	p.link.polling(on, true)
 	defer p.link.polling(on, false)
-	// The clock is read every 8 polls only: a poll of a pipe costs about
-	// as much as reading it.
-	last, seen, moved := time.Now(), p.link.bytesRead(on), false
+	// The clock is read every 8 polls only: a poll of a pipe costs less
+	// than reading it. quiet and yielded are the time since start at which
+	// bytes last moved and at which it last yielded.
+	start, seen, moved := time.Now(), p.link.bytesRead(on), false
+	var quiet, yielded time.Duration
 	for i := 1; ; i++ {
 		p.link.poll(on)
 		if done() {
@@ -276,16 +281,27 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 		if now := p.link.bytesRead(on); now != seen {
 			seen, moved = now, true
 		}
-		if i%8 == 0 {
-			if moved {
-				last, moved = time.Now(), false
-			} else if time.Since(last) > t.opts.Spin {
-				return false
-			}
+		if i%8 != 0 {
+			continue
+		}
+		el := time.Since(start)
+		if moved {
+			quiet, moved = el, false
+		} else if el-quiet > t.opts.Spin {
+			return false
+		}
+		if el-yielded >= spinYield {
 			runtime.Gosched()
+			yielded = el
 		}
 	}
 }
+
+// spinYield is how long a spin runs between yields. A yield is not free:
+// with a P idle it wakes a thread to look for work, which takes a core
+// from the other end of an exchange on the same host; so a spin that
+// ends within a few microseconds, as a small message's does, yields never.
+const spinYield = 10 * time.Microsecond
 
 // withdraw takes r back after a give-up. A receive whose payload is already
 // being read cannot be withdrawn: it waits for that read, which ends with

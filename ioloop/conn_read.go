@@ -55,7 +55,9 @@ func (c *Conn) Progress() { c.progress(false) }
 // for a reply while its own large frame is still going out (both sides of
 // a collective exchange) moves both directions without a loop wake-up.
 func (c *Conn) Poll() {
-	c.rd.polledAt.Store(nanotime())
+	if !c.loopedOn() {
+		c.rd.polledAt.Store(nanotime())
+	}
 	c.progress(true)
 	if c.wr.nqueued.Load() > 0 {
 		c.wr.pending.Store(true)
@@ -67,8 +69,12 @@ func (c *Conn) Poll() {
 // this connection in the last few microseconds: it is spinning on it, so
 // the loop need not.
 func (c *Conn) polledRecently() bool {
-	return nanotime()-c.rd.polledAt.Load() < int64(10*time.Microsecond)
+	return c.loopedOn() || nanotime()-c.rd.polledAt.Load() < int64(10*time.Microsecond)
 }
+
+// loopedOn reports whether a goroutine polls this pipe in a loop
+// (Polling): it needs no clock read per Poll to say so.
+func (c *Conn) loopedOn() bool { return c.pipe != nil && c.pipe.pollers.Load() > 0 }
 
 // progress drains the socket if no other goroutine is reading it. Like
 // every holder of rd.mu, it calls releaseIfDue after unlocking, also when
@@ -80,13 +86,17 @@ func (c *Conn) polledRecently() bool {
 // is spent (and a pipe's writer rings no second bell until this side asks
 // for one, which only a strict drain does). Clearing pending and deciding
 // are one swap: a lazy drain that cleared it first would leave the bytes
-// behind that edge unread, with nobody to read them.
+// behind that edge unread, with nobody to read them. (A pending set after
+// the swap is seen as the drain ends, and served by a strict retry.)
 func (c *Conn) progress(lazy bool) {
 	for c.rd.mu.TryLock() {
 		if testHookLocked != nil {
 			testHookLocked(c.id)
 		}
-		c.rd.lazy = !c.rd.pending.Swap(false) && lazy
+		// A load first: most drains find pending clear, and a load costs
+		// less than the swap.
+		served := c.rd.pending.Load() && c.rd.pending.Swap(false)
+		c.rd.lazy = lazy && !served
 		lazy = false // a retry serves an edge the loop could not: strict
 		op, err := c.drainLocked()
 		c.rd.mu.Unlock()
@@ -322,8 +332,9 @@ func (c *Conn) read1(p []byte) (int, error) {
 // Polling tells the connection that a goroutine starts (on) or stops
 // polling it in a loop (Poll). A pipe's reader asks for no bell while one
 // does, so that its writer makes no system call per frame for a reader
-// that is looking anyway; the last to stop reads what came meanwhile and
-// asks for a bell again. Sockets need neither: Polling does nothing.
+// that is looking anyway; the last to stop asks for a bell again and
+// reads what came meanwhile, if anything did. Sockets need neither:
+// Polling does nothing.
 func (c *Conn) Polling(on bool) {
 	if c.pipe == nil {
 		return
@@ -338,7 +349,7 @@ func (c *Conn) Polling(on bool) {
 		p.bmu.Unlock()
 		return
 	}
-	if c.pipe.pollers.Add(-1) == 0 {
+	if c.pipe.pollers.Add(-1) == 0 && !c.pipe.armEmpty() {
 		c.rd.pending.Store(true)
 		c.Progress()
 	}

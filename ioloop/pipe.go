@@ -106,7 +106,8 @@ type ring struct {
 // pipe is both directions of a pipe from one side, and its bell.
 //
 // Lock rule: tx belongs to the holder of the Conn's wr.mu, rx to the
-// holder of rd.mu, but for rx.wantData, which Polling stores under bmu;
+// holder of rd.mu, but for rx.wantData, which Polling stores under bmu
+// (and armEmpty, which also loads rx's shared words there);
 // the words in shared memory are only touched with atomics; pollers and
 // gone are atomics.
 type pipe struct {
@@ -247,6 +248,24 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 		p.ring()
 	}
 	return int(n), nil
+}
+
+// armEmpty asks for a bell when bytes come, for the last goroutine to
+// stop polling, and reports whether the ring was then found empty, with
+// everything read from it consumed: nothing is left to read until the
+// bell rings. Otherwise (bytes came, the other side is gone, a poller
+// came back, or the Conn was released) the caller drains the Conn, which
+// arms the ring itself as it finds it empty. Like read's, the arm comes
+// before the look at tail, and writev stores tail before it looks at the
+// arm, so that no bell is lost.
+func (p *pipe) armEmpty() bool {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	if p.shut || p.pollers.Load() != 0 || p.gone.Load() {
+		return false
+	}
+	storeFenced32(p.rx.wantData, 1)
+	return atomic.LoadUint64(p.rx.tail) == atomic.LoadUint64(p.rx.head)
 }
 
 // ring writes one byte to the bell. A full bell needs no more: a byte is

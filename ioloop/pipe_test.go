@@ -155,6 +155,51 @@ func TestPipePollingNoBells(t *testing.T) {
 	rx.check(t)
 }
 
+// TestPipePollingOffReadsWhatCame: frames that came while a goroutine
+// polled the receiving Conn but did not read it (no bell rang for them)
+// are delivered by Polling(false) itself, before it returns; and a frame
+// that comes after it rings a bell, for the loop to deliver.
+func TestPipePollingOffReadsWhatCame(t *testing.T) {
+	leakCheck(t)
+	var bells atomic.Int64
+	ioloop.SetTestHookBell(func() { bells.Add(1) })
+	t.Cleanup(func() { ioloop.SetTestHookBell(nil) })
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	ca, cb := pipePair(t, l, 64<<10, newTestHandler(), rx)
+	h := frame.Header{Kind: frame.KindSend}
+	if err := ca.Send(&h, patterned(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	rx.waitFrames(t, 1)
+	time.Sleep(10 * time.Millisecond)
+	cb.Polling(true)
+	before := bells.Load()
+	const n = 20
+	for i := range n {
+		h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
+		if err := ca.Send(&h, patterned(uint64(i), 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := bells.Load() - before; got != 0 {
+		t.Fatalf("%d bells while the receiver polled, want none", got)
+	}
+	cb.Polling(false)
+	if got := rx.count(); got != n+1 {
+		t.Fatalf("%d frames delivered when Polling(false) returned, want %d", got, n+1)
+	}
+	before = bells.Load()
+	if err := ca.Send(&h, patterned(9, 10)); err != nil {
+		t.Fatal(err)
+	}
+	rx.waitFrames(t, n+2)
+	if got := bells.Load() - before; got != 1 {
+		t.Errorf("%d bells for a frame nobody polls for, want 1", got)
+	}
+	rx.check(t)
+}
+
 // TestInitPipeRefuses: ring sizes that are not a power of two of at
 // least MinPipeRing, and memory too small, are refused.
 func TestInitPipeRefuses(t *testing.T) {
