@@ -84,7 +84,7 @@ func GetBuffer(n int) *Buffer {
 	if bb == nil {
 		bb = (*Buffer)(pools[k].Get())
 	}
-	if cap(bb.B) < n {
+	if cap(bb.B) < max(n, 1) { // an empty payload's too: PutBuffer keeps only buffers with room
 		bb.B = make([]byte, n, 1<<k)
 	}
 	bb.B = bb.B[:n]
