@@ -97,7 +97,7 @@ func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta
 	if err := ctx.Err(); err != nil {
 		return 0, err // nothing is sent for a step whose ctx has ended
 	}
-	if to == from && max(len(out), len(in)) <= MailboxMax && !t.topo.crowded {
+	if to == from && max(len(out), len(in)) <= MailboxMax {
 		if mb := t.mailboxOf(to); mb != nil {
 			return t.exchangeMail(ctx, t.peers[to], mb, tag, meta, out, in)
 		}

@@ -56,10 +56,10 @@ type Options struct {
 	// while no byte arrives, before it sleeps until the event loop wakes
 	// it. Spinning takes the wake-up out of a message's latency at the cost
 	// of up to Spin of CPU per idle receive. Negative disables it. Default
-	// 200 µs, or no spinning when more ranks run on this machine's loopback
-	// than it has cores: spinning ranks would take the cores the ranks they
-	// wait for need (measured: 4 ranks on 2 cores, allreduce of 8 B, 330 µs
-	// without spinning, 420 µs yielding between polls, worse spinning).
+	// 200 µs. When more ranks run on this machine than it has cores, the
+	// default spin gives the core up between polls (sched_yield), so that
+	// the ranks waited for get to run (on Linux; elsewhere such a machine
+	// does not spin by default); an explicit Spin spins without yielding.
 	// 200 µs rather than 50: between two emulated hosts (network
 	// namespaces over veth, a core each) a 16 MiB allreduce took 10-14 ms
 	// in 4 runs of 4 with 200 µs, but 23-25 ms in 1 of 4 with 50 µs and in

@@ -290,7 +290,10 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 		} else if el-quiet > t.opts.Spin {
 			return false
 		}
-		if el-yielded >= spinYield {
+		if t.topo.crowded {
+			runtime.Gosched()
+			yieldCore()
+		} else if el-yielded >= spinYield {
 			runtime.Gosched()
 			yielded = el
 		}

@@ -90,7 +90,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	}
 	crowded := opts.Spin == 0 && local > runtime.NumCPU()
 	if crowded {
-		o.Spin = -1 // oversubscribed: a spinning rank takes the core another needs
+		o.Spin = crowdedSpin // oversubscribed: spins give the core up between polls
 	}
 	if star {
 		o.Streams = 1 // a star's links carry every pair's traffic: no striping
@@ -103,7 +103,11 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 		return nil, err
 	}
 	t.topo.nbr = newNeighbours(t, star)
-	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: max(o.Spin, 0), MaxPosted: maxPosted(o.MaxQueuedBytes)}); err != nil {
+	loopSpin := max(o.Spin, 0) // a full send's and the hot loop's spins, which do not yield the core
+	if crowded {
+		loopSpin = 0
+	}
+	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: loopSpin, MaxPosted: maxPosted(o.MaxQueuedBytes)}); err != nil {
 		t.topo.nbr.close()
 		t.heap.Close()
 		return nil, err
