@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
@@ -148,9 +149,11 @@ func (r boltRPC) Echo(ctx context.Context, to int, args []byte) ([]byte, error) 
 // every other rank, and a goodbye that arrives after that rank's own agent
 // has left is held by the transport and handed to the next agent installed
 // there, which would then take this rank for closed. So every rank, once
-// its agent is closed, exchanges a control message with every other (it
-// follows the goodbye on the same connection), and then installs, and
-// removes, a handler that discards what is held.
+// its agent is closed, exchanges a control message with every other (so
+// that every agent is closed), then sends every other rank an RPC
+// request of its own (a fence), which follows its goodbye (RPC frames keep
+// their order; a control message, on another lane, does not), and drops
+// every RPC frame until it has every other rank's fence.
 func (e *boltEndpoint) endRPC(ctl control) error {
 	if e.agent == nil {
 		return nil
@@ -160,20 +163,94 @@ func (e *boltEndpoint) endRPC(ctl control) error {
 		err = ctl.allToAll()
 	}
 	if err == nil {
+		if rt, ok := plumb.RPCOf(e.t); ok {
+			err = e.fenceRPC(rt)
+		}
+	}
+	if err == nil {
 		// Rank 0 leaves (and closes) only once every other rank has all its
 		// control messages: a star's coordinator forwards the workers' to
 		// each other, and closing would drop those still in flight. The
 		// others tell it straight, with nothing to forward.
 		_, err = ctl.gather(nil)
 	}
-	if err == nil {
-		if rt, ok := plumb.RPCOf(e.t); ok {
-			if err = rt.SetRPCHandler(discardRPC{}); err == nil {
-				err = rt.SetRPCHandler(nil)
+	return err
+}
+
+// rpcFenceTag is the Tag of endRPC's fence requests, which no agent
+// sends (an agent's requests carry their name's length there).
+const rpcFenceTag = 1<<32 - 1
+
+// fenceRPC sends every other rank a fence and drops every RPC frame
+// until every other rank's fence is in, within rpcCloseTimeout; it leaves
+// the transport with no RPC handler.
+func (e *boltEndpoint) fenceRPC(rt plumb.RPC) error {
+	n, me := e.t.WorldSize(), e.t.Rank()
+	f := &fenceHandler{seen: make([]bool, n), left: n - 1, done: make(chan struct{}), lost: make(chan error, n)}
+	if n == 1 {
+		close(f.done)
+	}
+	if err := rt.SetRPCHandler(f); err != nil {
+		return fmt.Errorf("bench: rpc fence: %w", err)
+	}
+	defer rt.SetRPCHandler(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), rpcCloseTimeout)
+	defer cancel()
+	for r := range n {
+		if r != me {
+			if err := rt.SendRPC(ctx, r, plumb.RPCFrame{Tag: rpcFenceTag}, nil); err != nil {
+				return fmt.Errorf("bench: rpc fence to rank %d: %w", r, err)
 			}
 		}
 	}
-	return err
+	select {
+	case <-f.done:
+		return nil
+	case err := <-f.lost:
+		return fmt.Errorf("bench: rpc fence: %w", err)
+	case <-ctx.Done():
+		return fmt.Errorf("bench: rpc fence: %d ranks' fences missing: %w", f.missing(), ctx.Err())
+	}
+}
+
+// fenceHandler drops every RPC frame and counts the fences (see
+// fenceRPC). Lock rule: mu guards seen and left.
+type fenceHandler struct {
+	mu   sync.Mutex
+	seen []bool
+	left int
+	done chan struct{} // closed once every other rank's fence is in
+	lost chan error    // a peer lost, or the transport closed
+}
+
+// HandleRPC implements plumb.RPCHandler.
+func (f *fenceHandler) HandleRPC(from int, fr plumb.RPCFrame, p plumb.RPCPayload) {
+	p.Release()
+	if fr.Reply || fr.Tag != rpcFenceTag {
+		return // a goodbye, or an answer nobody waits for: dropped
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if from >= 0 && from < len(f.seen) && !f.seen[from] && f.left > 0 {
+		f.seen[from] = true
+		if f.left--; f.left == 0 {
+			close(f.done)
+		}
+	}
+}
+
+// RPCPeerLost implements plumb.RPCHandler.
+func (f *fenceHandler) RPCPeerLost(from int, err error) {
+	select {
+	case f.lost <- fmt.Errorf("rank %d: %w", from, err):
+	default:
+	}
+}
+
+func (f *fenceHandler) missing() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.left
 }
 
 // closeRPC closes the agent, if any, on this rank alone.
@@ -190,12 +267,3 @@ func (e *boltEndpoint) closeRPC() error {
 	}
 	return nil
 }
-
-// discardRPC drops the RPC frames a transport holds.
-type discardRPC struct{}
-
-// HandleRPC implements plumb.RPCHandler.
-func (discardRPC) HandleRPC(_ int, _ plumb.RPCFrame, p plumb.RPCPayload) { p.Release() }
-
-// RPCPeerLost implements plumb.RPCHandler.
-func (discardRPC) RPCPeerLost(int, error) {}
