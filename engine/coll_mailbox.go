@@ -214,7 +214,10 @@ func (t *NetTransport) mailConflict(p *peer, mb *mailbox, tag, meta uint32) erro
 		return nil
 	}
 	other, got, ok := mb.stray(tag)
-	if !ok {
+	if !ok || mb.ready(tag) {
+		// No other part; or the one waited for came too, written before
+		// that other (the neighbour went on to its next step after taking
+		// this rank's part), after the look that missed it.
 		return nil
 	}
 	p.mu.Lock()

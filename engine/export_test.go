@@ -128,3 +128,21 @@ func MailboxWrites(t *NetTransport, r int) int {
 	defer mb.xmu.Unlock()
 	return int(mb.wcount)
 }
+
+// MailboxPost writes rank t's part of an exchange on tag with meta into
+// its mailbox with rank r, as an exchange does, without waiting for r's.
+func MailboxPost(t *NetTransport, r int, tag, meta uint32, part []byte) {
+	mb := t.mailboxOf(r)
+	mb.xmu.Lock()
+	defer mb.xmu.Unlock()
+	mb.post(tag, meta, part)
+}
+
+// MailboxConflict is what an exchange with rank r on tag expecting meta
+// that has not found r's part makes of the other parts in the mailbox.
+func MailboxConflict(t *NetTransport, r int, tag, meta uint32) error {
+	mb := t.mailboxOf(r)
+	mb.xmu.Lock()
+	defer mb.xmu.Unlock()
+	return t.mailConflict(t.peers[r], mb, tag, meta)
+}

@@ -216,3 +216,28 @@ func TestMailboxPartBeforeAbandon(t *testing.T) {
 		t.Fatalf("rank 0: got %d bytes, %v; want rank 1's 8 bytes from the mailbox", n, err)
 	}
 }
+
+// TestMailboxNoConflictWhileWantedIsIn: a part for another step of the
+// call in the neighbour's other slot is no conflict once the part waited
+// for is in the mailbox too: the neighbour wrote it first, and a look
+// that missed it (made just before) then saw the later one. (Judged a
+// conflict, it failed TestOneSidedHeapTooSmall in CI: the slower rank,
+// still at the first agreement, saw the faster one's part of the second.)
+func TestMailboxNoConflictWhileWantedIsIn(t *testing.T) {
+	ts := newMesh(t, 2, engine.Options{})
+	const step, next = 5, 6
+	own(t, ts[0], &testOwner{conflictTag: step, conflictWith: next})
+	engine.MailboxPost(ts[1], 0, next, 1, []byte("later"))
+	if err := engine.MailboxConflict(ts[0], 1, step, 1); !errors.Is(err, errConflict) {
+		t.Fatalf("another step's part alone: got %v, want the owner's conflict", err)
+	}
+	engine.MailboxPost(ts[1], 0, step, 1, []byte("first"))
+	if err := engine.MailboxConflict(ts[0], 1, step, 1); err != nil {
+		t.Fatalf("the part waited for is in beside another step's: got %v, want no conflict", err)
+	}
+	in := make([]byte, 8)
+	n, err := hooks(ts[0]).ExchangeColl(context.Background(), 1, 1, step, 1, []byte("mine"), in)
+	if err != nil || string(in[:n]) != "first" {
+		t.Fatalf("the exchange: got %q, %v; want the part waited for", in[:n], err)
+	}
+}
