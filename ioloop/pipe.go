@@ -39,11 +39,11 @@ import (
 // tail atomically, and a consumer loads tail atomically before it copies
 // them out (release and acquire: the instructions are the same between
 // processes as between goroutines); head, likewise, frees room only
-// after the bytes are copied out. A side that arms stores its arm word and then loads
-// the other side's position again, and the other side stores its
-// position and then loads the arm word: of two such pairs, each a store
-// that is a full barrier followed by a load, at least one sees the
-// other, so no bell is ever lost. The stores are swaps (storeFenced),
+// after the bytes are copied out. A side that arms stores its arm word
+// and then loads the other side's position again, and the other side
+// stores its position and then loads the arm word: of two such pairs,
+// each a store that is a full barrier followed by a load, at least one
+// sees the other, so no bell is ever lost. The stores are swaps (storeFenced),
 // not atomic stores: a locked exchange is a full barrier however the
 // program is built, while under the race detector Go's atomic stores to
 // memory outside Go's heap are release stores only (a plain move on
