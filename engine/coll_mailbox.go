@@ -94,7 +94,7 @@ func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, w w
 	if budget <= 0 {
 		return 0, 0, false, nil
 	}
-	start := time.Now()
+	var start time.Time // read after the first looks, which often find the part
 	for {
 		n, meta, found, closed := mb.watch(tag, in, every)
 		switch {
@@ -113,7 +113,9 @@ func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, w w
 			return 0, 0, false, t.anyLost(w.op)
 		default:
 		}
-		if time.Since(start) > budget {
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > budget {
 			return 0, 0, false, nil
 		}
 		runtime.Gosched()

@@ -161,7 +161,16 @@ func (t *NetTransport) dropUnwanted() {
 // dropUnwanted drops the queued collective messages from p that the owner
 // no longer wants, releasing their credit (the senders of queued RTSs are
 // told to send nothing).
+//
+// A look without the lock that finds nothing held skips it. A message
+// queued meanwhile is one the owner wanted as it arrived: one of the call
+// beginning, or of one already over that passed Wanted before this call
+// began; nothing receives that one, and the next call's beginning drops
+// it, before its tags come round again (callSlots/2 calls later).
 func (p *peer) dropUnwanted() {
+	if p.m.held.Load() == 0 {
+		return
+	}
 	p.mu.Lock()
 	if p.m.empty() {
 		p.mu.Unlock()

@@ -117,6 +117,9 @@ func ClaimedRdvs(t *NetTransport, rank int) int {
 	return len(p.rdv.in)
 }
 
+// MailboxInline is the longest part a mailbox keeps beside its header.
+const MailboxInline = mailInline
+
 // MailboxWrites returns how many parts rank t wrote into its mailbox with
 // rank r, or -1 if r is not a neighbour.
 func MailboxWrites(t *NetTransport, r int) int {

@@ -20,7 +20,13 @@ import (
 //
 //	line 0:      asleep (u32): the side waits, asleep, for the other's part
 //	slot 0, 1:   a 128-byte header line (gen u64, tag u32, length u32,
-//	             meta u32) and MailboxMax bytes of data
+//	             meta u32, then up to mailInline bytes of data) and
+//	             MailboxMax bytes of data
+//
+// A part of at most mailInline bytes is in the header's first cache line,
+// after the header, so that the reader, which watches gen there, finds it
+// without another line's trip; a longer one is in the data after the
+// header line.
 //
 // A slot is a seqlock: its writer makes gen odd, writes the header and
 // the data, and makes gen even again; a reader takes a slot whose gen is
@@ -104,7 +110,20 @@ const (
 	offTag    = 8
 	offLen    = 12
 	offMeta   = 16
+	offInline = 24
+	// mailInline is the longest part kept in the header's first cache
+	// line (64 bytes).
+	mailInline = 64 - offInline
 )
+
+// slotData is where a part of n bytes is in slot s (n at most
+// MailboxMax).
+func slotData(s []byte, n int) []byte {
+	if n <= mailInline {
+		return s[offInline : offInline+n]
+	}
+	return s[mailLine : mailLine+n]
+}
 
 func slotOf(area []byte, i int) []byte { return area[mailLine+i*mailSlot : mailLine+(i+1)*mailSlot] }
 
@@ -126,7 +145,7 @@ func (m *mailbox) post(tag, meta uint32, p []byte) (asleep, ok bool) {
 	*word(s, offTag) = tag         // plain stores: the even gen publishes them
 	*word(s, offLen) = uint32(len(p))
 	*word(s, offMeta) = meta
-	copy(s[mailLine:], p)
+	copy(slotData(s, len(p)), p)
 	u64(s, offGen).Swap(g + 1) // a release, and a full barrier before asleep's load (see sleep)
 	m.wgen[i] = g + 1
 	return u32(m.peer, offAsleep).Load() != 0, true
@@ -156,7 +175,7 @@ func (m *mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found,
 		}
 		n, meta = int(*word(s, offLen)), *word(s, offMeta)
 		if n <= len(dst) && n <= MailboxMax {
-			copy(dst, s[mailLine:mailLine+n])
+			copy(dst, slotData(s, n))
 		}
 		if !settled(s, g) {
 			continue // rewritten meanwhile: not this exchange's any more

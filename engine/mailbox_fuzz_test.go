@@ -17,12 +17,13 @@ func FuzzMailboxTake(f *testing.F) {
 		binary.LittleEndian.PutUint32(b[offTag:], tag)
 		binary.LittleEndian.PutUint32(b[offLen:], n)
 		binary.LittleEndian.PutUint32(b[offMeta:], meta)
-		copy(b[mailLine:], data)
+		copy(slotData(b, int(min(n, MailboxMax))), data)
 		return b
 	}
 	f.Add(uint32(5), 16, slot(2, 5, 8, 1, []byte("abcdefgh")), slot(0, 0, 0, 0, nil))
 	f.Add(uint32(5), 16, slot(3, 5, 8, 1, []byte("abcdefgh")), slot(4, 5, 1<<31, 1, nil))
 	f.Add(uint32(9), 4096, slot(2, 8, 8, 1, nil), slot(6, 9, 4096, 2, bytes.Repeat([]byte{7}, 4096)))
+	f.Add(uint32(7), 64, slot(2, 7, 40, 1, bytes.Repeat([]byte{3}, 40)), slot(4, 7, 41, 1, bytes.Repeat([]byte{5}, 41)))
 	f.Fuzz(func(t *testing.T, tag uint32, dstLen int, s0, s1 []byte) {
 		if dstLen < 0 || dstLen > 2*MailboxMax {
 			return
@@ -50,7 +51,7 @@ func FuzzMailboxTake(f *testing.F) {
 			for i := range 2 {
 				s := slotOf(m.peer, i)
 				if m.taken[i] != 0 && binary.LittleEndian.Uint64(s[offGen:]) == m.taken[i] {
-					from = s[mailLine : mailLine+n]
+					from = slotData(s, n)
 				}
 			}
 			if !bytes.Equal(dst[:n], from) {

@@ -13,8 +13,9 @@ import (
 )
 
 // mailSizes are the part sizes a mailbox exchange test goes through:
-// empty, small, the mailbox's limit and one beyond it (frames).
-var mailSizes = []int{0, 1, 8, 100, 1024, engine.MailboxMax, engine.MailboxMax + 1}
+// empty, small, the longest kept beside the header and one beyond it, the
+// mailbox's limit and one beyond it (frames).
+var mailSizes = []int{0, 1, 8, engine.MailboxInline, engine.MailboxInline + 1, 100, 1024, engine.MailboxMax, engine.MailboxMax + 1}
 
 // TestMailboxExchange: between neighbours, ExchangeColl of parts up to
 // MailboxMax goes through the mailbox (no frame), longer ones by frames,

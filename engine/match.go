@@ -18,6 +18,7 @@ import (
 // matcher methods are called with it held.
 type matcher struct {
 	tags     map[uint32]*tagQueue
+	held     atomic.Int32 // len(tags), for a look without the peer's lock (dropUnwanted)
 	freeQ    []*tagQueue // emptied queues, for reuse
 	claimed  *recvReq    // receive whose buffer an eager payload is being read into
 	posted   int         // receives posted in the tags' recvs queues
@@ -124,6 +125,7 @@ func (m *matcher) queue(tag uint32) *tagQueue {
 			q = &tagQueue{}
 		}
 		m.tags[tag] = q
+		m.held.Add(1)
 	}
 	return q
 }
@@ -162,6 +164,7 @@ func (m *matcher) removeRecv(q *tagQueue, r *recvReq) bool {
 func (m *matcher) tidy(tag uint32, q *tagQueue) {
 	if q.msgs.len() == 0 && q.recvs.len() == 0 {
 		delete(m.tags, tag)
+		m.held.Add(-1)
 		if len(m.freeQ) < 64 {
 			q.msgs.trim(64)
 			q.recvs.trim(64)

@@ -268,10 +268,12 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 	}
 	p.link.polling(on, true)
 	defer p.link.polling(on, false)
-	// The clock is read every 8 polls only: a poll of a pipe costs less
-	// than reading it. quiet and yielded are the time since start at which
-	// bytes last moved and at which it last yielded.
-	start, seen, moved := time.Now(), p.link.bytesRead(on), false
+	// The clock is read every 8 polls only, the first time after 8: a
+	// poll of a pipe costs less than reading it. quiet and yielded are the
+	// time since start at which bytes last moved and at which it last
+	// yielded.
+	seen, moved := p.link.bytesRead(on), false
+	var start time.Time
 	var quiet, yielded time.Duration
 	for i := 1; ; i++ {
 		p.link.poll(on)
@@ -283,6 +285,9 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 		}
 		if i%8 != 0 {
 			continue
+		}
+		if i == 8 {
+			start = time.Now()
 		}
 		el := time.Since(start)
 		if moved {

@@ -300,12 +300,13 @@ func (c *Conn) read(p []byte) (int, error) {
 	for {
 		n, err := c.read1(p)
 		switch {
-		case err == unix.EINTR:
-			continue
+		case err == nil && n > 0: // first: errors compare as interfaces
 		case err == unix.EAGAIN:
 			c.rd.short = true
 			return 0, nil
-		case err == ErrEOF || err == nil && n == 0:
+		case err == unix.EINTR:
+			continue
+		case err == ErrEOF || err == nil:
 			return 0, ErrEOF
 		case err != nil:
 			return 0, os.NewSyscallError("read", err)

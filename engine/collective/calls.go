@@ -81,13 +81,20 @@ func callsOf(owned plumb.CollOwned, n int) *calls {
 // overlap. The messages of the calls before it are dropped from then on,
 // those queued now and those that arrive, and so are the notes of those
 // calls that peers gave up.
+//
+// With no notes it takes no lock: a note that Abandoned adds meanwhile
+// may be of a call before this one (it forgot by the call in progress as
+// it saw it), which no receive of this call asks about, and the next
+// call's beginning forgets it.
 func (cs *calls) begin(call uint32) {
 	cs.cur.Store(call)
-	cs.mu.Lock()
-	for r := range cs.abandoned {
-		cs.forget(r, call)
+	if cs.notes.Load() != 0 {
+		cs.mu.Lock()
+		for r := range cs.abandoned {
+			cs.forget(r, call)
+		}
+		cs.mu.Unlock()
 	}
-	cs.mu.Unlock()
 	cs.owned.DropUnwanted()
 }
 
@@ -174,7 +181,9 @@ func (cs *calls) forget(r int, call uint32) {
 	cs.abandoned[r] = slices.DeleteFunc(cs.abandoned[r], func(a abandonNote) bool {
 		return pastCall(call, a.slot*tagsPerCall)
 	})
-	cs.notes.Add(int32(len(cs.abandoned[r]) - before))
+	if d := len(cs.abandoned[r]) - before; d != 0 {
+		cs.notes.Add(int32(d))
+	}
 }
 
 // Progress implements plumb.CollOwner: the last call completed.

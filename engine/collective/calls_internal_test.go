@@ -55,6 +55,17 @@ func TestAbandonedNotes(t *testing.T) {
 	if abandoned(8 + callSlots) {
 		t.Fatal("a call that reuses an abandoned call's tags fails")
 	}
+	if n := tr.notes.Load(); n != 0 {
+		t.Fatalf("%d notes counted with none left: begin would take its lock for ever", n)
+	}
+	tr.Abandoned(3, tag(9+callSlots, 0), 0) // noted with nothing else noted
+	if !abandoned(9 + callSlots) {
+		t.Fatal("an abandon noted when no other was is not seen")
+	}
+	tr.begin(10 + callSlots)
+	if abandoned(9+callSlots) || tr.notes.Load() != 0 {
+		t.Fatal("a note of a call left behind survives the next call's beginning")
+	}
 }
 
 // TestPastCall: a tag is past for the callSlots/2 calls before the one in
