@@ -19,11 +19,11 @@ import (
 type matcher struct {
 	tags     map[uint32]*tagQueue
 	held     atomic.Int32 // len(tags), for a look without the peer's lock (dropUnwanted)
-	freeQ    []*tagQueue // emptied queues, for reuse
-	claimed  *recvReq    // receive whose buffer an eager payload is being read into
-	posted   int         // receives posted in the tags' recvs queues
-	deferred bool        // a payload on data stream 0 waits in the socket for a receive
-	charged  atomic.Bool // the deferred SEND's credit is used (data stream 0's reader's)
+	freeQ    []*tagQueue  // emptied queues, for reuse
+	claimed  *recvReq     // receive whose buffer an eager payload is being read into
+	posted   int          // receives posted in the tags' recvs queues
+	deferred bool         // a payload on data stream 0 waits in the socket for a receive
+	charged  atomic.Bool  // the deferred SEND's credit is used (data stream 0's reader's)
 }
 
 // match matches receive r from p with what has arrived, and reports
