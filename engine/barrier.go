@@ -24,6 +24,7 @@ type barrierState struct {
 	inProgress bool
 	round      uint32 // next round of the current barrier
 	sent       bool   // this round's signal is sent
+	heard      bool   // this round's partner, a neighbour, signalled by frame (barrier_mail.go)
 	out        [8]byte
 	in         [8]byte
 }
@@ -57,8 +58,11 @@ func (t *NetTransport) BarrierContext(ctx context.Context) error {
 
 // barrier is a dissemination barrier: in round k every rank signals rank+2^k
 // and waits for rank-2^k, so it completes in ceil(log2 n) rounds with no
-// root. Each signal carries the barrier's epoch so that signals left over
-// from a barrier that was given up are discarded. Because it needs every
+// root; in a world of a power of two ranks, rank XOR 2^k instead, so that
+// each round is an exchange between two ranks, which neighbours make
+// through the memory they share (barrier_mail.go). Each signal carries
+// the barrier's epoch so that signals left over from a barrier that was
+// given up are discarded. Because it needs every
 // rank, it fails as soon as any peer is lost, or has closed (GOODBYE)
 // before completing this barrier. Calls from several goroutines
 // of one rank are serialized. A barrier given up through its context is
@@ -82,10 +86,14 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		return err
 	}
 	w.epoch = b.epoch
-	for ; 1<<b.round < t.world; b.round, b.sent = b.round+1, false {
-		dist := 1 << b.round
-		to := (t.rank + dist) % t.world
-		from := (t.rank - dist + t.world) % t.world
+	for ; 1<<b.round < t.world; b.round, b.sent, b.heard = b.round+1, false, false {
+		to, from := t.barrierPeers(b.round)
+		if mb := t.mailboxOf(to); to == from && mb != nil {
+			if err := t.barrierMail(t.peers[to], mb, w); err != nil {
+				return err
+			}
+			continue
+		}
 		if !b.sent {
 			if err := t.send(w.cancel, to, tagBarrier+b.round, b.out[:]); err != nil {
 				if errors.Is(err, ioloop.ErrCanceled) {
@@ -102,6 +110,16 @@ func (t *NetTransport) barrier(w waitOpts) error {
 	b.inProgress = false
 	t.progress.barriers.Store(b.epoch)
 	return nil
+}
+
+// barrierPeers returns the ranks this rank signals and waits for in
+// round k of a barrier.
+func (t *NetTransport) barrierPeers(k uint32) (to, from int) {
+	dist := 1 << k
+	if t.world&(t.world-1) == 0 {
+		return t.rank ^ dist, t.rank ^ dist
+	}
+	return (t.rank + dist) % t.world, (t.rank - dist + t.world) % t.world
 }
 
 // barrierRecv waits for the current epoch's signal from rank from,

@@ -117,6 +117,21 @@ func ClaimedRdvs(t *NetTransport, rank int) int {
 	return len(p.rdv.in)
 }
 
+// BarrierSignalled returns the last barrier signal rank t gave its
+// neighbour r through their mailbox (0: none, or r is no neighbour).
+func BarrierSignalled(t *NetTransport, r int) uint64 {
+	mb := t.mailboxOf(r)
+	if mb == nil {
+		return 0
+	}
+	mb.mu.RLock()
+	defer mb.mu.RUnlock()
+	return u64(mb.mine, offBar).Load()
+}
+
+// BarrierSignal is the signal of round k of barrier number epoch.
+func BarrierSignal(epoch uint64, k uint32) uint64 { return barrierSignal(epoch, k) }
+
 // MailboxInline is the longest part a mailbox keeps beside its header.
 const MailboxInline = mailInline
 

@@ -80,9 +80,11 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
 // nothing to wait for. Every frame this rank sends afterwards, to anyone,
 // is published after those stores: through a pipe by an atomic store of
 // its tail (a release, read with an acquire by the receiver), over TCP by
-// a system call. A Barrier is such frames, and each rank leaves it only
-// after receiving some, so every put issued before a barrier by any rank
-// is visible after it on every rank, through the neighbours' mappings or
+// a system call. A Barrier is such frames, or between neighbours signals
+// swapped into their mailbox (a locked exchange, a full barrier after the
+// puts, loaded by the other side: barrier_mail.go), and each rank leaves
+// it only after receiving some, so every put issued before a barrier by
+// any rank is visible after it on every rank, through the neighbours' mappings or
 // through Get over TCP; a Get is a copy that sees what the last barrier
 // made visible, and bytes put concurrently with it may or may not be
 // seen, in part, as over TCP. The race detector cannot check any of this

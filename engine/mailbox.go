@@ -18,7 +18,10 @@ import (
 // zero at first): one area per side, written by that side only, read by
 // the other:
 //
-//	line 0:      asleep (u32): the side waits, asleep, for the other's part
+//	line 0:      asleep (u32): the side waits, asleep, for the other's part;
+//	             barAsleep (u32, at 8): it waits, asleep, for the other's
+//	             barrier signal; bar (u64, at 64, a cache line of its
+//	             own): the last barrier signal it gave (barrier_mail.go)
 //	slot 0, 1:   a 128-byte header line (gen u64, tag u32, length u32,
 //	             meta u32, then up to mailInline bytes of data) and
 //	             MailboxMax bytes of data
@@ -50,6 +53,7 @@ type mailbox struct {
 	peer []byte // the neighbour's area
 
 	wake    chan struct{} // a WAKE came: look at the slots again
+	barWake chan struct{} // a barrier's WAKE came: look at bar again
 	release func()        // gives the pair's memory back
 
 	// The writer's and the reader's state, under xmu.
@@ -86,7 +90,7 @@ func newMailbox(mem []byte, side int, release func()) *mailbox {
 	if side == 1 {
 		a, b = b, a
 	}
-	return &mailbox{mine: a, peer: b, wake: make(chan struct{}, 1), release: release}
+	return &mailbox{mine: a, peer: b, wake: make(chan struct{}, 1), barWake: make(chan struct{}, 1), release: release}
 }
 
 // u64 and u32 view the word at off of an area. Areas are page-aligned,
@@ -105,12 +109,14 @@ func word(area []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&area[
 
 // Offsets within an area.
 const (
-	offAsleep = 0
-	offGen    = 0 // in a slot
-	offTag    = 8
-	offLen    = 12
-	offMeta   = 16
-	offInline = 24
+	offAsleep    = 0
+	offBarAsleep = 8
+	offBar       = 64
+	offGen       = 0 // in a slot
+	offTag       = 8
+	offLen       = 12
+	offMeta      = 16
+	offInline    = 24
 	// mailInline is the longest part kept in the header's first cache
 	// line (64 bytes).
 	mailInline = 64 - offInline
@@ -307,12 +313,59 @@ func (m *mailbox) sleep(on bool) {
 	m.waiting = on
 }
 
-// woken is told of the neighbour's WAKE.
-func (m *mailbox) woken() {
+// woken is told of the neighbour's WAKE, for the slots or (barrier) for
+// bar.
+func (m *mailbox) woken(barrier bool) {
+	ch := m.wake
+	if barrier {
+		ch = m.barWake
+	}
 	select {
-	case m.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// signal makes v this side's barrier signal, and reports whether the
+// neighbour is asleep waiting for one (then it must be woken); ok is
+// false once the mailbox is closed. Signals only grow (barrier_mail.go).
+// A swap: a full barrier after the puts before it, and before the load
+// of barAsleep (the Dekker pair of sleepBarrier).
+func (m *mailbox) signal(v uint64) (asleep, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.mine == nil {
+		return false, false
+	}
+	u64(m.mine, offBar).Swap(v)
+	return u32(m.peer, offBarAsleep).Load() != 0, true
+}
+
+// signalled returns the neighbour's last barrier signal; ok is false
+// once the mailbox is closed.
+func (m *mailbox) signalled() (v uint64, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.peer == nil {
+		return 0, false
+	}
+	return u64(m.peer, offBar).Load(), true
+}
+
+// sleepBarrier marks this side asleep (on) or awake for the neighbour's
+// barrier signal, with a swap as sleep does. Calls are serialized by
+// the transport's barrier lock.
+func (m *mailbox) sleepBarrier(on bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.mine == nil {
+		return
+	}
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	u32(m.mine, offBarAsleep).Swap(v)
 }
 
 // close unmaps the mailbox once no exchange touches it.

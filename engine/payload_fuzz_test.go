@@ -173,8 +173,12 @@ func checkAlloc(t *testing.T, tr *engine.NetTransport, mine, answer []byte, b en
 // with ErrBarrierSkew on a later one, with a LengthMismatchError on a
 // short one and ErrTruncated on a long one (which stays queued); and
 // after a failure the next barrier must complete where it stopped.
+//
+// Over TCP: between neighbours a barrier signals through shared memory,
+// and answers frames only (TestBarrierMailFrames).
 func FuzzBarrierPayload(f *testing.F) {
 	m := payloadMesh()
+	m.Opts.SharedMemory = engine.SharedMemoryOff
 	f.Cleanup(m.Reset)
 	f.Add([]byte{})
 	f.Add([]byte{0, 0xff})                      // epoch - 1, dropped

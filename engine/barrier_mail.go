@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// A barrier round that is an exchange with a neighbour (barrierPeers)
+// goes through their mailbox's bar words instead of frames: this rank
+// swaps its signal for the round into its own, and waits until the
+// neighbour's is at least as far. A signal is the barrier's epoch and
+// round (barrierSignal), so the words only grow, and one at or past the
+// round's says that the neighbour reached it. The words are apart from
+// the mailbox's slots, so a barrier and a collective exchange on other
+// goroutines, in whatever order each rank makes them, never wait for
+// each other.
+//
+// The wait spins for Options.Spin, then marks this side asleep and waits
+// for a WAKE (tagged wakeBarrier), which the neighbour's signal sends to
+// a sleeper, with a receive for the round's frame posted: a neighbour
+// that had no mailbox yet as it signalled (setup in progress) signals by
+// frame, and is answered by frame. The swap of a signal is a full barrier
+// after this rank's puts, so that a barrier orders them as frames do (see
+// mappedHeap).
+
+// wakeBarrier is the Tag of a WAKE for a barrier's sleeper; 0 is the
+// slots'.
+const wakeBarrier = 1
+
+// barrierSignal is the signal of round k of barrier number epoch.
+func barrierSignal(epoch uint64, k uint32) uint64 { return epoch<<5 | uint64(k) }
+
+// barrierMail makes the current round of t.bar with neighbour p through
+// mailbox mb. t.bar.mu is held; a round given up (ctx) is resumed by the
+// next call, as a framed one is.
+func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
+	b := &t.bar
+	v := barrierSignal(b.epoch, b.round)
+	if b.heard {
+		return t.barrierAnswer(p, w)
+	}
+	if !b.sent {
+		asleep, ok := mb.signal(v)
+		if !ok {
+			return &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
+		}
+		if asleep {
+			t.wakeBarrierOf(p)
+		}
+		b.sent = true
+	}
+	done, err := t.spinBarrier(p, mb, v, w)
+	if done || err != nil {
+		return err
+	}
+	return t.sleepBarrier(p, mb, v, w)
+}
+
+// spinBarrier watches mb for the neighbour's signal v for Options.Spin.
+func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) (bool, error) {
+	budget, every, crowded := t.opts.Spin, 256, t.topo.crowded
+	if crowded {
+		every = 8
+	}
+	if budget <= 0 {
+		return false, nil
+	}
+	var start time.Time
+	for i := 1; ; i++ {
+		got, ok := mb.signalled()
+		switch {
+		case !ok:
+			return false, &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
+		case got >= v:
+			return true, nil
+		case i%every != 0:
+			continue
+		}
+		select {
+		case <-w.cancel:
+			return false, w.ctx.Err()
+		case <-t.gone.ch:
+			return false, t.anyLost(w.op)
+		default:
+		}
+		if err := t.closedCause(w); err != nil {
+			return false, err
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > budget {
+			return false, nil
+		}
+		runtime.Gosched()
+		if crowded {
+			yieldCore()
+		}
+	}
+}
+
+// sleepBarrier is barrierMail's wait once the spin is over.
+func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) error {
+	mb.sleepBarrier(true)
+	defer mb.sleepBarrier(false)
+	for {
+		r := t.newRecv(p.rank, tagBarrier+t.bar.round, t.bar.in[:], true, w)
+		posted, err := p.match(r, false, false, w.op)
+		if posted {
+			err = t.sleepBarrierOn(p, mb, r, v, w)
+			if errors.Is(err, errSignalled) {
+				return nil
+			}
+		}
+		n, _, err := t.recvDone(r, err, w)
+		if err != nil {
+			return err
+		}
+		if fresh, err := t.barrierFrame(p.rank, n); err != nil || fresh {
+			if err == nil {
+				t.bar.heard = true
+				err = t.barrierAnswer(p, w)
+			}
+			return err
+		}
+	}
+}
+
+// errSignalled ends sleepBarrierOn when the neighbour's signal is in.
+var errSignalled = errors.New("signalled")
+
+// sleepBarrierOn waits for the neighbour's signal v or a frame for r; it
+// returns errSignalled once r is withdrawn and the signal is in, or the
+// cause that ended the wait (nil: r completed).
+func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64, w waitOpts) error {
+	lost := t.gone.ch
+	closed := t.closedChan()
+	cause := t.closedCause(w)
+	for cause == nil {
+		got, ok := mb.signalled()
+		if !ok {
+			cause = &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
+			break
+		}
+		if got >= v {
+			if cause = t.withdraw(p, r, errSignalled); cause == nil {
+				return nil // a frame came meanwhile: it is r's
+			}
+			t.recycle(r)
+			return errSignalled
+		}
+		select {
+		case <-r.done:
+			return nil
+		case <-mb.barWake:
+		case <-w.cancel:
+			cause = w.ctx.Err()
+		case <-lost:
+			cause = t.anyLost(w.op)
+		case <-closed:
+			closed = t.closedChan()
+			cause = t.closedCause(w)
+		}
+	}
+	return t.withdraw(p, r, cause)
+}
+
+// barrierFrame checks a barrier signal of n bytes that came by frame into
+// t.bar.in from rank from: fresh if it is the current barrier's, false if
+// it is left from an earlier one.
+func (t *NetTransport) barrierFrame(from, n int) (fresh bool, err error) {
+	if n != 8 {
+		return false, fmt.Errorf("barrier signal from rank %d: %w", from, &LengthMismatchError{Expected: 8, Got: uint64(n)})
+	}
+	got := binary.LittleEndian.Uint64(t.bar.in[:])
+	switch {
+	case got == t.bar.epoch:
+		return true, nil
+	case got > t.bar.epoch:
+		return false, fmt.Errorf("%w: rank %d is at barrier %d, this rank at %d", ErrBarrierSkew, from, got, t.bar.epoch)
+	}
+	return false, nil
+}
+
+// barrierAnswer sends neighbour p, which signalled this round by frame,
+// this rank's signal by frame too.
+func (t *NetTransport) barrierAnswer(p *peer, w waitOpts) error {
+	err := t.send(w.cancel, p.rank, tagBarrier+t.bar.round, t.bar.out[:])
+	if errors.Is(err, ioloop.ErrCanceled) {
+		return w.ctx.Err()
+	}
+	return err
+}
+
+// wakeBarrierOf sends p, a neighbour asleep waiting for a barrier
+// signal, a WAKE.
+func (t *NetTransport) wakeBarrierOf(p *peer) {
+	h := frame.Header{Kind: frame.KindWake, Src: uint32(t.rank), Tag: wakeBarrier}
+	p.link.post(laneCtl, h, nil, false) // a lost peer needs no news
+}
