@@ -6,9 +6,11 @@
 //
 // Transport is tagged two-sided messaging: Send(to, tag, p) and
 // Recv/RecvInto(from, tag), matched FIFO per (source, tag), with timeout
-// and context variants, and a dissemination Barrier. Sends are one writev
-// of header and payload; a receive posted before its message arrives is
-// read straight from the socket into the caller's buffer.
+// and context variants, and a Barrier (dissemination, or pairwise in
+// worlds of a power of two; through shared memory between neighbours).
+// Sends are one writev of header and payload; a receive posted before its
+// message arrives is read straight from the socket into the caller's
+// buffer.
 //
 // # Flow control
 //

@@ -5,7 +5,10 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks. Version 4 ends a
+// Version is the protocol version this package speaks. Version 5 pairs
+// the barrier's ranks by XOR in worlds of a power of two, passes
+// neighbours' barrier signals and short mailbox parts through the pair's
+// memory (see spec.md, "Mailbox"), and tags WAKE. Version 4 ends a
 // mesh's control-stream handshake with NEIGHBOUR, where ranks on one host
 // choose shared memory (see spec.md, "Neighbours"). Version 3 has the
 // collective abandon as a kind of its own (ABANDON; version 2 sent it as a
@@ -13,7 +16,7 @@ const Magic uint64 = 0x4853454d544c4f42
 // first (see spec.md, "Handshake"), and flow control and rendezvous
 // ("Flow control", "Rendezvous"); version 1 had the acceptor prove first,
 // to anyone who sent a HELLO.
-const Version uint16 = 4
+const Version uint16 = 5
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16
