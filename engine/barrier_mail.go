@@ -63,6 +63,8 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 }
 
 // spinBarrier watches mb for the neighbour's signal v for Options.Spin.
+// A signal that is in wins over whatever ended the wait (the neighbour,
+// done with the barrier, may close at once).
 func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) (bool, error) {
 	budget, every, crowded := t.opts.Spin, 256, t.topo.crowded
 	if crowded {
@@ -82,15 +84,18 @@ func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) (
 		case i%every != 0:
 			continue
 		}
+		var err error
 		select {
 		case <-w.cancel:
-			return false, w.ctx.Err()
+			err = w.ctx.Err()
 		case <-t.gone.ch:
-			return false, t.anyLost(w.op)
+			err = t.anyLost(w.op)
 		default:
+			err = t.closedCause(w)
 		}
-		if err := t.closedCause(w); err != nil {
-			return false, err
+		if err != nil {
+			in := mb.reached(v)
+			return in, ifNot(in, err)
 		}
 		if start.IsZero() {
 			start = time.Now()
@@ -104,6 +109,14 @@ func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) (
 	}
 }
 
+// ifNot returns err unless done.
+func ifNot(done bool, err error) error {
+	if done {
+		return nil
+	}
+	return err
+}
+
 // sleepBarrier is barrierMail's wait once the spin is over.
 func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) error {
 	mb.sleepBarrier(true)
@@ -112,14 +125,16 @@ func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) 
 		r := t.newRecv(p.rank, tagBarrier+t.bar.round, t.bar.in[:], true, w)
 		posted, err := p.match(r, false, false, w.op)
 		if posted {
-			err = t.sleepBarrierOn(p, mb, r, v, w)
-			if errors.Is(err, errSignalled) {
+			var signalled bool
+			if signalled, err = t.sleepBarrierOn(p, mb, r, v, w); signalled {
 				return nil
 			}
 		}
 		n, _, err := t.recvDone(r, err, w)
 		if err != nil {
-			return err
+			// A signal that came meanwhile wins over a receive that failed
+			// (the neighbour closed once done with the barrier).
+			return ifNot(mb.reached(v), err)
 		}
 		if fresh, err := t.barrierFrame(p.rank, n); err != nil || fresh {
 			if err == nil {
@@ -131,32 +146,22 @@ func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) 
 	}
 }
 
-// errSignalled ends sleepBarrierOn when the neighbour's signal is in.
-var errSignalled = errors.New("signalled")
-
-// sleepBarrierOn waits for the neighbour's signal v or a frame for r; it
-// returns errSignalled once r is withdrawn and the signal is in, or the
-// cause that ended the wait (nil: r completed).
-func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64, w waitOpts) error {
+// sleepBarrierOn waits for the neighbour's signal v or a frame for r, the
+// receive posted for the round. signalled reports the signal in, and r
+// taken back and recycled; otherwise r is to end with err (nil: its own
+// outcome).
+func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64, w waitOpts) (signalled bool, err error) {
 	lost := t.gone.ch
 	closed := t.closedChan()
 	cause := t.closedCause(w)
-	for cause == nil {
-		got, ok := mb.signalled()
-		if !ok {
-			cause = &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
-			break
-		}
-		if got >= v {
-			if cause = t.withdraw(p, r, errSignalled); cause == nil {
-				return nil // a frame came meanwhile: it is r's
-			}
-			t.recycle(r)
-			return errSignalled
-		}
+	for cause == nil && !mb.reached(v) {
 		select {
 		case <-r.done:
-			return nil
+			if mb.reached(v) {
+				t.recycle(r)
+				return true, nil
+			}
+			return false, nil
 		case <-mb.barWake:
 		case <-w.cancel:
 			cause = w.ctx.Err()
@@ -167,7 +172,20 @@ func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64
 			cause = t.closedCause(w)
 		}
 	}
-	return t.withdraw(p, r, cause)
+	p.mu.Lock()
+	withdrawn := p.m.withdraw(r)
+	p.mu.Unlock()
+	if !withdrawn {
+		<-r.done // a frame, or the peer's loss, came for it meanwhile
+	}
+	if mb.reached(v) {
+		t.recycle(r)
+		return true, nil
+	}
+	if !withdrawn {
+		return false, nil
+	}
+	return false, cause
 }
 
 // barrierFrame checks a barrier signal of n bytes that came by frame into

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -172,6 +173,32 @@ func TestBarrierBesideCollectives(t *testing.T) {
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestBarrierMailThenClose: a neighbour that closes as soon as its
+// barrier is done leaves the other's barrier complete, not failed with
+// the close, whether that one spins or sleeps: the signal, given before
+// the close, wins over the receive the close fails.
+//
+// On one P, rank 1's WAKE and its close are both in by the time rank 0's
+// barrier runs again, so that the race is there every run.
+func TestBarrierMailThenClose(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, spin := range []time.Duration{-1, 50 * time.Microsecond} {
+		for i := range 20 {
+			ts := newMesh(t, 2, engine.Options{Spin: spin})
+			done := make(chan error, 1)
+			go func() { done <- ts[0].Barrier() }()
+			time.Sleep(time.Millisecond) // rank 0 waits first
+			if err := ts[1].Barrier(); err != nil {
+				t.Fatalf("spin %v, run %d: rank 1: %v", spin, i, err)
+			}
+			ts[1].Close()
+			if err := <-done; err != nil {
+				t.Fatalf("spin %v, run %d: rank 0's barrier with a rank that closed right after it: %v", spin, i, err)
+			}
 		}
 	}
 }

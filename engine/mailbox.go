@@ -352,6 +352,12 @@ func (m *mailbox) signalled() (v uint64, ok bool) {
 	return u64(m.peer, offBar).Load(), true
 }
 
+// reached reports whether the neighbour's barrier signal is v or later.
+func (m *mailbox) reached(v uint64) bool {
+	got, ok := m.signalled()
+	return ok && got >= v
+}
+
 // sleepBarrier marks this side asleep (on) or awake for the neighbour's
 // barrier signal, with a swap as sleep does. Calls are serialized by
 // the transport's barrier lock.
