@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -66,10 +65,7 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 // A signal that is in wins over whatever ended the wait (the neighbour,
 // done with the barrier, may close at once).
 func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) (bool, error) {
-	budget, every, crowded := t.opts.Spin, 256, t.topo.crowded
-	if crowded {
-		every = 8
-	}
+	budget, every := t.opts.Spin, t.spinLooks()
 	if budget <= 0 {
 		return false, nil
 	}
@@ -97,14 +93,8 @@ func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) (
 			in := mb.reached(v)
 			return in, ifNot(in, err)
 		}
-		if start.IsZero() {
-			start = time.Now()
-		} else if time.Since(start) > budget {
+		if !t.spinPause(&start, budget) {
 			return false, nil
-		}
-		runtime.Gosched()
-		if crowded {
-			yieldCore()
 		}
 	}
 }

@@ -87,14 +87,11 @@ func (t *NetTransport) mailClosed(p *peer) error {
 // on tag. It gives up (found false, err nil) after the spin budget, and
 // with an error when ctx ends or a peer is lost.
 func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, w waitOpts) (n int, meta uint32, found bool, err error) {
-	budget, every, crowded := t.opts.Spin, 256, t.topo.crowded
-	if crowded {
-		every = 8 // a yield between every few looks
-	}
+	budget, every := t.opts.Spin, t.spinLooks()
 	if budget <= 0 {
 		return 0, 0, false, nil
 	}
-	var start time.Time // read after the first looks, which often find the part
+	var start time.Time
 	for {
 		n, meta, found, closed := mb.watch(tag, in, every)
 		switch {
@@ -113,16 +110,36 @@ func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, w w
 			return 0, 0, false, t.anyLost(w.op)
 		default:
 		}
-		if start.IsZero() {
-			start = time.Now()
-		} else if time.Since(start) > budget {
+		if !t.spinPause(&start, budget) {
 			return 0, 0, false, nil
 		}
-		runtime.Gosched()
-		if crowded {
-			yieldCore()
-		}
 	}
+}
+
+// spinLooks is how many looks a spin makes between two pauses: a few on
+// a crowded machine, where each pause gives the core up.
+func (t *NetTransport) spinLooks() int {
+	if t.topo.crowded {
+		return 8
+	}
+	return 256
+}
+
+// spinPause is a spin's pause between looks: it reports false once the
+// spin has lasted budget since *start (set at its first pause: the
+// first looks often find what they wait for, and need no clock read),
+// and otherwise yields, the core too on a crowded machine.
+func (t *NetTransport) spinPause(start *time.Time, budget time.Duration) bool {
+	if start.IsZero() {
+		*start = time.Now()
+	} else if time.Since(*start) > budget {
+		return false
+	}
+	runtime.Gosched()
+	if t.topo.crowded {
+		yieldCore()
+	}
+	return true
 }
 
 // sleepMail is exchangeMail's wait once the spin is over: a receive for

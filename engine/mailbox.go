@@ -294,6 +294,18 @@ func (m *mailbox) sleep(on bool) {
 	if m.waiting == on {
 		return
 	}
+	m.setAsleep(offAsleep, on)
+	m.waiting = on
+}
+
+// setAsleep stores this side's asleep word at off (asleep or barAsleep).
+// Swaps, not stores: this store and the loads after it (ready, take,
+// signalled), and the writer's store (post's gen, signal's bar) and its
+// load of this word, are a Dekker pair, and only a full barrier between
+// each store and its load keeps a WAKE from being lost; under the race
+// detector Go's atomic stores to memory outside Go's heap are release
+// stores only (see the pipes' "Memory ordering", ioloop/pipe.go).
+func (m *mailbox) setAsleep(off int, on bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.mine == nil {
@@ -303,14 +315,7 @@ func (m *mailbox) sleep(on bool) {
 	if on {
 		v = 1
 	}
-	// Swaps, not stores: this store and the gen loads after it (ready,
-	// take), and post's gen store and asleep load, are a Dekker pair, and
-	// only a full barrier between each store and its load keeps a WAKE
-	// from being lost; under the race detector Go's atomic stores to
-	// memory outside Go's heap are release stores only (see the pipes'
-	// "Memory ordering", ioloop/pipe.go).
-	u32(m.mine, offAsleep).Swap(v)
-	m.waiting = on
+	u32(m.mine, off).Swap(v)
 }
 
 // woken is told of the neighbour's WAKE, for the slots or (barrier) for
@@ -359,20 +364,8 @@ func (m *mailbox) reached(v uint64) bool {
 }
 
 // sleepBarrier marks this side asleep (on) or awake for the neighbour's
-// barrier signal, with a swap as sleep does. Calls are serialized by
-// the transport's barrier lock.
-func (m *mailbox) sleepBarrier(on bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.mine == nil {
-		return
-	}
-	v := uint32(0)
-	if on {
-		v = 1
-	}
-	u32(m.mine, offBarAsleep).Swap(v)
-}
+// barrier signal. Calls are serialized by the transport's barrier lock.
+func (m *mailbox) sleepBarrier(on bool) { m.setAsleep(offBarAsleep, on) }
 
 // close unmaps the mailbox once no exchange touches it.
 func (m *mailbox) close() {
