@@ -100,21 +100,41 @@ func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, w w
 		case closed:
 			return 0, 0, false, t.mailClosed(p)
 		}
+		if testHookMail != nil {
+			testHookMail(t, hookSpinMissed)
+		}
 		if err := t.mailConflict(p, mb, tag, w.meta); err != nil {
 			return 0, 0, false, err
 		}
+		var end error
 		select {
 		case <-w.cancel:
-			return 0, 0, false, w.ctx.Err()
+			end = w.ctx.Err()
 		case <-t.gone.ch:
-			return 0, 0, false, t.anyLost(w.op)
+			end = t.anyLost(w.op)
 		default:
+		}
+		if end != nil {
+			// The part may have come since the last look, and the
+			// neighbour, done with the step, closed: a part in wins.
+			n, meta, found, _ := mb.take(tag, in)
+			return n, meta, found, ifNot(found, end)
 		}
 		if !t.spinPause(&start, budget) {
 			return 0, 0, false, nil
 		}
 	}
 }
+
+// testHookMail, if set (by tests, before any transport runs), is called
+// by a mailbox exchange's wait at the points named by the hook constants,
+// to make a race's other side happen there.
+var testHookMail func(t *NetTransport, at int)
+
+const (
+	hookSpinMissed = iota // spinMail: a look missed
+	hookSawPart           // sleepMail: the part is in, the receive not yet withdrawn
+)
 
 // spinLooks is how many looks a spin makes between two pauses: a few on
 // a crowded machine, where each pause gives the core up.
@@ -183,14 +203,18 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	// The part is in the mailbox: take the receive back (unless a frame
-	// came for it meanwhile, which wins), then the part.
+	// came for it meanwhile, which wins, or it failed meanwhile: the
+	// neighbour closed once done with the step), then the part.
+	if testHookMail != nil {
+		testHookMail(t, hookSawPart)
+	}
 	p.mu.Lock()
 	withdrawn := p.m.withdraw(r)
 	p.mu.Unlock()
 	if !withdrawn {
 		<-r.done
 		n, err = t.collDone(r, nil, w)
-		return n, true, err
+		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	t.recycle(r)
 	n, got, found, shut := mb.take(tag, in)

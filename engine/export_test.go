@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"testing"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -163,4 +164,18 @@ func MailboxConflict(t *NetTransport, r int, tag, meta uint32) error {
 	mb.xmu.Lock()
 	defer mb.xmu.Unlock()
 	return t.mailConflict(t.peers[r], mb, tag, meta)
+}
+
+// Points of a mailbox exchange's wait where a MailHook runs.
+const (
+	HookSpinMissed = hookSpinMissed // a look of the spin missed
+	HookSawPart    = hookSawPart    // asleep, it saw the part come; its receive is still posted
+)
+
+// SetMailHook makes f run at the points of a mailbox exchange's wait
+// named by the Hook constants, until the test ends. Set it before the
+// transports start.
+func SetMailHook(tb testing.TB, f func(t *NetTransport, at int)) {
+	testHookMail = f
+	tb.Cleanup(func() { testHookMail = nil })
 }

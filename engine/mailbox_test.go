@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,5 +241,72 @@ func TestMailboxNoConflictWhileWantedIsIn(t *testing.T) {
 	n, err := hooks(ts[0]).ExchangeColl(context.Background(), 1, 1, step, 1, []byte("mine"), in)
 	if err != nil || string(in[:n]) != "first" {
 		t.Fatalf("the exchange: got %q, %v; want the part waited for", in[:n], err)
+	}
+}
+
+// TestMailboxPartWins: the neighbour's part that is in the mailbox is
+// the exchange's result, whatever else ended the wait meanwhile: this
+// rank's ctx, found ended right after a look that missed the part, or
+// the neighbour's close once it completed the step (its part, and this
+// rank's, were in), found after this rank saw its part but before it
+// took its receive back. The hook makes each race's other side happen
+// in its window.
+func TestMailboxPartWins(t *testing.T) {
+	const tag, meta, size = 5, 9, 64
+	for _, c := range []struct {
+		name string
+		spin time.Duration
+		at   int
+	}{
+		{"ctx ends during the spin", time.Minute, engine.HookSpinMissed},
+		{"neighbour closes while asleep", -1, engine.HookSawPart},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ts []*engine.NetTransport
+			var once sync.Once
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done0 := make(chan error, 1)
+			engine.SetMailHook(t, func(tr *engine.NetTransport, at int) {
+				if tr != ts[1] || at != c.at {
+					return
+				}
+				once.Do(func() {
+					if at == engine.HookSpinMissed {
+						engine.MailboxPost(ts[0], 1, tag, meta, pattern(0, 1, tag, 0, size))
+						cancel()
+						return
+					}
+					if err := <-done0; err != nil {
+						t.Errorf("rank 0: %v", err)
+					}
+					if err := ts[0].Close(); err != nil {
+						t.Errorf("rank 0 Close: %v", err)
+					}
+					for engine.PeerLost(ts[1], 0) == nil {
+						time.Sleep(time.Millisecond)
+					}
+				})
+			})
+			ts = newMesh(t, 2, engine.Options{Spin: c.spin})
+			if got := ts[1].Neighbours(); len(got) != 1 {
+				t.Fatalf("Neighbours() = %v: the test needs shared memory", got)
+			}
+			if c.at == engine.HookSawPart {
+				go func() {
+					in := make([]byte, size)
+					_, err := hooks(ts[0]).ExchangeColl(context.Background(), 1, 1, tag, meta, pattern(0, 1, tag, 0, size), in)
+					if err == nil && !bytes.Equal(in, pattern(1, 0, tag, 0, size)) {
+						err = errors.New("got other bytes than rank 1 sent")
+					}
+					done0 <- err
+				}()
+			}
+			in := make([]byte, size)
+			n, err := hooks(ts[1]).ExchangeColl(ctx, 0, 0, tag, meta, pattern(1, 0, tag, 0, size), in)
+			if err != nil || n != size || !bytes.Equal(in, pattern(0, 1, tag, 0, size)) {
+				t.Fatalf("exchange: %d bytes, %v; want the %d bytes rank 0 wrote", n, err, size)
+			}
+		})
 	}
 }
