@@ -111,12 +111,6 @@ var (
 	// ErrRPCHandlerSet is returned when an RPC handler is installed on a
 	// transport that already has one (a second rpc.Agent on it).
 	ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
-	// ErrPeerRead means that a neighbour's memory could not be read
-	// straight out of its process (package collective's AlgorithmPeerRead):
-	// the system has no such call, refuses it (EPERM), or the neighbour's
-	// process is not visible from this one. A *PeerError carries it, with
-	// the system's error as Cause.
-	ErrPeerRead = errors.New("boltmesh: cannot read the neighbour's memory")
 )
 
 // Unexported sentinels: a loss's cause, and a signal inside the transport
@@ -145,8 +139,8 @@ func (timeoutError) Is(target error) bool {
 type PeerError struct {
 	Op    string // "send", "recv", "barrier", ...
 	Rank  int    // the peer
-	Err   error  // ErrPeerLost or ErrClosed (or ErrPeerRead)
-	Cause error  // what broke the connection, when known (or the read's error)
+	Err   error  // ErrPeerLost or ErrClosed
+	Cause error  // what broke the connection, when known
 	// ClosedAfter is set on the errors of collective operations and
 	// barriers that failed because a rank was lost: those name the first
 	// rank this rank knew to be lost (Rank, and Cause), even when other

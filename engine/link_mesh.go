@@ -45,7 +45,6 @@ type meshLink struct {
 	pipes   atomic.Bool                 // the lanes are pipes (link_pipes.go)
 	tcp     []*ioloop.Conn              // with pipes: the pair's TCP streams, idle
 	mail    atomic.Pointer[mailbox]     // with pipes: the pair's mailbox (mailbox.go), unmapped at Close
-	pid     atomic.Int64                // with pipes: the neighbour's process (peer_read.go); 0: unknown
 }
 
 var _ link = (*meshLink)(nil)

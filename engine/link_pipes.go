@@ -51,7 +51,6 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
 	p.one.mapped.Store(&mappedHeap{r: pair.heap})
 	pair.heap = nil // the peer's now: released at Close
 	l.mail.Store(pair.mailbox())
-	l.pid.Store(int64(pair.pid))
 	for _, n := range []lane{laneCtl, laneData} {
 		mem, bell, release := pair.pipe(n)
 		open := false

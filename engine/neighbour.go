@@ -63,7 +63,6 @@ type pairMem struct {
 	ring    int    // the data pipe's ring
 	ctlRing int    // the control pipe's ring
 	heap    *heap.Remote
-	pid     int // the neighbour's process, as SO_PEERCRED (or the like) saw it at the meeting; 0: unknown
 	mu      sync.Mutex
 	refs    int // pipes registered and not yet released
 }
@@ -224,8 +223,7 @@ func (n *neighbours) admit(uc *net.UnixConn, rank int, ask []byte, fds []int) (*
 		closeFDs(fds[1:])
 		return nil, fmt.Errorf("%w: meeting as rank %d for the handshake of rank %d", ErrProtocol, got, rank)
 	}
-	uid, pid, err := shm.PeerCred(uc)
-	if err != nil || uid != os.Getuid() {
+	if uid, _, err := shm.PeerCred(uc); err != nil || uid != os.Getuid() {
 		closeFDs(fds[1:])
 		return nil, fmt.Errorf("the neighbour runs as user %d, this rank as %d (%v)", uid, os.Getuid(), err)
 	}
@@ -243,7 +241,6 @@ func (n *neighbours) admit(uc *net.UnixConn, rank int, ask []byte, fds []int) (*
 		return nil, err
 	}
 	pair.bells = [2]int{fds[1], fds[2]}
-	pair.pid = pid
 	if pair.heap, err = heap.Map(fds[3], heapSize); err != nil {
 		pair.release()
 		return nil, err
@@ -263,8 +260,7 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 	}
 	defer uc.Close()
 	uc.SetDeadline(time.Now().Add(o.HandshakeTimeout))
-	uid, pid, err := shm.PeerCred(uc)
-	if err != nil || uid != os.Getuid() {
+	if uid, _, err := shm.PeerCred(uc); err != nil || uid != os.Getuid() {
 		return nil, fmt.Errorf("the neighbour runs as user %d, this rank as %d (%v)", uid, os.Getuid(), err)
 	}
 	ring, ctl := o.PipeRing, ctlRing(o.PipeRing)
@@ -278,7 +274,6 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 	if err != nil {
 		return nil, err
 	}
-	pair.pid = pid
 	if err := pair.init(); err != nil {
 		pair.release()
 		return nil, err

@@ -29,13 +29,12 @@ func init() {
 type plumbing NetTransport
 
 var (
-	_ plumb.Coll         = (*plumbing)(nil)
-	_ plumb.CollOwned    = (*plumbing)(nil)
-	_ plumb.CollAsync    = (*plumbing)(nil)
-	_ plumb.CollPeerRead = (*plumbing)(nil)
-	_ plumb.RPC          = (*plumbing)(nil)
-	_ plumb.RPCBatcher   = (*plumbing)(nil)
-	_ plumb.RPCSpinner   = (*plumbing)(nil)
+	_ plumb.Coll       = (*plumbing)(nil)
+	_ plumb.CollOwned  = (*plumbing)(nil)
+	_ plumb.CollAsync  = (*plumbing)(nil)
+	_ plumb.RPC        = (*plumbing)(nil)
+	_ plumb.RPCBatcher = (*plumbing)(nil)
+	_ plumb.RPCSpinner = (*plumbing)(nil)
 )
 
 func (h *plumbing) t() *NetTransport { return (*NetTransport)(h) }
@@ -63,14 +62,6 @@ func (h *plumbing) ExchangeColl(ctx context.Context, to, from int, tag, meta uin
 // ExchangeCollChunks implements plumb.Coll.
 func (h *plumbing) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
 	return h.t().exchangeCollChunks(ctx, to, from, tag, meta, out, in, chunk, onChunk)
-}
-
-// PeerReadable implements plumb.CollPeerRead.
-func (h *plumbing) PeerReadable(r int) bool { return h.t().peerReadable(r) }
-
-// ReadPeer implements plumb.CollPeerRead.
-func (h *plumbing) ReadPeer(r int, addr uintptr, dst []byte) error {
-	return h.t().readPeer(r, addr, dst)
 }
 
 // OwnColl implements plumb.CollOwned.

@@ -66,8 +66,6 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 	switch algo {
 	case AlgorithmOneSided:
 		return c.oneSided(ctx, tag, dt, data, op)
-	case AlgorithmPeerRead:
-		err = c.peerRead(ctx, tag, dt, data, op)
 	case AlgorithmStar:
 		err = c.star(ctx, tag, dt, data, op)
 	case AlgorithmRing:
@@ -82,14 +80,17 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 }
 
 // allReduceAlgo returns the algorithm an allreduce of size bytes over n
-// ranks takes (never AlgorithmAuto).
+// ranks takes: AlgorithmDoubling, AlgorithmRing or AlgorithmOneSided.
 func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 	switch c.opts.Algorithm {
 	case AlgorithmAuto:
-		if c.usePeerRead(n, size, PeerReadMin) {
-			return AlgorithmPeerRead, nil
+		if c.useStar(n) {
+			return AlgorithmStar, nil
 		}
-		return c.autoAlgo(n, size), nil
+		if c.useRing(n, size) {
+			return AlgorithmRing, nil
+		}
+		return AlgorithmDoubling, nil
 	case AlgorithmDoubling:
 		return AlgorithmDoubling, nil
 	case AlgorithmRing:
@@ -102,11 +103,6 @@ func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 			return 0, ErrNoSymmetricHeap
 		}
 		return AlgorithmOneSided, nil
-	case AlgorithmPeerRead:
-		if c.usePeerRead(n, size, 1) {
-			return AlgorithmPeerRead, nil
-		}
-		return c.autoAlgo(n, size), nil
 	case AlgorithmStar:
 		if c.center < 0 {
 			return 0, fmt.Errorf("%w: AlgorithmStar needs a star transport", ErrAlgorithm)
@@ -114,18 +110,6 @@ func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 		return AlgorithmStar, nil
 	}
 	return 0, fmt.Errorf("%w (Options.Algorithm %v)", ErrAlgorithm, c.opts.Algorithm)
-}
-
-// autoAlgo is AlgorithmAuto's choice but for AlgorithmPeerRead: the
-// star's, the ring or recursive doubling.
-func (c *Comm) autoAlgo(n, size int) Algorithm {
-	switch {
-	case c.useStar(n):
-		return AlgorithmStar
-	case c.useRing(n, size):
-		return AlgorithmRing
-	}
-	return AlgorithmDoubling
 }
 
 // useRing reports whether an allreduce of size bytes over n ranks takes

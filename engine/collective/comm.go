@@ -87,8 +87,6 @@ type Comm struct {
 	dl       deadlineState                                 // the deadline allreduce's results on their way (root)
 	dlHdr    [deadlineHeaderSize]byte                      // a deadline allreduce's header, sent or received
 	os       oneSidedState                                 // the one-sided allreduce's heap area
-	peers    plumb.CollPeerRead                            // coll, if it can read neighbours' memory; else nil
-	pr       peerReadState                                 // AlgorithmPeerRead's agreement and messages
 	center   int                                           // a star transport's coordinator, or -1
 }
 
@@ -155,7 +153,6 @@ func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	}
 	c := &Comm{t: t, coll: coll, opts: opts, center: starCenter(t)}
 	c.sym, _ = t.(SymmetricTransport)
-	c.peers, _ = coll.(plumb.CollPeerRead)
 	if owned, ok := coll.(plumb.CollOwned); ok {
 		c.calls = callsOf(owned, t.WorldSize())
 	}

@@ -64,12 +64,7 @@
 // AllReduce uses recursive doubling for small messages and, from
 // Options.RingMin, a ring reduce-scatter and all-gather whose steps travel
 // in Options.Chunk pieces, each reduced as soon as it lands while the next
-// ones are still on the wire. Between two ranks on one Linux host
-// (neighbours over shared memory), from PeerReadMin bytes on, each rank
-// instead reads the half it reduces straight out of the other's process
-// and then the other's reduced half (AlgorithmPeerRead: one copy by the
-// kernel each way, where the kernel allows it; the Comm's first such
-// call finds out). Any world size works. AlgorithmOneSided (over
+// ones are still on the wire. Any world size works. AlgorithmOneSided (over
 // the symmetric heap) and AlgorithmStar (reduce at a star's coordinator,
 // which Auto picks on a star of more than two ranks, found with
 // engine.NetTransport.StarCenter) can be chosen. Every element is reduced

@@ -100,22 +100,6 @@ const (
 	// AlgorithmAuto picks it on a star of more than two ranks, where the
 	// others would send every worker-to-worker step through the center.
 	AlgorithmStar
-	// AlgorithmPeerRead is for two ranks on one host (neighbours, see
-	// engine.Options.SharedMemory) on Linux: each rank reads the half of
-	// the data it reduces straight out of the other's process (one copy
-	// by the kernel, process_vm_readv, in pieces that stay in cache),
-	// reduces it into its own, and then reads the other's reduced half
-	// straight into its data; three small exchanges through the pair's
-	// mailbox order the steps, and the last one keeps each rank's data
-	// unchanged until the other has read it. AlgorithmAuto takes it from
-	// PeerReadMin bytes on. Whether the kernel lets the ranks read each
-	// other's memory (the same user, no ptrace policy against it) is
-	// found once per Comm, in its first call that could use it, by a
-	// read of one byte each way; where it does not, that call and every
-	// later one take the algorithm AlgorithmAuto would take otherwise.
-	// Forced with more or fewer than two ranks, or between ranks that
-	// are not neighbours, it is AlgorithmAuto's choice.
-	AlgorithmPeerRead
 	algorithms
 )
 
@@ -132,8 +116,6 @@ func (a Algorithm) String() string {
 		return "onesided"
 	case AlgorithmStar:
 		return "star"
-	case AlgorithmPeerRead:
-		return "peer-read"
 	}
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/engine/collective"
-	"github.com/boltmesh/boltmesh/internal/shm"
 )
 
 // procRanks is the world of TestAllReduceProcesses: rank 0 in the test
@@ -308,39 +307,4 @@ func testRankKilled(t *testing.T, sigstop bool) {
 	}
 	closeAll()
 	goleak.VerifyNone(t)
-}
-
-// TestAllReducePeerReadProcesses runs AllReduce between two ranks in two
-// processes on this host, at lengths that AlgorithmAuto takes
-// AlgorithmPeerRead for (where the system has it): each rank reads the
-// other's data out of the other process. Every rank checks its result.
-func TestAllReducePeerReadProcesses(t *testing.T) {
-	const n = 2
-	lengths := []int{collective.PeerReadMin / 4, 1<<18 + 3, 3<<20 + 1}
-	env := make([]string, len(lengths))
-	for i, l := range lengths {
-		env[i] = strconv.Itoa(l)
-	}
-	lns, addrs := procListeners(t, n)
-	child := procStart(t, "allreduce", 1, lns[1], addrs, procLengthsEnv+"="+strings.Join(env, ","))
-	tr, c := procRank0(t, n, lns[0], addrs)
-	if got := tr.Neighbours(); len(got) != 1 {
-		t.Fatalf("Neighbours() = %v: the test needs shared memory", got)
-	}
-	for _, pc := range procCases(lengths) {
-		mismatch, err := pc.run(c, 0, n, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mismatch != nil {
-			t.Error(mismatch)
-		}
-	}
-	if err := tr.Barrier(); err != nil {
-		t.Errorf("final barrier: %v", err)
-	}
-	procWaitAll(t, []*procChild{child}, 30*time.Second)
-	if shm.CanReadProcess && !collective.PeerReadAgreed(c) {
-		t.Error("the ranks did not agree to read each other's memory")
-	}
 }

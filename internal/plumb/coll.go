@@ -150,14 +150,3 @@ type CollSend interface {
 	// reused.
 	Drop()
 }
-
-// CollPeerRead reads a neighbour's memory straight out of its process,
-// for same-host algorithms (engine's peer_read.go).
-type CollPeerRead interface {
-	// PeerReadable reports whether rank r is a neighbour whose memory
-	// this rank may try to read; both ends of a pair answer alike.
-	PeerReadable(r int) bool
-	// ReadPeer copies len(dst) bytes at addr in rank r's address space
-	// into dst.
-	ReadPeer(r int, addr uintptr, dst []byte) error
-}
