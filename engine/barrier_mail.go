@@ -54,18 +54,27 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 		}
 		b.sent = true
 	}
-	done, err := t.spinBarrier(p, mb, v, w)
+	spun := p.spin.budget(t.opts.Spin)
+	done, err := t.spinBarrier(p, mb, v, spun, w)
 	if done || err != nil {
+		if done {
+			p.spin.note(false)
+		}
 		return err
 	}
-	return t.sleepBarrier(p, mb, v, w)
+	asleep := time.Now()
+	err = t.sleepBarrier(p, mb, v, w)
+	if err == nil && spun > 0 {
+		p.spin.slept(spun, asleep, t.opts.Spin)
+	}
+	return err
 }
 
 // spinBarrier watches mb for the neighbour's signal v for Options.Spin.
 // A signal that is in wins over whatever ended the wait (the neighbour,
 // done with the barrier, may close at once).
-func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) (bool, error) {
-	budget, every := t.opts.Spin, t.spinLooks()
+func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, budget time.Duration, w waitOpts) (bool, error) {
+	every := t.spinLooks()
 	if budget <= 0 {
 		return false, nil
 	}

@@ -49,14 +49,20 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, t
 		t.wakeNeighbour(p)
 	}
 	w := collWait(t, ctx, meta)
-	n, got, found, err := t.spinMail(p, mb, tag, in, w)
+	spun := p.spin.budget(t.opts.Spin)
+	n, got, found, err := t.spinMail(p, mb, tag, in, spun, w)
 	switch {
 	case err != nil:
 		return 0, t.lossErr(err)
 	case found:
+		p.spin.note(false)
 		return mailResult(p.rank, tag, meta, n, got, in)
 	}
+	slept := time.Now()
 	n, byFrame, err := t.sleepMail(p, mb, tag, meta, in, w)
+	if err == nil && spun > 0 {
+		p.spin.slept(spun, slept, t.opts.Spin)
+	}
 	if byFrame && err == nil {
 		err = t.sendColl(ctx, p.rank, tag, meta, out)
 	}
@@ -84,10 +90,10 @@ func (t *NetTransport) mailClosed(p *peer) error {
 }
 
 // spinMail watches the mailbox for the neighbour's part of the exchange
-// on tag. It gives up (found false, err nil) after the spin budget, and
-// with an error when ctx ends or a peer is lost.
-func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, w waitOpts) (n int, meta uint32, found bool, err error) {
-	budget, every := t.opts.Spin, t.spinLooks()
+// on tag. It gives up (found false, err nil) after budget, and with an
+// error when ctx ends or a peer is lost.
+func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, budget time.Duration, w waitOpts) (n int, meta uint32, found bool, err error) {
+	every := t.spinLooks()
 	if budget <= 0 {
 		return 0, 0, false, nil
 	}

@@ -42,6 +42,7 @@ type peer struct {
 	out   outCredit // the credit the peer granted this rank
 	rpcIn rpcIn
 	bye   farewell
+	spin  spinGauge // how long waits on the peer spin (spin_gauge.go)
 
 	windowOpen bool          // the first CREDIT went out
 	released   chan struct{} // closed when the link is released

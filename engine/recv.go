@@ -140,9 +140,11 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		start = time.Now()
 	}
 	if t.spin(p, &r.state, laneData) {
+		p.spin.note(false)
 		<-r.done
 		return nil
 	}
+	spun, asleep := p.spin.budget(t.opts.Spin), time.Now()
 	var timeout <-chan time.Time
 	if w.timeout > 0 {
 		if r.timer == nil {
@@ -164,6 +166,9 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	for cause == nil {
 		select {
 		case <-r.done:
+			if t.opts.Spin > 0 {
+				p.spin.slept(spun, asleep, t.opts.Spin)
+			}
 			return nil
 		case <-w.cancel:
 			cause = w.ctx.Err()
@@ -266,6 +271,7 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 	if !p.up() || t.opts.Spin <= 0 {
 		return done()
 	}
+	budget := p.spin.budget(t.opts.Spin)
 	p.link.polling(on, true)
 	defer p.link.polling(on, false)
 	// The clock is read every 8 polls only, the first time after 8: a
@@ -292,7 +298,7 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 		el := time.Since(start)
 		if moved {
 			quiet, moved = el, false
-		} else if el-quiet > t.opts.Spin {
+		} else if el-quiet > budget {
 			return false
 		}
 		if t.topo.crowded {
