@@ -73,6 +73,26 @@ func TestThunderboltCLI(t *testing.T) {
 	}
 }
 
+// TestStripedTCPCLI runs a local 2-rank bench with --transport tcp and
+// --streams 2: the pair stays on loopback TCP though it could share
+// memory, and the 2 MiB messages (past StripeMin's default, 1 MiB) are
+// striped over both streams, their bytes verified by the suite; the
+// header, the table and the note name TCP.
+func TestStripedTCPCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 2 ranks; skipped with -short")
+	}
+	stdout, stderr, err := cli(t, "bench", "--ranks", "2", "--suite", "p2p", "--sizes", "2M", "--iters", "3", "--baseline", "none", "--progress=false", "--transport", "tcp", "--streams", "2")
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, stderr)
+	}
+	for _, want := range []string{"transport: tcp\n", "== p2p · 2 ranks · tcp ==", "TCP congestion control: boltmesh "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
 func TestParseFlagsInterleaved(t *testing.T) {
 	var out bytes.Buffer
 	fs := newFlagSet("x", "", &out)

@@ -124,7 +124,7 @@ func (b *benchRun) output(rep *bench.Report) error {
 	}
 	fmt.Fprintln(b.stdout, b.used.line())
 	writeTables(b.stdout, rep)
-	writeCongestionNote(b.stdout, rep, b.mf.congestion)
+	writeCongestionNote(b.stdout, rep, b.mf.congestion, len(b.used.net) > 0)
 	var errs []error
 	if b.bf.json != "" {
 		errs = append(errs, writeFile(b.bf.json, rep.WriteJSON))

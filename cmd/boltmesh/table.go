@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -30,10 +31,18 @@ func writeTables(w io.Writer, rep *bench.Report) {
 
 // writeCongestionNote says which TCP congestion control each side of the
 // comparison used, when it is known: boltmesh's is chosen (flag, the
-// --congestion value), stdnet's is the system's.
-func writeCongestionNote(w io.Writer, rep *bench.Report, flag string) {
+// --congestion value), stdnet's is the system's. boltTCP is whether any
+// of boltmesh's pairs goes over TCP; where none does (every pair over
+// shared memory), only stdnet's is named, if stdnet ran.
+func writeCongestionNote(w io.Writer, rep *bench.Report, flag string, boltTCP bool) {
 	sys := rep.Host.Congestion
 	if sys == "" || len(rep.Results) == 0 {
+		return
+	}
+	if !boltTCP {
+		if slices.ContainsFunc(rep.Results, func(r bench.Result) bool { return r.Impl == bench.ImplStdnet }) {
+			fmt.Fprintf(w, "TCP congestion control: stdnet %s (the system's); boltmesh's pairs use no TCP\n", sys)
+		}
 		return
 	}
 	bolt := flag
