@@ -31,16 +31,17 @@ func writeTables(w io.Writer, rep *bench.Report) {
 
 // writeCongestionNote says which TCP congestion control each side of the
 // comparison used, when it is known: boltmesh's is chosen (flag, the
-// --congestion value), stdnet's is the system's. boltTCP is whether any
-// of boltmesh's pairs goes over TCP; where none does (every pair over
-// shared memory), only stdnet's is named, if stdnet ran.
+// --congestion value), stdnet's is the system's, named only if stdnet
+// ran. boltTCP is whether any of boltmesh's pairs goes over TCP; where
+// none does (every pair over shared memory), boltmesh's is not named.
 func writeCongestionNote(w io.Writer, rep *bench.Report, flag string, boltTCP bool) {
 	sys := rep.Host.Congestion
 	if sys == "" || len(rep.Results) == 0 {
 		return
 	}
+	stdnet := slices.ContainsFunc(rep.Results, func(r bench.Result) bool { return r.Impl == bench.ImplStdnet })
 	if !boltTCP {
-		if slices.ContainsFunc(rep.Results, func(r bench.Result) bool { return r.Impl == bench.ImplStdnet }) {
+		if stdnet {
 			fmt.Fprintf(w, "TCP congestion control: stdnet %s (the system's); boltmesh's pairs use no TCP\n", sys)
 		}
 		return
@@ -51,6 +52,10 @@ func writeCongestionNote(w io.Writer, rep *bench.Report, flag string, boltTCP bo
 		bolt = engine.LoopbackCongestion + " on loopback, " + sys + " on other links"
 	case engine.CongestionSystem:
 		bolt = sys
+	}
+	if !stdnet {
+		fmt.Fprintf(w, "TCP congestion control: boltmesh %s\n", bolt)
+		return
 	}
 	fmt.Fprintf(w, "TCP congestion control: boltmesh %s; stdnet %s (the system's; --congestion system gives boltmesh the same)\n", bolt, sys)
 }
