@@ -64,7 +64,7 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 	}
 	asleep := time.Now()
 	err = t.sleepBarrier(p, mb, v, w)
-	if err == nil && spun > 0 {
+	if err == nil {
 		p.spin.slept(spun, asleep, t.opts.Spin)
 	}
 	return err

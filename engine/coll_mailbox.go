@@ -60,7 +60,7 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, t
 	}
 	slept := time.Now()
 	n, byFrame, err := t.sleepMail(p, mb, tag, meta, in, w)
-	if err == nil && spun > 0 {
+	if err == nil {
 		p.spin.slept(spun, slept, t.opts.Spin)
 	}
 	if byFrame && err == nil {

@@ -166,9 +166,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	for cause == nil {
 		select {
 		case <-r.done:
-			if t.opts.Spin > 0 {
-				p.spin.slept(spun, asleep, t.opts.Spin)
-			}
+			p.spin.slept(spun, asleep, t.opts.Spin)
 			return nil
 		case <-w.cancel:
 			cause = w.ctx.Err()

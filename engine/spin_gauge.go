@@ -58,7 +58,9 @@ func (g *spinGauge) note(long bool) {
 }
 
 // slept records a wait that spun spun and then slept since asleep, with
-// full budget.
+// full budget; with no spinning at all (full not positive), nothing.
 func (g *spinGauge) slept(spun time.Duration, asleep time.Time, full time.Duration) {
-	g.note(spun+time.Since(asleep) > full)
+	if full > 0 {
+		g.note(spun+time.Since(asleep) > full)
+	}
 }

@@ -44,8 +44,13 @@ func TestSpinGauge(t *testing.T) {
 	}
 	g.slept(spinFloor, time.Now().Add(-2*full), full) // spun and slept longer than full
 	g.slept(spinFloor, time.Now(), full)              // slept briefly: short
-	if v := g.long.Load(); v == 0 || v > gaugeHigh {
+	v := g.long.Load()
+	if v == 0 || v > gaugeHigh {
 		t.Errorf("gauge %d after a long and a short sleep", v)
+	}
+	g.slept(0, time.Now().Add(-time.Second), -1) // no spinning: nothing to learn
+	if got := g.long.Load(); got != v {
+		t.Errorf("a sleep with spinning off moved the gauge from %d to %d", v, got)
 	}
 }
 
