@@ -94,7 +94,7 @@ func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
 	if !pr.up() {
 		return t.sendSelf(pr, collTagBase+tag, meta, p)
 	}
-	window, _, _ := pr.out.state()
+	window := pr.out.known.Load()
 	cost := frame.Cost(uint64(len(p)))
 	if window == 0 || cost > t.eagerMax(window)/4 || !pr.out.take(cost) {
 		return ErrNoCredit

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
 // collPair runs f on ranks 0 and 1 of ts at once and joins their errors.
@@ -43,7 +45,7 @@ func TestExchangeCollChunks(t *testing.T) {
 				}
 				return nil
 			}
-			err := hooks(ts[r]).ExchangeCollChunks(context.Background(), 1-r, 1-r, uint32(i), 7, out, in, chunk, onChunk)
+			err := hooks(ts[r]).ExchangeCollChunks(context.Background(), 1-r, 1-r, uint32(i), 7, out, in, chunk, chunk, onChunk)
 			if err != nil {
 				return err
 			}
@@ -79,11 +81,42 @@ func TestCollMetaMismatch(t *testing.T) {
 		t.Fatalf("meta mismatch: got %v", err)
 	}
 	err = collPair(func(r int) error {
-		return hooks(ts[r]).ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, func(int, int) error { return nil })
+		return hooks(ts[r]).ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, 64, func(int, int) error { return nil })
 	})
 	var le *engine.CollLengthError
 	if !errors.As(err, &le) || !errors.Is(err, engine.ErrCollMismatch) {
 		t.Fatalf("length mismatch: got %v", err)
+	}
+}
+
+// TestCollLengthMismatchRendezvous: a piece shorter than the receiver
+// expects fails the receiver with a *CollLengthError also when it travels
+// by rendezvous, which cuts the receive's buffer to the message's length
+// as it takes it (a 3-rank allreduce in 512 KiB pieces once completed on
+// the rank whose length differed).
+func TestCollLengthMismatchRendezvous(t *testing.T) {
+	for _, link := range meshtest.Links {
+		t.Run(link.Name, func(t *testing.T) {
+			opts := link.Opts
+			opts.EagerMax = 256
+			ts := newMesh(t, 2, opts)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var short error
+			_ = collPair(func(r int) error {
+				// rank 0 sends 3000 bytes, where rank 1 expects 4000
+				out, in := make([]byte, 3000+1000*r), make([]byte, 4000)
+				err := hooks(ts[r]).ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, out, in, 8192, 8192, func(int, int) error { return nil })
+				if r == 1 {
+					short = err
+				}
+				return err
+			})
+			var le *engine.CollLengthError
+			if !errors.As(short, &le) || le.Want != 4000 || le.Got != 3000 {
+				t.Fatalf("the receiver of the shorter piece: got %v, want a *CollLengthError of 3000 bytes for 4000", short)
+			}
+		})
 	}
 }
 
@@ -97,10 +130,10 @@ func TestExchangeCollChunksAbort(t *testing.T) {
 	stop := errors.New("stop")
 	done := make(chan error, 1)
 	go func() {
-		done <- hooks(ts[1]).ExchangeCollChunks(ctx, 0, 0, 9, 1, pattern(1, 0, 9, 0, 4000), make([]byte, 4000), 1000, func(int, int) error { return nil })
+		done <- hooks(ts[1]).ExchangeCollChunks(ctx, 0, 0, 9, 1, pattern(1, 0, 9, 0, 4000), make([]byte, 4000), 1000, 1000, func(int, int) error { return nil })
 	}()
 	in := make([]byte, 4000)
-	err := hooks(ts[0]).ExchangeCollChunks(ctx, 1, 1, 9, 1, pattern(0, 1, 9, 0, 4000), in, 1000, func(off, n int) error { return stop })
+	err := hooks(ts[0]).ExchangeCollChunks(ctx, 1, 1, 9, 1, pattern(0, 1, 9, 0, 4000), in, 1000, 1000, func(off, n int) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Fatalf("got %v, want the onChunk error", err)
 	}

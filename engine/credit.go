@@ -36,7 +36,8 @@ type outCredit struct {
 	granted uint64        // cumulative credit the peer granted
 	used    uint64        // cumulative credit this rank's frames used
 	window  uint64        // the peer's first grant: its whole window; 0 until it came
-	wake    chan struct{} // closed and replaced when granted grows or the peer is lost
+	wake    chan struct{} // closed and replaced when granted grows or the peer is lost, if taken
+	taken   bool          // a waiter took wake since it was made: a change must close it
 	lost    bool
 	known   atomic.Uint64 // window, once the first grant came
 }
@@ -59,17 +60,24 @@ func (c *outCredit) giveBack(cost uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.used -= cost
-	if !c.lost {
+	c.changed()
+}
+
+// changed wakes the waiters, if any took wake: a grant nobody waits for
+// (the usual case) makes no channel.
+func (c *outCredit) changed() {
+	if c.taken && !c.lost {
 		close(c.wake)
-		c.wake = make(chan struct{})
+		c.wake, c.taken = make(chan struct{}), false
 	}
 }
 
 // state returns the window (0 before the first grant), whether the peer
-// is lost, and the channel that the next change closes.
+// is lost, and the channel that the next change closes, for a waiter.
 func (c *outCredit) state() (window uint64, lost bool, wake <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.taken = true
 	return c.window, c.lost, c.wake
 }
 
@@ -83,8 +91,7 @@ func (c *outCredit) grant(total uint64) {
 	}
 	if total > c.granted {
 		c.granted = total
-		close(c.wake)
-		c.wake = make(chan struct{})
+		c.changed()
 	}
 }
 

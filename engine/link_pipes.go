@@ -124,13 +124,22 @@ func (m *mappedHeap) close() {
 	}
 }
 
+// neighbour reports whether rank is one of Neighbours.
+func (t *NetTransport) neighbour(rank int) bool {
+	if rank < 0 || rank >= len(t.peers) {
+		return false
+	}
+	l, ok := t.peers[rank].link.(*meshLink)
+	return ok && l.pipes.Load()
+}
+
 // Neighbours returns, in rank order, the ranks whose frames go through
 // shared memory (Options.SharedMemory): the neighbours this rank met. The
 // others are reached over TCP.
 func (t *NetTransport) Neighbours() []int {
 	var rs []int
 	for _, p := range t.peers {
-		if l, ok := p.link.(*meshLink); ok && l.pipes.Load() {
+		if t.neighbour(p.rank) {
 			rs = append(rs, p.rank)
 		}
 	}

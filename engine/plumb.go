@@ -59,9 +59,12 @@ func (h *plumbing) ExchangeColl(ctx context.Context, to, from int, tag, meta uin
 	return h.t().exchangeColl(ctx, to, from, tag, meta, out, in)
 }
 
+// Neighbour implements plumb.Coll.
+func (h *plumbing) Neighbour(rank int) bool { return h.t().neighbour(rank) }
+
 // ExchangeCollChunks implements plumb.Coll.
-func (h *plumbing) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error {
-	return h.t().exchangeCollChunks(ctx, to, from, tag, meta, out, in, chunk, onChunk)
+func (h *plumbing) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error {
+	return h.t().exchangeCollChunks(ctx, to, from, tag, meta, out, in, outChunk, inChunk, onChunk)
 }
 
 // OwnColl implements plumb.CollOwned.

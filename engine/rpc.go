@@ -124,7 +124,7 @@ func (t *NetTransport) tryRPCCredit(pr *peer, f plumb.RPCFrame, n int) (uint64, 
 	if f.Reply {
 		return 0, nil
 	}
-	window, _, _ := pr.out.state()
+	window := pr.out.known.Load()
 	cost := rpcCost(uint64(n), window)
 	if window == 0 || !pr.out.take(cost) {
 		return 0, ErrNoCredit

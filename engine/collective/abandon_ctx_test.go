@@ -172,9 +172,9 @@ func (s *stepTransport) ExchangeColl(ctx context.Context, to, from int, tag, met
 	return n, err
 }
 
-func (s *stepTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) (err error) {
+func (s *stepTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) (err error) {
 	s.step(func() {
-		err = s.collHooks.ExchangeCollChunks(ctx, to, from, tag, meta, out, in, chunk, func(off, n int) (cerr error) {
+		err = s.collHooks.ExchangeCollChunks(ctx, to, from, tag, meta, out, in, outChunk, inChunk, func(off, n int) (cerr error) {
 			s.step(func() { cerr = onChunk(off, n) })
 			return cerr
 		})

@@ -123,7 +123,11 @@ func (c *Comm) useRing(n, size int) bool {
 	case n < 2 || 2*(n-1) >= tagsPerCall:
 		return false
 	case n == 2:
-		return size >= max(ringMin, 2*c.opts.Chunk)
+		chunk := c.opts.Chunk
+		if len(c.chunks) == 2 {
+			chunk = c.chunks[1-c.t.Rank()]
+		}
+		return size >= max(ringMin, 2*chunk)
 	}
 	return size >= ringMin
 }
@@ -234,12 +238,11 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 		return data[(i*elems/n)*esz : ((i+1)*elems/n)*esz]
 	}
 	right, left := (r+1)%n, (r-1+n)%n
-	chunk := c.opts.Chunk / esz * esz
 	for s := 0; s < n-1; s++ {
 		out, in := seg((r-s+n)%n), seg((r-s-1+n)%n)
 		buf := c.scratch(len(in))
 		c.pipe = pipeState{dt: dt, op: op, dst: in, src: buf}
-		err := c.exchangeChunks(ctx, right, left, tag+uint32(s), out, buf, chunk, c.reduceChunk)
+		err := c.exchangeChunks(ctx, right, left, tag+uint32(s), out, buf, esz, c.reduceChunk)
 		c.pipe = pipeState{}
 		if err != nil {
 			return err
@@ -247,7 +250,7 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 	}
 	for s := 0; s < n-1; s++ {
 		out, in := seg((r+1-s+n)%n), seg((r-s+n)%n)
-		if err := c.exchangeChunks(ctx, right, left, tag+uint32(n-1+s), out, in, chunk, skipChunk); err != nil {
+		if err := c.exchangeChunks(ctx, right, left, tag+uint32(n-1+s), out, in, esz, skipChunk); err != nil {
 			return err
 		}
 	}
@@ -255,10 +258,11 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 }
 
 // exchangeReduce swaps data with peer, receiving into buf, and reduces buf
-// into data. Messages above Options.Chunk travel in pieces, each reduced as
-// it lands, so that the socket buffers never fill (see engine.CollWindow).
+// into data. Messages above the pair's piece size (Options.Chunk) travel
+// in pieces, each reduced as it lands, so that the socket buffers never
+// fill (see engine.CollWindow).
 func (c *Comm) exchangeReduce(ctx context.Context, peer int, tag uint32, dt DType, data, buf []byte, op Op) error {
-	if len(data) <= c.opts.Chunk {
+	if len(data) <= c.pairChunk(peer) {
 		m, err := c.exchange(ctx, peer, peer, tag, data, buf)
 		if err == nil {
 			err = c.recvCheck(m, len(data), peer)
@@ -269,7 +273,7 @@ func (c *Comm) exchangeReduce(ctx context.Context, peer int, tag uint32, dt DTyp
 		return err
 	}
 	c.pipe = pipeState{dt: dt, op: op, dst: data, src: buf}
-	err := c.exchangeChunks(ctx, peer, peer, tag, data, buf, c.opts.Chunk/dt.Size()*dt.Size(), c.reduceChunk)
+	err := c.exchangeChunks(ctx, peer, peer, tag, data, buf, dt.Size(), c.reduceChunk)
 	c.pipe = pipeState{}
 	return err
 }

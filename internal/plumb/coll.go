@@ -27,14 +27,20 @@ type Coll interface {
 	// in, concurrently (so that two ranks exchanging large messages never
 	// wait for each other), and returns the received length.
 	ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error)
-	// ExchangeCollChunks is ExchangeColl in frames of at most chunk bytes
-	// (at most engine.CollWindow in flight each way beyond the one being
-	// received), calling onChunk(off, n) on this goroutine for each
-	// received piece of in, in order, as soon as it has arrived, while
-	// later pieces are still in flight. An error from onChunk ends the
-	// exchange and is returned. in's length must be what the sender sends,
-	// or the exchange fails with engine.ErrCollMismatch.
-	ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, chunk int, onChunk func(off, n int) error) error
+	// ExchangeCollChunks is ExchangeColl in frames: out goes in frames of
+	// at most outChunk bytes, in arrives in frames of at most inChunk (the
+	// sender's outChunk), at most engine.CollWindow in flight each way
+	// beyond the one being received. It calls onChunk(off, n) on this
+	// goroutine for each received piece of in, in order, as soon as it
+	// has arrived, while later pieces are still in flight. An error from
+	// onChunk ends the exchange and is returned. in's length must be what
+	// the sender sends, or the exchange fails with engine.ErrCollMismatch.
+	ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error
+	// Neighbour reports whether rank is a neighbour: a rank on this host
+	// whose frames go through shared memory (engine.Options.SharedMemory).
+	// Both ends of a pair agree, and it does not change once the
+	// transport is made.
+	Neighbour(rank int) bool
 }
 
 // CollOwned is implemented by a Coll whose tag range has an owner: the
