@@ -187,9 +187,11 @@ const deferMin = 32 << 10
 
 // maybeDefer defers the eager SEND h on c, lane l of p's link, if nothing
 // can want it or what is behind it yet: no receive from p is posted, no
-// rendezvous message from p is coming in, and the payload is large.
+// rendezvous message from p is coming in, and the payload is large, but
+// not so large that the sender could not finish writing it while it
+// waits (ioloop.Conn.DeferLimit: between neighbours, half the ring).
 func (p *peer) maybeDefer(c *ioloop.Conn, l lane, h *frame.Header) bool {
-	if h.Length < deferMin || p.m.posted > 0 || p.rdv.incoming() || l != laneData || !p.link.ownCtl() {
+	if h.Length < deferMin || h.Length > c.DeferLimit() || p.m.posted > 0 || p.rdv.incoming() || l != laneData || !p.link.ownCtl() {
 		return false
 	}
 	p.m.deferred = true

@@ -237,3 +237,49 @@ func TestNeighbourDeadTarget(t *testing.T) {
 	requirePeerLost(t, tr.Get(b, dst), 1)
 	t.Logf("loss noticed after %v", time.Since(killed))
 }
+
+// TestEagerSendsCrossUnreceived: two ranks that each send the other a
+// message up to EagerMax before either receives (the exchange pattern
+// eager sends allow) both finish, over shared memory as over TCP, also
+// with the smallest pipe rings: a receiver leaves an unexpected payload
+// in its pipe (deferral) only if the ring can hold it whole, so that its
+// sender never waits for the receive.
+func TestEagerSendsCrossUnreceived(t *testing.T) {
+	links := append(slices.Clone(meshtest.Links), meshtest.Link{Name: "shm-small", Opts: engine.Options{PipeRing: 64 << 10}})
+	for _, link := range links {
+		t.Run(link.Name, func(t *testing.T) {
+			ts := newMesh(t, 2, link.Opts)
+			for _, size := range []int{64 << 10, 600 << 10, 1 << 20} {
+				done := make(chan error, 2)
+				for r := range 2 {
+					go func() {
+						out := pattern(r, 1-r, size, 0, size)
+						if err := ts[r].Send(1-r, 3, out); err != nil {
+							done <- fmt.Errorf("rank %d: send: %w", r, err)
+							return
+						}
+						in := make([]byte, size)
+						n, err := ts[r].RecvInto(1-r, 3, in)
+						if err == nil && (n != size || !bytes.Equal(in, pattern(1-r, r, size, 0, size))) {
+							err = fmt.Errorf("%d bytes, not what was sent", n)
+						}
+						if err != nil {
+							err = fmt.Errorf("rank %d: recv: %w", r, err)
+						}
+						done <- err
+					}()
+				}
+				for range 2 {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Fatalf("%d bytes: %v", size, err)
+						}
+					case <-time.After(10 * time.Second):
+						t.Fatalf("%d bytes: the eager sends did not finish before their receives (deadlock)", size)
+					}
+				}
+			}
+		})
+	}
+}
