@@ -9,7 +9,7 @@ func copyNT(dst, src unsafe.Pointer, blocks uintptr)
 
 // copyStream copies src into dst, which must be at least as long, as
 // copy does, but with non-temporal stores for the 64-byte-aligned middle
-// of a long copy (see ntMin): the lines go to memory without being read
+// of a copy of ntMin bytes or more: the lines go to memory without being read
 // first, rather than each taken from the cache of the other process's
 // core, where they were last read. The stores are fenced before it
 // returns. It returns the number of bytes copied.

@@ -37,3 +37,40 @@ func TestCopyStream(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreChoice: long copies stream only while plain ones are measured
+// slower than slowRate; then one in ntProbe is plain and measured, and
+// plain copies measured fast again end the streaming.
+func TestStoreChoice(t *testing.T) {
+	var c storeChoice
+	const n = 512 << 10
+	fast, slow := int64(n*1000/40000), int64(n*1000/7000) // 40 and 7 GB/s
+	if c.streaming() {
+		t.Fatal("a ring with no copy measured streams")
+	}
+	c.note(n, fast)
+	if c.streaming() {
+		t.Fatal("streams after a fast plain copy")
+	}
+	for i := 0; !c.slow; i++ {
+		if i == 2 {
+			t.Fatalf("2 slow copies after a fast one left the rate at %d bytes/µs", c.rate)
+		}
+		c.note(n, slow)
+	}
+	plain := 0
+	for range 3 * ntProbe {
+		if !c.streaming() {
+			plain++
+		}
+	}
+	if plain != 3 {
+		t.Fatalf("%d plain copies in %d while streaming, want 3", plain, 3*ntProbe)
+	}
+	for c.slow {
+		c.note(n, fast)
+	}
+	if c.streaming() {
+		t.Fatal("streams after plain copies measured fast again")
+	}
+}

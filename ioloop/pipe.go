@@ -100,9 +100,10 @@ type ring struct {
 	wantRoom   *uint32 // the producer asks for a bell when room frees
 	data       []byte
 	mask       uint64
-	pos        uint64 // this side's position (tail if producing, head if consuming)
-	peer       uint64 // the other side's position, as last loaded
-	nudged     bool   // producing: the bell rang since the ring was last found full
+	pos        uint64      // this side's position (tail if producing, head if consuming)
+	peer       uint64      // the other side's position, as last loaded
+	nudged     bool        // producing: the bell rang since the ring was last found full
+	stores     storeChoice // producing: how long copies go in (copyIn)
 }
 
 // pipe is both directions of a pipe from one side, and its bell.
@@ -209,7 +210,7 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 	for _, b := range bufs {
 		for len(b) > 0 && n < free {
 			at := (t.pos + n) & t.mask
-			k := uint64(copyStream(t.data[at:], b[:min(uint64(len(b)), free-n)]))
+			k := uint64(t.copyIn(t.data[at:], b[:min(uint64(len(b)), free-n)]))
 			b = b[k:]
 			n += k
 		}
@@ -337,13 +338,75 @@ func (c *Conn) onBell() {
 	c.onReadable()
 }
 
-// ntMin is the shortest copy into a ring made with non-temporal stores
-// (copyStream). Measured on the development machine (2 processes, each
-// writing 512 KiB into its ring while the other does, then reading the
-// other's): plain stores took 72 µs a write (7.3 GB/s), each line taken
-// from the cache of the other core, which had read it last; non-temporal
-// ones 13 µs (40 GB/s), with reads no slower.
-const ntMin = 64 << 10
+// copyIn copies src into dst, a part of the ring, as copy does; a long
+// copy (ntMin bytes or more) with non-temporal stores (copyStream) while
+// plain ones are measured slow (storeChoice).
+func (t *ring) copyIn(dst, src []byte) int {
+	n := min(len(dst), len(src))
+	if n < ntMin {
+		return copy(dst, src)
+	}
+	if t.stores.streaming() {
+		return copyStream(dst, src)
+	}
+	start := nanotime()
+	copy(dst, src)
+	t.stores.note(n, nanotime()-start)
+	return n
+}
+
+// storeChoice chooses how a ring's long copies store their bytes. Each
+// line written was last read by the other process, and plain stores
+// take it from that core's cache first. Where the two cores are far
+// apart, that is slow: on the development machine, with a cache line's
+// round trip between its two cores at 600 ns (it switches between that
+// and 130 ns now and then), two processes each writing 512 KiB into its
+// ring while the other did took 72 µs a write with plain stores (7.3
+// GB/s), 13 µs with non-temporal ones (40 GB/s), and a 1 MiB allreduce
+// 195-205 µs against 78-84. Where they are near, plain stores run at
+// about 39 GB/s and leave the lines in cache for the reader, which
+// non-temporal ones send to memory: a 1 MiB allreduce took 106 µs with
+// them against 75-80 without. So plain copies are timed, and while they
+// run below slowRate the copies stream, all but one in ntProbe, which is
+// plain and timed again.
+type storeChoice struct {
+	rate  uint64 // plain copies' bytes per µs, a moving average; 0: none yet
+	slow  bool   // rate is below slowRate: stream
+	since uint32 // long copies streamed since the last plain one
+}
+
+// Tuning of storeChoice.
+const (
+	// ntMin is the shortest copy that may stream.
+	ntMin = 64 << 10
+	// slowRate (bytes per µs) is where plain stores count as slow.
+	slowRate = 16000
+	// ntProbe: one long copy in ntProbe is plain while streaming.
+	ntProbe = 64
+)
+
+// streaming reports whether the next long copy streams.
+func (c *storeChoice) streaming() bool {
+	if !c.slow {
+		return false
+	}
+	if c.since++; c.since < ntProbe {
+		return true
+	}
+	c.since = 0
+	return false
+}
+
+// note records a plain copy of n bytes that took ns nanoseconds.
+func (c *storeChoice) note(n int, ns int64) {
+	r := uint64(n) * 1000 / uint64(max(ns, 1))
+	if c.rate == 0 {
+		c.rate = r
+	} else {
+		c.rate = (c.rate + r) / 2
+	}
+	c.slow = c.rate < slowRate
+}
 
 // DeferLimit returns the longest payload a handler should leave unread on
 // c (Defer) while the writer may still be writing it: a pipe's ring must
