@@ -99,8 +99,8 @@ const (
 	// through shared memory: a piece costs a frame's handling and a
 	// wake-up, and copies at memory speed leave little to overlap.
 	// Measured with 2 ranks as processes (float32 Sum, p50), 1 MiB took
-	// 75 µs in 512 KiB pieces against 80 in 256 KiB, 93 in 128 KiB and
-	// 150 in 32 KiB; 16 MiB 1.9-2.0 ms against 2.2-2.4 in 256 KiB
+	// 77-79 µs in 512 KiB pieces against 84 in 256 KiB, 99 in 128 KiB and
+	// 160 in 32 KiB; 16 MiB 2.1-2.3 ms against 2.4 in 256 KiB
 	// (bench/RESULTS.md, 2026-12-03).
 	NeighbourChunk = 512 << 10
 	// LoopbackChunk is the default over loopback (every rank local).
