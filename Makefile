@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
+.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench scale-bench floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
 
 all: build
 
@@ -85,6 +85,17 @@ rpc-bench:
 # Without root it says so and exits 0.
 netns-bench:
 	bash bench/netns/netns-bench.sh $(NETNSFLAGS)
+
+# scale-bench: as root, N = 2, 4, 8, 16 emulated hosts (network namespaces
+# on a bridge, each link rate-limited by tc tbf so that the links, not the
+# cores, bound the transfers), boltmesh's allreduce (8 B to 16 MiB),
+# barrier and 1 MiB broadcast beside OpenMPI's allreduce over the same
+# links, the CPU use of each; a table per N, SCALEFLAGS='--json F --plot
+# DIR' for the document and the charts (busbw over the link rate, 8 B
+# latency, against N). Without root it says so and exits 0.
+SCALEFLAGS ?=
+scale-bench:
+	bash bench/netns/scale-bench.sh $(SCALEFLAGS)
 
 # floor: the least a 2-rank allreduce over loopback TCP costs on this
 # machine (bench/floor/ring_floor.c: the same ring, no framing, busy

@@ -86,6 +86,11 @@ func (e stdEndpoint) AllReduceSum(_ context.Context, data []float32) error {
 	return e.check(e.m.AllReduceSum(data))
 }
 
+// Broadcast implements Endpoint.
+func (e stdEndpoint) Broadcast(_ context.Context, root int, data []byte) error {
+	return e.check(e.m.Broadcast(root, data))
+}
+
 // check turns a protocol mismatch (bytes other than the expected ones)
 // into a data-check failure.
 func (e stdEndpoint) check(err error) error {

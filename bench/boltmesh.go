@@ -56,6 +56,11 @@ func (e *boltEndpoint) AllReduceSum(ctx context.Context, data []float32) error {
 	return e.comm.AllReduceBytes(ctx, collective.Float32, collective.AsBytes(data), collective.Sum)
 }
 
+// Broadcast implements Endpoint.
+func (e *boltEndpoint) Broadcast(ctx context.Context, root int, data []byte) error {
+	return e.comm.BroadcastBytes(ctx, root, data)
+}
+
 // NewRegion implements Endpoint.
 func (e *boltEndpoint) NewRegion(size int) (Region, error) {
 	b, err := e.t.AllocCollective(uint64(size), 0)

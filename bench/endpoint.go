@@ -22,6 +22,9 @@ type Endpoint interface {
 	// AllReduceSum sums data element-wise across all ranks, in place.
 	// Labels on ctx are kept on the calling goroutine afterwards.
 	AllReduceSum(ctx context.Context, data []float32) error
+	// Broadcast copies root's data into every rank's data, whose length
+	// is the same on every rank.
+	Broadcast(ctx context.Context, root int, data []byte) error
 	// NewRegion allocates size bytes on every rank (a collective call):
 	// the same region, addressable on any rank with Put and Get.
 	NewRegion(size int) (Region, error)

@@ -35,3 +35,23 @@ func TestRunAllSuites(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastSuite: the broadcast suite runs on both implementations
+// at 2 and 3 ranks, every rank checking every byte of the last message.
+func TestBroadcastSuite(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		rep, errs := runRanks(t, n, quickConfig("broadcast"))
+		noErrors(t, errs)
+		if rep == nil {
+			t.Fatal("no report on rank 0")
+		}
+		if want := 2 * 3; len(rep.Results) != want {
+			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
+		}
+		for _, r := range rep.Results {
+			if r.Op != "broadcast" || r.P50 <= 0 {
+				t.Errorf("%d ranks: result %+v", n, r)
+			}
+		}
+	}
+}

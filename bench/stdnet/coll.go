@@ -31,6 +31,37 @@ func (m *Mesh) Barrier() error {
 	return nil
 }
 
+// Broadcast copies root's data to every rank by a binomial tree over
+// the message connections, as boltmesh's collective does: each rank
+// receives from its parent and sends to its children, largest subtree
+// first. A message of another length than data is a mismatch.
+func (m *Mesh) Broadcast(root int, data []byte) error {
+	n := m.world
+	v := (m.rank - root + n) % n // rank relative to root
+	mask := 1
+	for ; mask < n; mask <<= 1 {
+		if v&mask != 0 {
+			parent := (v - mask + root) % n
+			got, err := m.RecvInto(parent, data)
+			if err != nil {
+				return fmt.Errorf("stdnet: broadcast from %d: %w", parent, err)
+			}
+			if got != len(data) {
+				return fmt.Errorf("%w: broadcast of %d bytes got %d from rank %d", ErrMismatch, len(data), got, parent)
+			}
+			break
+		}
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if v+mask < n {
+			if err := m.Send((v+mask+root)%n, data); err != nil {
+				return fmt.Errorf("stdnet: broadcast to %d: %w", (v+mask+root)%n, err)
+			}
+		}
+	}
+	return nil
+}
+
 // AllReduceSum sums data across all ranks in place, with the reduction
 // kernel boltmesh uses (so that the comparison is one of transports):
 // recursive doubling for small messages in a power-of-two world, a ring
