@@ -145,7 +145,7 @@ const (
 // spinLooks is how many looks a spin makes between two pauses: a few on
 // a crowded machine, where each pause gives the core up.
 func (t *NetTransport) spinLooks() int {
-	if t.crowded() {
+	if t.topo.crowded {
 		return 8
 	}
 	return 256
@@ -162,7 +162,7 @@ func (t *NetTransport) spinPause(start *time.Time, budget time.Duration) bool {
 		return false
 	}
 	runtime.Gosched()
-	if t.crowded() {
+	if t.topo.crowded {
 		yieldCore()
 	}
 	return true

@@ -40,18 +40,10 @@ func (t *NetTransport) beating() {
 	defer close(t.beat.done)
 	tick := time.NewTicker(max(t.opts.KeepAlive/checksPerBeat, 1))
 	defer tick.Stop()
-	var crowd <-chan time.Time // crowding's samples (crowd.go), if it may change
-	if c := &t.topo.crowd; c.auto && !c.static {
-		ct := time.NewTicker(crowdEvery)
-		defer ct.Stop()
-		crowd = ct.C
-	}
 	for {
 		select {
 		case <-t.beat.stop:
 			return
-		case <-crowd:
-			t.crowdSample()
 		case now := <-tick.C:
 			for _, p := range t.peers {
 				if p.up() {

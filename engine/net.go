@@ -63,7 +63,7 @@ type topology struct {
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
 	loopback  bool        // every rank is reached over loopback (this machine)
 	nbr       *neighbours // the ranks on this host, and where they meet this one
-	crowd     crowding    // whether waits give their core up (crowd.go)
+	crowded   bool        // more ranks run on this machine than it has cores, and Options.Spin was left to its default (see exchangeMail)
 }
 
 // door is the listener after the mesh formed and what it refuses.

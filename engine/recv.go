@@ -305,7 +305,7 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 		} else if el-quiet > budget {
 			return false
 		}
-		if t.crowded() {
+		if t.topo.crowded {
 			runtime.Gosched()
 			yieldCore()
 		} else if el-yielded >= spinYield {

@@ -97,13 +97,17 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	}
 	t := newNetTransport(rank, world, o)
 	t.topo.loopback = local >= world
-	t.topo.crowd.static, t.topo.crowd.auto = crowded, opts.Spin == 0
+	t.topo.crowded = crowded
 	t.makeLinks(star)
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err
 	}
 	t.topo.nbr = newNeighbours(t, star)
-	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: time.Duration(t.loopSpin(crowded)), MaxPosted: maxPosted(o.MaxQueuedBytes)}); err != nil {
+	loopSpin := max(o.Spin, 0) // a full send's and the hot loop's spins, which do not yield the core
+	if crowded {
+		loopSpin = 0
+	}
+	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: loopSpin, MaxPosted: maxPosted(o.MaxQueuedBytes)}); err != nil {
 		t.topo.nbr.close()
 		t.heap.Close()
 		return nil, err

@@ -71,7 +71,6 @@ type Loop struct {
 	pollFn   func(uintptr) bool
 	evs      []event // result of the last pollFn
 	perr     error
-	spin     atomic.Int64         // Options.Spin, in nanoseconds, as SetSpin last set it
 	hotUntil atomic.Int64         // nanotime until which wait polls without parking
 	hot      atomic.Pointer[Conn] // the connection that made it hot
 	mu       sync.RWMutex
@@ -79,14 +78,6 @@ type Loop struct {
 	closed   atomic.Bool
 	done     chan struct{}
 }
-
-// SetSpin changes Options.Spin (nanoseconds; 0 disables it) for the
-// sends and the hot loop that start from now on: a machine that becomes
-// crowded stops spinning where the core is not given up.
-func (l *Loop) SetSpin(ns int64) { l.spin.Store(max(ns, 0)) }
-
-// Spin returns the spin SetSpin last set (Options.Spin at first).
-func (l *Loop) Spin() time.Duration { return time.Duration(l.spin.Load()) }
 
 // New starts a loop.
 func New(opts Options) (*Loop, error) {
@@ -98,7 +89,6 @@ func New(opts Options) (*Loop, error) {
 		return nil, err
 	}
 	l := &Loop{opts: opts, p: p, conns: make(map[int]*Conn), done: make(chan struct{})}
-	l.spin.Store(int64(opts.Spin))
 	l.pf = os.NewFile(uintptr(p.fd), "ioloop-poller")
 	if l.rc, err = l.pf.SyscallConn(); err != nil {
 		p.close()
@@ -252,9 +242,9 @@ func (l *Loop) wait() error {
 // keepHot makes the loop poll c, and every fd now and then, without
 // parking for Options.Spin from now.
 func (l *Loop) keepHot(c *Conn) {
-	if spin := l.spin.Load(); spin > 0 {
+	if l.opts.Spin > 0 {
 		l.hot.Store(c)
-		l.hotUntil.Store(nanotime() + spin)
+		l.hotUntil.Store(nanotime() + int64(l.opts.Spin))
 	}
 }
 
