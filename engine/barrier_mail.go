@@ -150,8 +150,6 @@ func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) 
 // taken back and recycled; otherwise r is to end with err (nil: its own
 // outcome).
 func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64, w waitOpts) (signalled bool, err error) {
-	p.waitData(true) // the round may come as a frame
-	defer p.waitData(false)
 	lost := t.gone.ch
 	closed := t.closedChan()
 	cause := t.closedCause(w)

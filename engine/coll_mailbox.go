@@ -180,8 +180,6 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 	}
 	mb.sleep(true)
 	defer mb.sleep(false)
-	p.waitData(true) // the step's part may come as a frame
-	defer p.waitData(false)
 	lost := t.gone.ch
 	closed := t.closedChan()
 	cause := t.closedCause(w)

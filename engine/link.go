@@ -66,11 +66,6 @@ type link interface {
 	// polling tells lane l's streams that a goroutine starts (on) or
 	// stops polling them in a loop; see ioloop.Conn.Polling.
 	polling(l lane, on bool)
-	// waiting tells lane l's streams that a goroutine is about to sleep
-	// (on) until what it waits for comes on them, or woke; see
-	// ioloop.Conn.Waiting. Every sleep on something a data lane brings
-	// is bracketed so, or a neighbour's data pipe may not ring for it.
-	waiting(l lane, on bool)
 	// bytesRead sums the bytes read on the data lanes, or the control lane.
 	bytesRead(l lane) uint64
 	// width is the number of data lanes: how many pieces a striped
@@ -129,8 +124,6 @@ func (o *oneStream) resume() { o.conn.Resume() }
 func (o *oneStream) poll(lane) { o.conn.Poll() }
 
 func (o *oneStream) polling(lane, bool) {} // TCP: nothing to tell
-
-func (o *oneStream) waiting(lane, bool) {}
 
 func (o *oneStream) bytesRead(lane) uint64 { return o.conn.BytesRead() }
 

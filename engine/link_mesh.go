@@ -160,15 +160,6 @@ func (l *meshLink) polling(n lane, on bool) {
 	}
 }
 
-func (l *meshLink) waiting(n lane, on bool) {
-	if !l.pipes.Load() {
-		return // TCP streams: nothing to tell
-	}
-	if c := l.conn(n); c != nil {
-		c.Waiting(on)
-	}
-}
-
 func (l *meshLink) bytesRead(n lane) uint64 {
 	if n == laneCtl {
 		if c := l.ctl.Load(); c != nil {

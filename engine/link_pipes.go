@@ -13,12 +13,7 @@ import (
 // TCP stream. There is no striping: one copy in and one out at memory
 // speed leave nothing for a second lane to add. The pair's TCP streams
 // stay registered, idle (meshStream.idle); the end of either pipe's bell
-// is the peer's end. The data pipe is armed by sleepers
-// (ioloop.Conn.ArmBySleepers): it asks for a bell only while a goroutine
-// sleeps until a frame it brings (peer.waitData), since SEND, RTS and
-// DATA matter only to a receive, which polls or sleeps; the control pipe
-// (credit, CTS, RPC, one-sided requests, GOODBYE) asks whenever nobody
-// polls it, for its loop to serve at once.
+// is the peer's end.
 
 // usePipes turns the link's lanes into pipes, before either is attached:
 // the TCP data streams attached so far, and every TCP stream attached
@@ -60,9 +55,6 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
 		mem, bell, release := pair.pipe(n)
 		open := false
 		_, err := t.loop.RegisterPipe(bell, mem, pair.side, release, p.rank, &meshStream{l: l, lane: n, pipe: true}, func(c *ioloop.Conn) {
-			if n == laneData {
-				c.ArmBySleepers() // see "Waiting" in link.go
-			}
 			ready := l.attachPipe(n, c)
 			p.mu.Lock()
 			defer p.mu.Unlock()
@@ -152,13 +144,4 @@ func (t *NetTransport) Neighbours() []int {
 		}
 	}
 	return rs
-}
-
-// waitData tells p's data lane that a goroutine is about to sleep (on)
-// until a frame it brings, or woke (link.waiting): a neighbour's data
-// pipe asks for a bell only while one does. This rank itself has no link.
-func (p *peer) waitData(on bool) {
-	if p.link != nil {
-		p.link.waiting(laneData, on)
-	}
 }

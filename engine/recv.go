@@ -163,8 +163,6 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		closed = t.closedChan()
 		cause = t.closedCause(w)
 	}
-	p.waitData(true)
-	defer p.waitData(false)
 	for cause == nil {
 		select {
 		case <-r.done:
@@ -201,8 +199,6 @@ func (t *NetTransport) leave(p *peer, r *recvReq, cause error, w waitOpts) error
 	if w.inflight == nil && !w.leaveAt.IsZero() {
 		return t.leaveAt(p, r, cause, w.leaveAt)
 	}
-	p.waitData(true)
-	defer p.waitData(false)
 	select {
 	case <-r.done:
 		return nil
@@ -215,8 +211,6 @@ func (t *NetTransport) leave(p *peer, r *recvReq, cause error, w waitOpts) error
 // a time rather than a channel: on r's own timer, so that it allocates
 // nothing once r has one.
 func (t *NetTransport) leaveAt(p *peer, r *recvReq, cause error, at time.Time) error {
-	p.waitData(true)
-	defer p.waitData(false)
 	d := time.Until(at)
 	if d <= 0 {
 		select {
@@ -331,8 +325,6 @@ func (t *NetTransport) withdraw(p *peer, r *recvReq, cause error) error {
 		return cause
 	}
 	p.mu.Unlock()
-	p.waitData(true)
 	<-r.done
-	p.waitData(false)
 	return nil
 }

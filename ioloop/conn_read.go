@@ -334,67 +334,23 @@ func (c *Conn) read1(p []byte) (int, error) {
 // polling it in a loop (Poll). A pipe's reader asks for no bell while one
 // does, so that its writer makes no system call per frame for a reader
 // that is looking anyway; the last to stop asks for a bell again and
-// reads what came meanwhile, if anything did: always, or, on a pipe armed
-// by sleepers (ArmBySleepers), only while a goroutine is Waiting on it.
-// Sockets need neither: Polling does nothing.
+// reads what came meanwhile, if anything did. Sockets need neither:
+// Polling does nothing.
 func (c *Conn) Polling(on bool) {
-	p := c.pipe
-	if p == nil {
+	if c.pipe == nil {
 		return
 	}
-	p.bmu.Lock()
 	if on {
+		p := c.pipe
 		p.pollers.Add(1)
-		if !p.shut && atomic.LoadUint32(p.rx.wantData) != 0 { // a store only if need be: the writer loads the line after every frame
+		p.bmu.Lock()
+		if !p.shut {
 			atomic.StoreUint32(p.rx.wantData, 0)
 		}
 		p.bmu.Unlock()
 		return
 	}
-	empty := p.pollers.Add(-1) != 0 || p.bySleepers && p.sleepers == 0 || p.armLocked()
-	p.bmu.Unlock()
-	if !empty {
-		c.rd.pending.Store(true)
-		c.Progress()
-	}
-}
-
-// ArmBySleepers makes a pipe ask for a bell only for a goroutine about to
-// sleep until something arrives (Waiting), rather than whenever its last
-// poller stops: a reader that polls for each of its messages, as the
-// receiver of a ping-pong does, then writes no shared line between
-// messages, and bytes that come while nobody polls or waits wait in the
-// ring for the next one who does, or for the writer, which rings when it
-// finds the ring full. Only a connection whose every frame matters to
-// someone who receives, polling or waiting, may be armed so (a data pipe:
-// SEND, RTS and DATA). Call it before the pipe is used, in
-// RegisterPipe's ready; on a socket it does nothing.
-func (c *Conn) ArmBySleepers() {
-	if c.pipe != nil {
-		c.pipe.bySleepers = true
-	}
-}
-
-// Waiting tells a pipe armed by sleepers (ArmBySleepers) that a goroutine
-// is about to sleep (on) until what it waits for arrives, or has woken:
-// while one waits, the pipe asks for a bell whenever nobody polls it, and
-// what came before it asked is read at once. Elsewhere Waiting does
-// nothing: those ask for a bell whenever nobody polls them anyway.
-func (c *Conn) Waiting(on bool) {
-	p := c.pipe
-	if p == nil || !p.bySleepers {
-		return
-	}
-	p.bmu.Lock()
-	if !on {
-		p.sleepers--
-		p.bmu.Unlock()
-		return
-	}
-	p.sleepers++
-	empty := p.pollers.Load() != 0 || p.armLocked() // a poller arms as it stops
-	p.bmu.Unlock()
-	if !empty {
+	if c.pipe.pollers.Add(-1) == 0 && !c.pipe.armEmpty() {
 		c.rd.pending.Store(true)
 		c.Progress()
 	}

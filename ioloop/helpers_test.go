@@ -466,13 +466,6 @@ const familyPipe = -1
 // anonymous shared memory, unmapped once both have released it.
 func pipePair(t testing.TB, l *ioloop.Loop, ring int, ha, hb ioloop.Handler) (*ioloop.Conn, *ioloop.Conn) {
 	t.Helper()
-	return pipePairReady(t, l, ring, ha, hb, nil)
-}
-
-// pipePairReady is pipePair with readyB, RegisterPipe's ready, for the
-// second side.
-func pipePairReady(t testing.TB, l *ioloop.Loop, ring int, ha, hb ioloop.Handler, readyB func(*ioloop.Conn)) (*ioloop.Conn, *ioloop.Conn) {
-	t.Helper()
 	page := unix.Getpagesize()
 	size := (ioloop.PipeSize(ring) + page - 1) / page * page
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
@@ -499,7 +492,7 @@ func pipePairReady(t testing.TB, l *ioloop.Loop, ring int, ha, hb ioloop.Handler
 		release()
 		t.Fatal(err)
 	}
-	cb, err := l.RegisterPipe(fds[1], mem, 1, release, 2, hb, readyB)
+	cb, err := l.RegisterPipe(fds[1], mem, 1, release, 2, hb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,26 +102,22 @@ type ring struct {
 	mask       uint64
 	pos        uint64      // this side's position (tail if producing, head if consuming)
 	peer       uint64      // the other side's position, as last loaded
-	nudged     bool        // producing: the bell rang since the ring was last found full
 	stores     storeChoice // producing: how long copies go in (copyIn)
 }
 
 // pipe is both directions of a pipe from one side, and its bell.
 //
 // Lock rule: tx belongs to the holder of the Conn's wr.mu, rx to the
-// holder of rd.mu, but for rx.wantData, which Polling and Waiting store
-// under bmu (and armLocked, which also loads rx's shared words there);
-// the words in shared memory are only touched with atomics; pollers
-// changes under bmu and is an atomic so that it is read without it;
-// sleepers is bmu's; gone is an atomic; bySleepers is set before use.
+// holder of rd.mu, but for rx.wantData, which Polling stores under bmu
+// (and armEmpty, which also loads rx's shared words there);
+// the words in shared memory are only touched with atomics; pollers and
+// gone are atomics.
 type pipe struct {
-	tx, rx     ring
-	bell       int          // the bell socket: the Conn's fd
-	pollers    atomic.Int32 // goroutines polling the Conn in a loop (Conn.Polling)
-	sleepers   int          // goroutines about to sleep until bytes come (Conn.Waiting)
-	bySleepers bool         // ask for a bell only for sleepers (Conn.ArmBySleepers)
-	writers    atomic.Int32 // senders retrying a write themselves (Conn.spinWrite)
-	gone       atomic.Bool  // the bell ended: the other side closed or died
+	tx, rx  ring
+	bell    int          // the bell socket: the Conn's fd
+	pollers atomic.Int32 // goroutines polling the Conn in a loop (Conn.Polling)
+	writers atomic.Int32 // senders retrying a write themselves (Conn.spinWrite)
+	gone    atomic.Bool  // the bell ended: the other side closed or died
 
 	// bmu orders what touches the bell or the shared memory outside the
 	// Conn's rd.mu and wr.mu (the loop draining the bell, Polling) with
@@ -172,9 +168,7 @@ func ringAt(mem []byte, r, size int) ring {
 // it; unix.EAGAIN when there is no room (the other side will ring once it
 // frees some: the room is asked for first, unless a sender retries the
 // write itself, which asks once it stops), unix.EPIPE once the other side
-// is gone. The first time it asks for room, it rings the other side's
-// bell, which may not have asked for one (ArmBySleepers), so that its
-// loop reads what nobody else does.
+// is gone.
 func (p *pipe) writev(bufs [][]byte) (int, error) {
 	if p.gone.Load() {
 		return 0, unix.EPIPE
@@ -199,10 +193,6 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 			return 0, errPipeCorrupt
 		}
 		if free = size - (t.pos - t.peer); free == 0 {
-			if !t.nudged {
-				t.nudged = true
-				p.ring()
-			}
 			return 0, unix.EAGAIN
 		}
 	}
@@ -219,7 +209,6 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 		}
 	}
 	t.pos += n
-	t.nudged = false
 	storeFenced64(t.tail, t.pos)
 	if atomic.LoadUint32(t.wantData) != 0 && atomic.CompareAndSwapUint32(t.wantData, 1, 0) {
 		p.ring()
@@ -263,16 +252,18 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 	return int(n), nil
 }
 
-// armLocked asks for a bell when bytes come, for the last goroutine to
-// stop polling (or one about to sleep, Waiting), and reports whether the
-// ring was then found empty, with everything read from it consumed:
-// nothing is left to read until the bell rings. Otherwise (bytes came,
-// the other side is gone, or the Conn was released) the caller drains the
-// Conn, which arms the ring itself as it finds it empty. Like read's, the
-// arm comes before the look at tail, and writev stores tail before it
-// looks at the arm, so that no bell is lost. bmu is held.
-func (p *pipe) armLocked() bool {
-	if p.shut || p.gone.Load() {
+// armEmpty asks for a bell when bytes come, for the last goroutine to
+// stop polling, and reports whether the ring was then found empty, with
+// everything read from it consumed: nothing is left to read until the
+// bell rings. Otherwise (bytes came, the other side is gone, a poller
+// came back, or the Conn was released) the caller drains the Conn, which
+// arms the ring itself as it finds it empty. Like read's, the arm comes
+// before the look at tail, and writev stores tail before it looks at the
+// arm, so that no bell is lost.
+func (p *pipe) armEmpty() bool {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	if p.shut || p.pollers.Load() != 0 || p.gone.Load() {
 		return false
 	}
 	storeFenced32(p.rx.wantData, 1)
