@@ -21,8 +21,15 @@ type boltEndpoint struct {
 
 var _ Endpoint = (*boltEndpoint)(nil)
 
-func newBoltEndpoint(t *engine.NetTransport) (*boltEndpoint, error) {
-	comm, err := collective.New(t, collective.Options{})
+func newBoltEndpoint(t *engine.NetTransport, algorithm string) (*boltEndpoint, error) {
+	var opts collective.Options
+	if algorithm != "" {
+		var err error
+		if opts.Algorithm, err = collective.ParseAlgorithm(algorithm); err != nil {
+			return nil, err
+		}
+	}
+	comm, err := collective.New(t, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/boltmesh/boltmesh/engine/collective"
 	"time"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	// other rank through shared memory), "tcp" or "thunderbolt" (none),
 	// "shm+tcp" or "shm+thunderbolt" (some). Default: unnamed (empty).
 	Transport string `json:"transport,omitempty"`
+	// Algorithm is boltmesh's allreduce algorithm, as
+	// collective.ParseAlgorithm reads it; empty: auto.
+	Algorithm string `json:"algorithm,omitempty"`
 }
 
 // DefaultSuites are the suites run when Config.Suites is empty.
@@ -62,6 +66,11 @@ func (c Config) withDefaults() (Config, error) {
 	for _, s := range c.Sizes {
 		if s < 0 {
 			return c, fmt.Errorf("bench: negative size %d", s)
+		}
+	}
+	if c.Algorithm != "" {
+		if _, err := collective.ParseAlgorithm(c.Algorithm); err != nil {
+			return c, fmt.Errorf("bench: %w", err)
 		}
 	}
 	if c.Plan.Iters == 0 && c.Plan.Duration == 0 {

@@ -94,7 +94,7 @@ func (r *Runner) progress(done, total int, what string) {
 // unless the baseline is none.
 func (r *Runner) newWorld(cfg Config) (*world, error) {
 	w := &world{ctl: control{r.T}, transport: cfg.Transport, eps: map[string]Endpoint{}}
-	bolt, err := newBoltEndpoint(r.T)
+	bolt, err := newBoltEndpoint(r.T, cfg.Algorithm)
 	if err != nil {
 		return nil, err
 	}

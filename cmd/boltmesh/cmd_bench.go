@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/bench"
+	"github.com/boltmesh/boltmesh/engine/collective"
 )
 
 const benchHeader = `Usage: boltmesh bench [flags]
@@ -48,17 +49,18 @@ Examples:
 
 // benchFlags are bench's own flags.
 type benchFlags struct {
-	ranks    int
-	suite    string
-	sizes    string
-	iters    int
-	duration time.Duration
-	baseline string
-	json     string
-	csv      string
-	plot     string
-	quick    bool
-	progress bool
+	ranks     int
+	suite     string
+	sizes     string
+	iters     int
+	duration  time.Duration
+	baseline  string
+	json      string
+	csv       string
+	plot      string
+	quick     bool
+	progress  bool
+	algorithm string
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -73,12 +75,13 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.plot, "plot", "", "write SVG charts of latency and bandwidth against size to `dir`")
 	fs.BoolVar(&f.quick, "quick", false, "a few seconds: fewer sizes, short cases (for CI)")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal")
+	fs.StringVar(&f.algorithm, "algorithm", "auto", "boltmesh's allreduce algorithm: auto, doubling, ring, halving, onesided or star (every rank takes rank 0's)")
 }
 
 // config builds and checks the run's configuration, all but its
 // Transport, which runRank fills in once the mesh has formed.
 func (f *benchFlags) config() (bench.Config, error) {
-	cfg := bench.Config{Baseline: f.baseline, Quick: f.quick}
+	cfg := bench.Config{Baseline: f.baseline, Quick: f.quick, Algorithm: f.algorithm}
 	cfg.Plan = bench.Plan{Iters: f.iters, Duration: f.duration}
 	switch {
 	case f.iters < 0:
@@ -87,6 +90,9 @@ func (f *benchFlags) config() (bench.Config, error) {
 		return cfg, flagErr("duration", f.duration.String(), "must not be negative (0: the default)")
 	case f.baseline != bench.BaselineStdnet && f.baseline != bench.BaselineNone:
 		return cfg, flagErr("baseline", f.baseline, "want stdnet or none")
+	}
+	if _, err := collective.ParseAlgorithm(f.algorithm); err != nil {
+		return cfg, flagErr("algorithm", f.algorithm, "want auto, doubling, ring, halving, onesided or star")
 	}
 	var err error
 	if cfg.Suites, err = f.suites(); err != nil {

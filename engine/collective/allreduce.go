@@ -24,7 +24,9 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 // AllReduceBytes reduces raw data holding elements of dt, in place. Small
 // messages use recursive doubling (log2 n steps); from Options.RingMin
 // bytes on, a ring reduce-scatter followed by an all-gather moves only
-// 2(n-1)/n of the data per rank; on a star of more than two ranks the
+// 2(n-1)/n of the data per rank; between them, from HalvingMin in a
+// world of 4 or more that spans machines, Rabenseifner's algorithm
+// moves as little in 2 log2(n) steps; on a star of more than two ranks the
 // coordinator reduces and broadcasts (Options.Algorithm can fix any, or
 // select the one-sided algorithm over the symmetric heap). Every element
 // is reduced in one fixed order, and each pairwise step is commutative
@@ -70,6 +72,8 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 		err = c.star(ctx, tag, dt, data, op)
 	case AlgorithmRing:
 		err = c.ring(ctx, tag, dt, data, op)
+	case AlgorithmHalving:
+		err = c.halving(ctx, tag, dt, data, op)
 	default:
 		err = c.doubling(ctx, tag, dt, data, op)
 	}
@@ -90,6 +94,9 @@ func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 		if c.useRing(n, size) {
 			return AlgorithmRing, nil
 		}
+		if c.links && n >= 4 && size >= HalvingMin {
+			return AlgorithmHalving, nil
+		}
 		return AlgorithmDoubling, nil
 	case AlgorithmDoubling:
 		return AlgorithmDoubling, nil
@@ -98,6 +105,11 @@ func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 			return AlgorithmDoubling, nil
 		}
 		return AlgorithmRing, nil
+	case AlgorithmHalving:
+		if n < 2 {
+			return AlgorithmDoubling, nil
+		}
+		return AlgorithmHalving, nil
 	case AlgorithmOneSided:
 		if c.sym == nil {
 			return 0, ErrNoSymmetricHeap

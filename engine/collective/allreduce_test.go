@@ -267,3 +267,25 @@ func allReduceSteadyStateAllocs(t *testing.T, cs []*collective.Comm) {
 		}
 	}
 }
+
+// TestAllReduceHalving: Rabenseifner's allreduce (AlgorithmHalving) gives
+// every rank the reduction, in every world from 1 to 8 ranks (folding
+// the ranks above a power of two), for lengths that do not halve evenly
+// and in pieces (Chunk), and the same bits on every rank.
+func TestAllReduceHalving(t *testing.T) {
+	lengths := []int{0, 1, 7, 1000, 1<<16 + 3}
+	ops := []collective.Op{collective.Sum, collective.Mean, collective.Max, collective.Min, collective.Prod}
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8} {
+		cs := newComms(t, n, collective.Options{Algorithm: collective.AlgorithmHalving, Chunk: 4 << 10})
+		for _, length := range lengths {
+			for _, op := range ops {
+				name := fmt.Sprintf("n=%d/len=%d/%v", n, length, op)
+				t.Run(name+"/float32", func(t *testing.T) { checkAllReduce[float32](t, cs, op, length) })
+				t.Run(name+"/int64", func(t *testing.T) { checkAllReduce[int64](t, cs, op, length) })
+			}
+		}
+		if n > 2 {
+			checkBitIdentical(t, cs, []int{100, 100000})
+		}
+	}
+}

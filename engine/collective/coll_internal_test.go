@@ -105,3 +105,47 @@ func TestRingMinDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestParseAlgorithm: every algorithm's name reads back as it, doubling
+// too by its short name, and anything else is ErrAlgorithm.
+func TestParseAlgorithm(t *testing.T) {
+	for a := range algorithms {
+		if got, err := ParseAlgorithm(a.String()); err != nil || got != a {
+			t.Errorf("ParseAlgorithm(%q) = %v, %v", a.String(), got, err)
+		}
+	}
+	if got, err := ParseAlgorithm("doubling"); err != nil || got != AlgorithmDoubling {
+		t.Errorf("ParseAlgorithm(doubling) = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "rings", "Algorithm(9)"} {
+		if _, err := ParseAlgorithm(bad); !errors.Is(err, ErrAlgorithm) {
+			t.Errorf("ParseAlgorithm(%q): %v, want ErrAlgorithm", bad, err)
+		}
+	}
+}
+
+// TestHalvingChoice: Auto gives Rabenseifner's algorithm the sizes from
+// HalvingMin up to RingMin in worlds of 4 ranks or more that span
+// machines, and keeps recursive doubling over loopback and below.
+func TestHalvingChoice(t *testing.T) {
+	for _, tc := range []struct {
+		links bool
+		n     int
+		size  int
+		want  Algorithm
+	}{
+		{true, 4, HalvingMin, AlgorithmHalving},
+		{true, 8, PowerOfTwoRingMin - 4, AlgorithmHalving},
+		{true, 8, HalvingMin - 4, AlgorithmDoubling},
+		{true, 8, PowerOfTwoRingMin, AlgorithmRing},
+		{true, 3, HalvingMin, AlgorithmRing}, // RingMin 64 KiB off powers of two
+		{false, 8, HalvingMin, AlgorithmDoubling},
+		{true, 2, HalvingMin, AlgorithmDoubling},
+	} {
+		c := newComm(nil, nil, Options{})
+		c.links = tc.links
+		if got, err := c.allReduceAlgo(tc.n, tc.size); err != nil || got != tc.want {
+			t.Errorf("links %v, n=%d, %d bytes: %v %v, want %v", tc.links, tc.n, tc.size, got, err, tc.want)
+		}
+	}
+}

@@ -82,6 +82,7 @@ type Comm struct {
 	even  bool       // it failed where every rank fails alike: not abandoned, not partial (see end)
 
 	chunks      []int                  // the piece size with each rank (Options.Chunk, by pair)
+	links       bool                   // some rank is on another machine (not engine.NetTransport.Loopback)
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
 
@@ -108,6 +109,18 @@ const (
 	// LinkChunk is the default over real links.
 	LinkChunk = 64 << 10
 )
+
+// HalvingMin is the smallest allreduce, in bytes, that AlgorithmAuto
+// gives Rabenseifner's algorithm (AlgorithmHalving) rather than
+// recursive doubling, below Options.RingMin, in a world of 4 ranks or
+// more that spans machines: there a link's rate bounds a step, and
+// doubling sends the whole message log2(n) times. Measured on emulated
+// hosts (make scale-bench, rate-limited veth links; p50, halving against
+// doubling): 4 hosts at 1 Gbit/s, 64 KiB 1037 against 1039 µs, 256 KiB
+// 3158 against 4196; 8 hosts at 500 Mbit/s, 64 KiB 3798 against 3204,
+// 256 KiB 7593 against 24276 (bench/RESULTS.md, 2026-12-03). Over
+// loopback the measured doubling thresholds stand.
+const HalvingMin = 128 << 10
 
 // PowerOfTwoRingMin is Options.RingMin's default for a world of 4, 8 or
 // 16 ranks.
@@ -164,6 +177,9 @@ func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 		opts.Chunk = defaultChunk(t)
 	}
 	c := &Comm{t: t, coll: coll, opts: opts, center: starCenter(t)}
+	if l, ok := t.(interface{ Loopback() bool }); ok {
+		c.links = !l.Loopback()
+	}
 	if coll != nil {
 		c.chunks = make([]int, t.WorldSize())
 		for r := range c.chunks {

@@ -64,7 +64,10 @@
 // AllReduce uses recursive doubling for small messages and, from
 // Options.RingMin, a ring reduce-scatter and all-gather whose steps travel
 // in Options.Chunk pieces, each reduced as soon as it lands while the next
-// ones are still on the wire. Any world size works. AlgorithmOneSided (over
+// ones are still on the wire; in a world of 4 or more that spans
+// machines, from HalvingMin up to RingMin, Rabenseifner's reduce-scatter
+// by recursive halving and all-gather by recursive doubling
+// (AlgorithmHalving). Any world size works. AlgorithmOneSided (over
 // the symmetric heap) and AlgorithmStar (reduce at a star's coordinator,
 // which Auto picks on a star of more than two ranks, found with
 // engine.NetTransport.StarCenter) can be chosen. Every element is reduced

@@ -39,9 +39,11 @@ type Algorithm uint8
 
 const (
 	// AlgorithmAuto picks by world and message size: recursive doubling
-	// below Options.RingMin, the ring from it on, and AlgorithmStar on a
-	// star of more than two ranks. It never picks the one-sided algorithm,
-	// which measured slower at every size (see AlgorithmOneSided).
+	// below Options.RingMin (from HalvingMin, AlgorithmHalving in a world
+	// of 4 ranks or more that spans machines), the ring from it on, and
+	// AlgorithmStar on a star of more than two ranks. It never picks the
+	// one-sided algorithm, which measured slower at every size (see
+	// AlgorithmOneSided).
 	AlgorithmAuto Algorithm = iota
 	// AlgorithmDoubling is recursive doubling at every size: log2 n
 	// exchanges of the whole message.
@@ -100,6 +102,12 @@ const (
 	// AlgorithmAuto picks it on a star of more than two ranks, where the
 	// others would send every worker-to-worker step through the center.
 	AlgorithmStar
+	// AlgorithmHalving is Rabenseifner's: a reduce-scatter by recursive
+	// halving, then an all-gather by recursive doubling. It moves the
+	// ring's 2(n-1)/n of the data per rank in 2 log2(n) steps, for
+	// mid-size messages on links whose rate, not their latency, bounds a
+	// step.
+	AlgorithmHalving
 	algorithms
 )
 
@@ -116,8 +124,25 @@ func (a Algorithm) String() string {
 		return "onesided"
 	case AlgorithmStar:
 		return "star"
+	case AlgorithmHalving:
+		return "halving"
 	}
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// ParseAlgorithm returns the Algorithm whose String is s: "auto",
+// "recursive-doubling" (or "doubling"), "ring", "onesided", "star" or
+// "halving"; an error wrapping ErrAlgorithm for anything else.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	if s == "doubling" {
+		return AlgorithmDoubling, nil
+	}
+	for a := range algorithms {
+		if a.String() == s {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %q (want auto, doubling, ring, halving, onesided or star)", ErrAlgorithm, s)
 }
 
 // Layout of a rank's area: n slots of stride bytes, slot p for block p of
