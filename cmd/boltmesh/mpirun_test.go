@@ -1,17 +1,42 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// freePort returns a loopback port nothing listens on (very likely).
+// freePort returns a loopback port nothing listens on, taken from
+// just below the kernel's ephemeral range (ip_local_port_range) and
+// above the Slurm rendezvous range: a port the kernel handed out for
+// 127.0.0.1:0 can be handed again, between this call and the rank's
+// bind, to a launcher's own listener (srun's message sockets took one
+// in CI, and rank 0 failed with "address already in use").
 func freePort(t *testing.T) string {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	first := max(slurmPortBase+slurmPortSpan, 1024)
+	if low-first >= 256 {
+		for range 200 {
+			port := first + rand.IntN(low-first)
+			if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+				ln.Close()
+				return strconv.Itoa(port)
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
