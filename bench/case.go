@@ -135,6 +135,9 @@ func (w *world) result(c caseID, st Stats) Result {
 	if c.op.BusFactor != nil {
 		res.BusBW *= c.op.BusFactor(n)
 	}
+	if c.op.Messages != nil && res.Mean > 0 {
+		res.MsgRate = float64(c.op.Messages(n)) / (res.Mean * 1e-6)
+	}
 	return res
 }
 

@@ -38,7 +38,7 @@ type Config struct {
 }
 
 // DefaultSuites are the suites run when Config.Suites is empty.
-var DefaultSuites = []string{"p2p", "putget", "barrier", "allreduce", "rpc"}
+var DefaultSuites = []string{"p2p", "msgrate", "putget", "barrier", "allreduce", "rpc"}
 
 // Default durations of a case's timed loop.
 const (

@@ -54,19 +54,23 @@ func systemCongestion() string {
 // in GB/s (1e9 bytes per second). Transport is what carried the case:
 // Config.Transport for boltmesh, "tcp" for stdnet.
 type Result struct {
-	Suite     string  `json:"suite"`
-	Op        string  `json:"op"`
-	Impl      string  `json:"impl"`
-	Ranks     int     `json:"ranks"`
-	Bytes     int64   `json:"bytes"`
-	Iters     int     `json:"iters"`
-	P50       float64 `json:"p50_us"`
-	P90       float64 `json:"p90_us"`
-	P99       float64 `json:"p99_us"`
-	Max       float64 `json:"max_us"`
-	Mean      float64 `json:"mean_us"`
-	AlgBW     float64 `json:"algbw_gbps"`
-	BusBW     float64 `json:"busbw_gbps"`
+	Suite string  `json:"suite"`
+	Op    string  `json:"op"`
+	Impl  string  `json:"impl"`
+	Ranks int     `json:"ranks"`
+	Bytes int64   `json:"bytes"`
+	Iters int     `json:"iters"`
+	P50   float64 `json:"p50_us"`
+	P90   float64 `json:"p90_us"`
+	P99   float64 `json:"p99_us"`
+	Max   float64 `json:"max_us"`
+	Mean  float64 `json:"mean_us"`
+	AlgBW float64 `json:"algbw_gbps"`
+	BusBW float64 `json:"busbw_gbps"`
+	// MsgRate is messages per second, every pair's together, for ops
+	// that count messages (Op.Messages): their number per iteration
+	// over the mean time.
+	MsgRate   float64 `json:"msg_rate,omitempty"`
 	Transport string  `json:"transport,omitempty"`
 	// Error is set when a rank's data check failed in this case.
 	Error string `json:"error,omitempty"`

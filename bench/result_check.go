@@ -16,6 +16,8 @@ func (x Result) validate() error {
 		return fmt.Errorf("ranks %d, iters %d, bytes %d", x.Ranks, x.Iters, x.Bytes)
 	case !(x.P50 > 0) || !(x.Mean > 0):
 		return fmt.Errorf("p50 %v us, mean %v us: not positive", x.P50, x.Mean)
+	case x.MsgRate < 0:
+		return fmt.Errorf("message rate %v: negative", x.MsgRate)
 	case x.P50 > x.P90 || x.P90 > x.P99 || x.P99 > x.Max:
 		return fmt.Errorf("percentiles out of order: p50 %v p90 %v p99 %v max %v", x.P50, x.P90, x.P99, x.Max)
 	}

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ func TestRunAllSuites(t *testing.T) {
 		if err := rep.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		// 3 sizes x (2+2 ops p2p/putget + 1 allreduce + 1 rpc) + 1 barrier, x 2 impls
-		if want := 2 * (3*6 + 1); len(rep.Results) != want {
+		// 3 sizes x (2+1+2 ops p2p/msgrate/putget + 1 allreduce + 1 rpc) + 1 barrier, x 2 impls
+		if want := 2 * (3*7 + 1); len(rep.Results) != want {
 			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
 		}
 		var buf bytes.Buffer
@@ -51,6 +52,31 @@ func TestBroadcastSuite(t *testing.T) {
 		for _, r := range rep.Results {
 			if r.Op != "broadcast" || r.P50 <= 0 {
 				t.Errorf("%d ranks: result %+v", n, r)
+			}
+		}
+	}
+}
+
+// TestMsgRateSuite: the msgrate suite runs on both implementations at 2,
+// 3 and 4 ranks, and its message rate is the pairs' messages per window
+// over the mean time of a window.
+func TestMsgRateSuite(t *testing.T) {
+	for _, n := range []int{2, 3, 4} {
+		rep, errs := runRanks(t, n, quickConfig("msgrate"))
+		noErrors(t, errs)
+		if rep == nil {
+			t.Fatal("no report on rank 0")
+		}
+		if err := rep.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if want := 2 * 3; len(rep.Results) != want {
+			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
+		}
+		for _, r := range rep.Results {
+			want := float64(bench.MsgRateWindow*(n/2)) / (r.Mean * 1e-6)
+			if r.Op != "mbw_mr" || r.Error != "" || math.Abs(r.MsgRate-want) > 1e-6*want {
+				t.Errorf("%d ranks: result %+v, want a message rate of %v", n, r, want)
 			}
 		}
 	}

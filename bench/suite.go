@@ -37,6 +37,10 @@ type Op struct {
 	// latency (a stream: one iteration is a receive from a full pipe, so
 	// its p50 says little); reports compare them by GB/s.
 	Throughput bool
+	// Messages, if set, is the number of messages one iteration delivers
+	// in a world of n ranks: the result then carries a message rate
+	// (Result.MsgRate), and tables show it in place of the bandwidth.
+	Messages func(n int) int
 	// Start prepares one case on this rank. Every rank calls it, in the
 	// same order, so it may make collective calls (allocations).
 	Start func(c *Case) (Body, error)

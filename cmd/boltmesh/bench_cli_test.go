@@ -43,11 +43,14 @@ func TestBenchQuickJSON(t *testing.T) {
 		if r.Suite != "barrier" && r.Bytes <= 0 {
 			t.Errorf("%s %s: %d bytes", r.Impl, r.Key(), r.Bytes)
 		}
+		if (r.Suite == "msgrate") != (r.MsgRate > 0) {
+			t.Errorf("%s %s: message rate %v", r.Impl, r.Key(), r.MsgRate)
+		}
 	}
 	if len(want) > 0 {
 		t.Errorf("suites missing from the report: %v", want)
 	}
-	for _, s := range []string{"== p2p · 2 ranks", "== allreduce", "== rpc", "stdnet p50", "ratio"} {
+	for _, s := range []string{"== p2p · 2 ranks", "== msgrate", "Mmsg/s", "== allreduce", "== rpc", "stdnet p50", "ratio"} {
 		if !strings.Contains(quickRun.stdout, s) {
 			t.Errorf("table output lacks %q:\n%s", s, quickRun.stdout)
 		}

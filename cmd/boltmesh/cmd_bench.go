@@ -18,8 +18,9 @@ const benchHeader = `Usage: boltmesh bench [flags]
 
 Benchmarks boltmesh against the stdnet baseline (the same workloads over
 Go's net package; for the rpc suite, Go's net/rpc against boltmesh's rpc
-agent) and prints a table per suite. Suites: p2p, putget, barrier,
-allreduce, rpc (the default ones), and broadcast.
+agent) and prints a table per suite. Suites: p2p, msgrate (messages per
+second, osu_mbw_mr), putget, barrier, allreduce, rpc (the default ones),
+and broadcast.
 
 With no flags it starts 2 ranks as local processes on loopback and runs
 the default suites in about a minute (local ranks each get their share of

@@ -25,7 +25,7 @@ func writeFile(file string, write func(io.Writer) error) error {
 }
 
 // csvHeader names the CSV columns: the JSON field names.
-var csvHeader = []string{"suite", "op", "impl", "ranks", "bytes", "iters", "p50_us", "p90_us", "p99_us", "max_us", "mean_us", "algbw_gbps", "busbw_gbps", "transport", "error"}
+var csvHeader = []string{"suite", "op", "impl", "ranks", "bytes", "iters", "p50_us", "p90_us", "p99_us", "max_us", "mean_us", "algbw_gbps", "busbw_gbps", "msg_rate", "transport", "error"}
 
 // writeCSV writes one row per result.
 func writeCSV(w io.Writer, rep *bench.Report) error {
@@ -34,7 +34,7 @@ func writeCSV(w io.Writer, rep *bench.Report) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, r := range rep.Results {
 		cw.Write([]string{r.Suite, r.Op, r.Impl, strconv.Itoa(r.Ranks), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Iters),
-			f(r.P50), f(r.P90), f(r.P99), f(r.Max), f(r.Mean), f(r.AlgBW), f(r.BusBW), r.Transport, r.Error})
+			f(r.P50), f(r.P90), f(r.P99), f(r.Max), f(r.Mean), f(r.AlgBW), f(r.BusBW), f(r.MsgRate), r.Transport, r.Error})
 	}
 	cw.Flush()
 	return errors.Join(cw.Error())

@@ -107,8 +107,11 @@ func writeTable(w io.Writer, suite string, rows []*row) {
 			first = r.std
 		}
 	}
-	bw := "GB/s"
-	if suite == "allreduce" {
+	bw, rate := "GB/s", counts(first)
+	switch {
+	case rate:
+		bw = "Mmsg/s"
+	case suite == "allreduce":
 		bw = "busbw GB/s"
 	}
 	fmt.Fprintf(w, "\n== %s · %s · %s ==\n", suite, plural(first.Ranks, "rank"), transportOf(first))
@@ -123,9 +126,9 @@ func writeTable(w io.Writer, suite string, rows []*row) {
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
-		line := fmt.Sprintf("%-*s\t%s\t%s\t", width, r.op, bench.FormatSize(int(r.bytes)), cells(r.bolt))
+		line := fmt.Sprintf("%-*s\t%s\t%s\t", width, r.op, bench.FormatSize(int(r.bytes)), cells(r.bolt, rate))
 		if baseline {
-			line += fmt.Sprintf("│\t%s\t│\t%s\t", cells(r.std), ratio(r))
+			line += fmt.Sprintf("│\t%s\t│\t%s\t", cells(r.std, rate), ratio(r))
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -140,7 +143,11 @@ func ratioNote(rows []*row) string {
 	note := "ratio = stdnet p50 / boltmesh p50"
 	for _, r := range rows {
 		if r.bolt != nil && throughput(r.bolt) {
-			note += "; for " + r.op + ", boltmesh GB/s / stdnet GB/s"
+			unit := "GB/s"
+			if counts(r.bolt) {
+				unit = "Mmsg/s"
+			}
+			note += "; for " + r.op + ", boltmesh " + unit + " / stdnet " + unit
 			break
 		}
 	}
@@ -162,13 +169,17 @@ func transportOf(r *bench.Result) string {
 	return r.Transport
 }
 
-// cells formats p50, p99 and bandwidth, or dashes.
-func cells(r *bench.Result) string {
+// cells formats p50, p99 and bandwidth (rate: millions of messages
+// per second), or dashes.
+func cells(r *bench.Result, rate bool) string {
 	if r == nil {
 		return "-\t-\t-"
 	}
 	bw := "-"
-	if r.Bytes > 0 {
+	switch {
+	case rate:
+		bw = gbps(r.MsgRate / 1e6)
+	case r.Bytes > 0:
 		bw = gbps(r.BusBW)
 	}
 	return strings.Join([]string{micro(r.P50), micro(r.P99), bw}, "\t")
@@ -208,16 +219,29 @@ func ratio(r *row) string {
 	return fmt.Sprintf("%.2fx", r.std.P50/r.bolt.P50)
 }
 
-// throughput reports whether r's op is compared by bandwidth.
+// throughput reports whether r's op is compared by bandwidth (or by
+// message rate, which is proportional to it).
 func throughput(r *bench.Result) bool {
+	op := opOf(r)
+	return op != nil && op.Throughput
+}
+
+// counts reports whether r's op counts messages (bench.Op.Messages).
+func counts(r *bench.Result) bool {
+	op := opOf(r)
+	return op != nil && op.Messages != nil
+}
+
+// opOf is the registered op that produced r, or nil.
+func opOf(r *bench.Result) *bench.Op {
 	s := bench.Lookup(r.Suite)
 	if s == nil {
-		return false
+		return nil
 	}
-	for _, op := range s.Ops {
-		if op.Name == r.Op {
-			return op.Throughput
+	for i := range s.Ops {
+		if s.Ops[i].Name == r.Op {
+			return &s.Ops[i]
 		}
 	}
-	return false
+	return nil
 }
