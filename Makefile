@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench scale-bench floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
+.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
 
 all: build
 
@@ -96,6 +96,16 @@ netns-bench:
 SCALEFLAGS ?=
 scale-bench:
 	bash bench/netns/scale-bench.sh $(SCALEFLAGS)
+
+# soak: `boltmesh soak`, a mesh of local ranks in an allreduce (1 KiB,
+# every result checked) and barrier loop: the setup time at N = 2, 4, 8,
+# 16 (2 s each), then 32 ranks for 30 s with each rank's fds, threads and
+# memory. SOAKFLAGS adds flags (--transport tcp).
+SOAKFLAGS ?=
+soak:
+	@d=$$(mktemp -d) && $(GO) build -o $$d/boltmesh ./cmd/boltmesh && \
+	for n in 2 4 8 16; do $$d/boltmesh soak --force --ranks $$n --duration 2s $(SOAKFLAGS) > $$d/out || { cat $$d/out; rm -rf $$d; exit 1; }; sed -n 1,2p $$d/out; done && \
+	$$d/boltmesh soak --force --ranks 32 --duration 30s $(SOAKFLAGS); s=$$?; rm -rf $$d; exit $$s
 
 # floor: the least a 2-rank allreduce over loopback TCP costs on this
 # machine (bench/floor/ring_floor.c: the same ring, no framing, busy

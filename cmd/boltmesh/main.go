@@ -3,6 +3,7 @@
 //	boltmesh bench [flags]          run the benchmark suites (rank 0, or every rank under a launcher)
 //	boltmesh rank [flags]           join a mesh as a participant and follow rank 0
 //	boltmesh train [flags]          data-parallel training of an MLP on MNIST
+//	boltmesh soak [flags]           many ranks in an allreduce and barrier loop, with their resources
 //	boltmesh profile [flags] FILE   summarize a CPU profile
 //	boltmesh keygen FILE            write a new mesh key to FILE
 //
@@ -28,6 +29,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"profile": cmdProfile,
 	"keygen":  cmdKeygen,
 	"train":   cmdTrain,
+	"soak":    cmdSoak,
 }
 
 const usage = `boltmesh: zero-copy transport engine tools
@@ -36,6 +38,7 @@ Usage:
   boltmesh bench [flags]          benchmark boltmesh against the stdnet baseline
   boltmesh rank [flags]           join a mesh as a participant (ranks 1..n-1 on other hosts)
   boltmesh train [flags]          data-parallel MNIST training over boltmesh's allreduce
+  boltmesh soak [flags]           many ranks in an allreduce and barrier loop: setup time, fds, threads, RSS
   boltmesh profile [flags] FILE   where a CPU profile's time went
   boltmesh keygen FILE            write a new mesh key (for --key-file) to FILE, mode 0600
 
