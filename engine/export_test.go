@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -178,4 +179,14 @@ const (
 func SetMailHook(tb testing.TB, f func(t *NetTransport, at int)) {
 	testHookMail = f
 	tb.Cleanup(func() { testHookMail = nil })
+}
+
+// PipeRingOf is the data ring of rank t's pipe with rank r, or 0 if the
+// pair has no pipes.
+func PipeRingOf(t *NetTransport, r int) int {
+	l, ok := t.peers[r].link.(*meshLink)
+	if !ok || len(l.data) == 0 || l.data[0] == nil || l.data[0].DeferLimit() == math.MaxUint64 {
+		return 0
+	}
+	return int(2 * l.data[0].DeferLimit())
 }

@@ -74,6 +74,29 @@ const (
 	meetFDs   = 4            // pipes' memory, data bell, control bell, heap
 )
 
+// PipeRingBudget is the shared memory, in bytes of data rings, that
+// DefaultPipeRing lets one rank's pipes to its possible neighbours take
+// in one direction: 16 MiB (about 40 MiB with both directions and the
+// control rings).
+const PipeRingBudget = 16 << 20
+
+// DefaultPipeRing is a pair's data ring (Options.PipeRing left 0) in a
+// world of world ranks: PipeRingBudget over the world's other ranks,
+// any of which may be a neighbour, rounded down to a power of two and
+// kept within [64 KiB, 1 MiB]: 1 MiB up to 17 ranks, 512 KiB up to 33,
+// 256 KiB up to 65, 128 KiB up to 129, then 64 KiB. Every pair of a host
+// has two rings, so their memory grows with the square of the host's
+// ranks: 32 ranks on one host take 1.2 GiB with 1 MiB rings, 620 MiB
+// with 512 KiB. Smaller rings cost a pair bandwidth (bench/RESULTS.md),
+// so worlds of up to 17 keep 1 MiB.
+func DefaultPipeRing(world int) int {
+	ring := 1 << 20
+	for ring > 64<<10 && ring*(world-1) > PipeRingBudget {
+		ring /= 2
+	}
+	return ring
+}
+
 // ctlRing is the ring of a pair's control pipe for a data ring of ring
 // bytes: a quarter, at least ioloop.MinPipeRing.
 func ctlRing(ring int) int { return max(ring/4, 64<<10) }
@@ -263,7 +286,11 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 	if uid, _, err := shm.PeerCred(uc); err != nil || uid != os.Getuid() {
 		return nil, fmt.Errorf("the neighbour runs as user %d, this rank as %d (%v)", uid, os.Getuid(), err)
 	}
-	ring, ctl := o.PipeRing, ctlRing(o.PipeRing)
+	ring := o.PipeRing
+	if ring == 0 {
+		ring = DefaultPipeRing(n.t.world)
+	}
+	ctl := ctlRing(ring)
 	size := pipesSize(ring, ctl)
 	fd, err := shm.Create("boltmesh-pipes", size)
 	if err != nil {

@@ -151,7 +151,9 @@ type Options struct {
 	HostID string
 	// PipeRing is the size in bytes of the ring of each direction of a
 	// neighbour pair's data pipe, a power of two of at least 64 KiB; the
-	// control pipe's is a quarter of it, at least 64 KiB. Default 1 MiB.
+	// control pipe's is a quarter of it, at least 64 KiB. A pair's pipes
+	// are its higher rank's choice. Default 0: DefaultPipeRing(world),
+	// 1 MiB in worlds of up to 17 ranks, smaller in larger ones.
 	PipeRing int
 	// Logger receives warnings: refused connections (the first 5 at once,
 	// then at most one every 10 s, each saying how many were not logged
@@ -253,10 +255,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.HostID == "" {
 		o.HostID = os.Getenv("BOLTMESH_HOST_ID")
 	}
-	if o.PipeRing == 0 {
-		o.PipeRing = 1 << 20
-	}
-	if o.PipeRing < 64<<10 || o.PipeRing > 1<<30 || o.PipeRing&(o.PipeRing-1) != 0 {
+	if o.PipeRing != 0 && o.PipeRing < 64<<10 || o.PipeRing > 1<<30 || o.PipeRing&(o.PipeRing-1) != 0 {
 		return o, &OptionError{"PipeRing", fmt.Sprintf("%d is not a power of two in [64 KiB, 1 GiB]", o.PipeRing)}
 	}
 	if o.Logger == nil {
