@@ -221,6 +221,9 @@ func (a *acceptor) serve(nc net.Conn) {
 			return why
 		})
 	}
+	if err == nil {
+		t.noteMachine(rank, hc.peer[:])
+	}
 	var pair *pairMem
 	if err == nil && hc.neighbourly(t, stream) {
 		pair, err = hc.acceptNeighbour(t.topo.nbr, rank)

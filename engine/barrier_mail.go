@@ -54,7 +54,7 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 		}
 		b.sent = true
 	}
-	spun := p.spin.budget(t.opts.Spin)
+	spun := p.spin.budget(t.spinBudget())
 	done, err := t.spinBarrier(p, mb, v, spun, w)
 	if done || err != nil {
 		if done {
@@ -65,7 +65,7 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 	asleep := time.Now()
 	err = t.sleepBarrier(p, mb, v, w)
 	if err == nil {
-		p.spin.slept(spun, asleep, t.opts.Spin)
+		p.spin.slept(spun, asleep, t.spinBudget())
 	}
 	return err
 }

@@ -308,7 +308,7 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 // wait's own spin holds the lane while it polls and leaves it armed.
 // holdPolling reports whether it held the lane.
 func (t *NetTransport) holdPolling(p *peer, n lane) bool {
-	if !p.up() || t.opts.Spin <= 0 {
+	if !p.up() || t.spinBudget() <= 0 {
 		return false
 	}
 	p.link.polling(n, true)

@@ -49,7 +49,7 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, t
 		t.wakeNeighbour(p)
 	}
 	w := collWait(t, ctx, meta)
-	spun := p.spin.budget(t.opts.Spin)
+	spun := p.spin.budget(t.spinBudget())
 	n, got, found, err := t.spinMail(p, mb, tag, in, spun, w)
 	switch {
 	case err != nil:
@@ -61,7 +61,7 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, t
 	slept := time.Now()
 	n, byFrame, err := t.sleepMail(p, mb, tag, meta, in, w)
 	if err == nil {
-		p.spin.slept(spun, slept, t.opts.Spin)
+		p.spin.slept(spun, slept, t.spinBudget())
 	}
 	if byFrame && err == nil {
 		err = t.sendColl(ctx, p.rank, tag, meta, out)
@@ -145,7 +145,7 @@ const (
 // spinLooks is how many looks a spin makes between two pauses: a few on
 // a crowded machine, where each pause gives the core up.
 func (t *NetTransport) spinLooks() int {
-	if t.topo.crowded {
+	if t.topo.crowded.Load() {
 		return 8
 	}
 	return 256
@@ -162,7 +162,7 @@ func (t *NetTransport) spinPause(start *time.Time, budget time.Duration) bool {
 		return false
 	}
 	runtime.Gosched()
-	if t.topo.crowded {
+	if t.topo.crowded.Load() {
 		yieldCore()
 	}
 	return true

@@ -190,3 +190,13 @@ func PipeRingOf(t *NetTransport, r int) int {
 	}
 	return int(2 * l.data[0].DeferLimit())
 }
+
+// Crowded reports whether t waits as on a crowded machine, and its spin.
+func Crowded(t *NetTransport) (bool, time.Duration) { return t.topo.crowded.Load(), t.spinBudget() }
+
+// SameMachine reports whether rank r's HELLO named t's machine.
+func SameMachine(t *NetTransport, r int) bool { return t.topo.sameMachine[r].Load() }
+
+// SettleCrowdingOn decides again, as at formation, whether t is crowded,
+// on a machine of cpus cores.
+func SettleCrowdingOn(t *NetTransport, cpus int) { t.settleCrowdingOn(cpus) }

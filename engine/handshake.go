@@ -43,6 +43,7 @@ func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
 	}
 	hc.self.Stream, hc.self.Streams = uint16(stream), uint16(t.opts.Streams)
 	hc.self.HostID = t.topo.nbr.host
+	hc.self.Machine = t.topo.machine
 	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {
 		return nil, err
 	}

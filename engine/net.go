@@ -63,7 +63,16 @@ type topology struct {
 	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
 	loopback  bool        // every rank is reached over loopback (this machine)
 	nbr       *neighbours // the ranks on this host, and where they meet this one
-	crowded   bool        // more ranks run on this machine than it has cores, and Options.Spin was left to its default (see exchangeMail)
+	// crowded: more ranks run on this machine than it has cores, and
+	// Options.Spin was left to its default (see exchangeMail). Set before
+	// the mesh forms from the loopback addresses, or as it forms from the
+	// peers' Machine (settleCrowding).
+	crowded atomic.Bool
+	spin    atomic.Int64 // Options.Spin in nanoseconds, as settled (see spinBudget)
+	// defaultSpin: Options.Spin was left 0, so crowding may change it.
+	defaultSpin bool
+	machine     [frame.MachineIDSize]byte // this rank's machine; zero: unknown
+	sameMachine []atomic.Bool             // by rank: the peer's HELLO named this machine
 }
 
 // door is the listener after the mesh formed and what it refuses.

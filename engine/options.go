@@ -60,6 +60,10 @@ type Options struct {
 	// default spin gives the core up between polls (sched_yield), so that
 	// the ranks waited for get to run (on Linux; elsewhere such a machine
 	// does not spin by default); an explicit Spin spins without yielding.
+	// The ranks on this machine are those reached over loopback and, once
+	// the mesh has formed, those whose HELLO names this machine's kernel
+	// (frame/spec.md, "Machines"): ranks in other network namespaces or
+	// containers of one kernel count too.
 	// The budget adapts to each peer: while most recent waits on a peer
 	// (receives, collective steps, barrier rounds) outlasted Spin, so that
 	// spinning would not have spared them a wake-up, waits on it spin

@@ -144,7 +144,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		<-r.done
 		return nil
 	}
-	spun, asleep := p.spin.budget(t.opts.Spin), time.Now()
+	spun, asleep := p.spin.budget(t.spinBudget()), time.Now()
 	var timeout <-chan time.Time
 	if w.timeout > 0 {
 		if r.timer == nil {
@@ -166,7 +166,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	for cause == nil {
 		select {
 		case <-r.done:
-			p.spin.slept(spun, asleep, t.opts.Spin)
+			p.spin.slept(spun, asleep, t.spinBudget())
 			return nil
 		case <-w.cancel:
 			cause = w.ctx.Err()
@@ -266,10 +266,10 @@ func (t *NetTransport) spin(p *peer, state *atomic.Uint32, on lane) bool {
 // poll is a system call: driving only the lanes that bring what it waits
 // for keeps a spin's latency that of one read.
 func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
-	if !p.up() || t.opts.Spin <= 0 {
+	if !p.up() || t.spinBudget() <= 0 {
 		return done()
 	}
-	budget := p.spin.budget(t.opts.Spin)
+	budget := p.spin.budget(t.spinBudget())
 	p.link.polling(on, true)
 	defer p.link.polling(on, false)
 	// The clock is read every 8 polls only, the first time after 8: a
@@ -299,7 +299,7 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 		} else if el-quiet > budget {
 			return false
 		}
-		if t.topo.crowded {
+		if t.topo.crowded.Load() {
 			runtime.Gosched()
 			yieldCore()
 		} else if el-yielded >= spinYield {

@@ -7,10 +7,13 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -55,6 +58,9 @@ func FromListener(rank, world int, ln net.Listener, peers []string, opts Options
 	if err = t.connect(ln, peers); err == nil {
 		err = t.joined()
 	}
+	if err == nil {
+		t.settleCrowding()
+	}
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -97,7 +103,13 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	}
 	t := newNetTransport(rank, world, o)
 	t.topo.loopback = local >= world
-	t.topo.crowded = crowded
+	t.topo.crowded.Store(crowded)
+	t.topo.spin.Store(int64(o.Spin))
+	t.topo.defaultSpin = opts.Spin == 0
+	t.topo.sameMachine = make([]atomic.Bool, world)
+	if m, err := shm.MachineID(); err == nil {
+		t.topo.machine = m
+	}
 	t.makeLinks(star)
 	if t.heap, err = heap.New(o.HeapSize); err != nil {
 		return nil, err
@@ -113,6 +125,48 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 		return nil, err
 	}
 	return t, nil
+}
+
+// spinBudget is Options.Spin as settled: crowdedSpin once the machine
+// turned out crowded.
+func (t *NetTransport) spinBudget() time.Duration { return time.Duration(t.topo.spin.Load()) }
+
+// settleCrowding makes this rank wait as on a crowded machine (as
+// newTransport does from the loopback addresses) if the peers whose
+// HELLOs named this rank's machine, and this rank, outnumber its cores:
+// ranks in network namespaces or containers of one kernel share its
+// cores though their addresses are not loopback ones. It runs once the
+// mesh has formed, before the transport is returned; an explicit
+// Options.Spin is kept.
+func (t *NetTransport) settleCrowding() { t.settleCrowdingOn(runtime.NumCPU()) }
+
+// settleCrowdingOn is settleCrowding on a machine of cpus cores.
+func (t *NetTransport) settleCrowdingOn(cpus int) {
+	if !t.topo.defaultSpin || t.topo.crowded.Load() {
+		return
+	}
+	n := 1
+	for r := range t.topo.sameMachine {
+		if r != t.rank && t.topo.sameMachine[r].Load() {
+			n++
+		}
+	}
+	if n <= cpus {
+		return
+	}
+	t.topo.spin.Store(int64(crowdedSpin))
+	t.topo.crowded.Store(true)
+	t.loop.SetSpin(0)
+}
+
+// noteMachine records whether the peer rank, whose HELLO is theirs, runs
+// on this rank's machine.
+func (t *NetTransport) noteMachine(rank int, theirs []byte) {
+	var zero [frame.MachineIDSize]byte
+	h, err := frame.DecodeHello(theirs)
+	if err == nil && rank >= 0 && rank < len(t.topo.sameMachine) && t.topo.machine != zero && h.Machine == t.topo.machine {
+		t.topo.sameMachine[rank].Store(true)
+	}
 }
 
 // localRanks counts the ranks whose address is a loopback one (this rank
@@ -240,6 +294,9 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	hc, err := newHsConn(nc, t, s)
 	if err == nil {
 		err = hc.dial(r)
+	}
+	if err == nil {
+		t.noteMachine(r, hc.peer[:])
 	}
 	var pair *pairMem
 	if err == nil && hc.neighbourly(t, s) {

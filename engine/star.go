@@ -58,6 +58,7 @@ func CoordinatorListen(world int, ln net.Listener, opts Options) (*NetTransport,
 		t.Close()
 		return nil, err
 	}
+	t.settleCrowding()
 	t.topo.starReady.Store(true)
 	t.startStar()
 	t.startHeartbeat()

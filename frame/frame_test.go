@@ -75,12 +75,13 @@ func TestConstants(t *testing.T) {
 		{"RTSSize", frame.RTSSize, 8},
 		{"MsgOverhead", frame.MsgOverhead, 256},
 		{"MaxReasonSize", frame.MaxReasonSize, 1024},
-		{"HostIDSize", frame.HostIDSize, 32},
+		{"MachineIDSize", frame.MachineIDSize, 16},
+		{"HostIDSize", frame.HostIDSize, 16},
 		{"MaxNeighbour", frame.MaxNeighbour, 128},
 		{"DefaultMaxLength", frame.DefaultMaxLength, 1 << 30},
 		{"MeshIDSize", frame.MeshIDSize, 16},
 		{"NonceSize", frame.NonceSize, 32},
-		{"Version", uint64(frame.Version), 5},
+		{"Version", uint64(frame.Version), 6},
 		{"RejectReason", uint64(frame.RejectReason), 0},
 		{"RejectUnproven", uint64(frame.RejectUnproven), 1},
 		{"RejectSlotTaken", uint64(frame.RejectSlotTaken), 2},
@@ -459,6 +460,9 @@ func sampleHello() frame.Hello {
 	for i := range m.Nonce {
 		m.Nonce[i] = byte(0xc0 + i)
 	}
+	for i := range m.Machine {
+		m.Machine[i] = byte(0x20 + i)
+	}
 	for i := range m.HostID {
 		m.HostID[i] = byte(0x40 + i)
 	}
@@ -474,14 +478,15 @@ func TestHelloGolden(t *testing.T) {
 	m.Encode(&b)
 	var want [frame.HelloSize]byte
 	copy(want[0:], "BOLTMESH")
-	copy(want[8:], []byte{0x05, 0x00})              // version
+	copy(want[8:], []byte{0x06, 0x00})              // version
 	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank
 	copy(want[20:], []byte{0x18, 0x19, 0x1a, 0x1b}) // stream, streams
 	copy(want[24:40], m.MeshID[:])
 	copy(want[40:72], m.Nonce[:])
-	copy(want[72:104], m.HostID[:])
+	copy(want[72:88], m.Machine[:])
+	copy(want[88:104], m.HostID[:])
 	if b != want {
 		t.Fatalf("Hello.Encode:\n got % x\nwant % x", b, want)
 	}

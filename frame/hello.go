@@ -5,7 +5,10 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks. Version 5 pairs
+// Version is the protocol version this package speaks. Version 6 splits
+// HELLO's last 32 bytes into the sender's machine (Machine, whose cores
+// ranks count) and a 16-byte host identity (HostID), which were one
+// 32-byte HostID. Version 5 pairs
 // the barrier's ranks by XOR in worlds of a power of two, passes
 // neighbours' barrier signals and short mailbox parts through the pair's
 // memory (see spec.md, "Mailbox"), and tags WAKE. Version 4 ends a
@@ -16,7 +19,7 @@ const Magic uint64 = 0x4853454d544c4f42
 // first (see spec.md, "Handshake"), and flow control and rendezvous
 // ("Flow control", "Rendezvous"); version 1 had the acceptor prove first,
 // to anyone who sent a HELLO.
-const Version uint16 = 5
+const Version uint16 = 6
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16
@@ -57,6 +60,10 @@ type Hello struct {
 	Streams  uint16           // connections per pair of ranks the sender uses; 0 means 1
 	MeshID   [MeshIDSize]byte // identity of the mesh the sender belongs to
 	Nonce    [NonceSize]byte  // fresh random challenge for the HMAC proof
+	// Machine names the kernel the sender runs on, whose cores it shares
+	// with every rank of the same Machine (in any namespace): ranks count
+	// those to tell whether they outnumber the cores. Zero: unknown.
+	Machine [MachineIDSize]byte
 	// HostID names the host the sender runs on, as far as sharing memory
 	// goes: ranks whose HostIDs are equal and not zero may meet over
 	// shared memory (spec.md, "Neighbours"). Zero: the sender will not.
@@ -74,7 +81,8 @@ func (m *Hello) Encode(dst *[HelloSize]byte) {
 	binary.LittleEndian.PutUint16(dst[22:], m.Streams)
 	copy(dst[24:40], m.MeshID[:])
 	copy(dst[40:72], m.Nonce[:])
-	copy(dst[72:104], m.HostID[:])
+	copy(dst[72:88], m.Machine[:])
+	copy(dst[88:104], m.HostID[:])
 }
 
 // DecodeHello parses a HELLO payload. It checks the magic; the version,
@@ -95,7 +103,8 @@ func DecodeHello(src []byte) (Hello, error) {
 	m.Streams = binary.LittleEndian.Uint16(src[22:])
 	copy(m.MeshID[:], src[24:40])
 	copy(m.Nonce[:], src[40:72])
-	copy(m.HostID[:], src[72:104])
+	copy(m.Machine[:], src[72:88])
+	copy(m.HostID[:], src[88:104])
 	return m, nil
 }
 

@@ -54,7 +54,8 @@ const (
 	GetReqSize    = 16   // payload of KindGetReq
 	RTSSize       = 8    // payload of KindRTS: the message length
 	MaxReasonSize = 1024 // longest KindReject payload
-	HostIDSize    = 32   // a host identity, in HELLO
+	MachineIDSize = 16   // a machine (kernel) identity, in HELLO
+	HostIDSize    = 16   // a host identity, in HELLO
 	MaxNeighbour  = 128  // longest KindNeighbour payload: a meeting address
 )
 

@@ -39,7 +39,7 @@ func (w Write) Wait() error {
 	if w.r == nil {
 		return w.err
 	}
-	if spin := w.c.loop.opts.Spin; spin > 0 && len(w.r.done) == 0 {
+	if spin := w.c.loop.spinFor(); spin > 0 && len(w.r.done) == 0 {
 		w.c.spinWrite(w.r, spin)
 	}
 	err := <-w.r.done

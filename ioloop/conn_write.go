@@ -84,7 +84,7 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 	}
 	c.wr.pending.Store(true)
 	c.flush()
-	if spin := c.loop.opts.Spin; spin > 0 && len(r.done) == 0 {
+	if spin := c.loop.spinFor(); spin > 0 && len(r.done) == 0 {
 		c.spinWrite(r, spin)
 	}
 	select {

@@ -72,6 +72,7 @@ type Loop struct {
 	evs      []event // result of the last pollFn
 	perr     error
 	hotUntil atomic.Int64         // nanotime until which wait polls without parking
+	spin     atomic.Int64         // Options.Spin, in nanoseconds, until SetSpin
 	hot      atomic.Pointer[Conn] // the connection that made it hot
 	mu       sync.RWMutex
 	conns    map[int]*Conn
@@ -96,6 +97,7 @@ func New(opts Options) (*Loop, error) {
 		return nil, err
 	}
 	l.pollFn = l.pollOnce
+	l.spin.Store(int64(opts.Spin))
 	go l.run()
 	return l, nil
 }
@@ -242,11 +244,19 @@ func (l *Loop) wait() error {
 // keepHot makes the loop poll c, and every fd now and then, without
 // parking for Options.Spin from now.
 func (l *Loop) keepHot(c *Conn) {
-	if l.opts.Spin > 0 {
+	if spin := l.spin.Load(); spin > 0 {
 		l.hot.Store(c)
-		l.hotUntil.Store(nanotime() + int64(l.opts.Spin))
+		l.hotUntil.Store(nanotime() + spin)
 	}
 }
+
+// SetSpin replaces Options.Spin from now on (0 or less: no spinning),
+// for a user who learns after New that the loop's spins cost others a
+// core.
+func (l *Loop) SetSpin(d time.Duration) { l.spin.Store(int64(d)) }
+
+// spinFor is the current Options.Spin.
+func (l *Loop) spinFor() time.Duration { return time.Duration(l.spin.Load()) }
 
 // nanotime is a monotonic clock in nanoseconds.
 func nanotime() int64 { return int64(time.Since(epoch)) }

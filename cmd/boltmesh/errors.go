@@ -37,6 +37,9 @@ var (
 	// errNoSharedMemory means, with --transport shm, that a rank on rank
 	// 0's host was not reached over shared memory.
 	errNoSharedMemory = errors.New("--transport shm: ranks on this host not reached over shared memory")
+	// errSoakBad means boltmesh soak saw allreduce results that were not
+	// the sums of what the ranks contributed.
+	errSoakBad = errors.New("wrong allreduce results")
 )
 
 // usageErr returns a usage error with a message.

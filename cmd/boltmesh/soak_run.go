@@ -63,9 +63,6 @@ func soakRankOf(w []float64) soakRank {
 		Threads: int(w[6]), PeakThr: int(w[7]), RSS: int64(w[8]), PeakRSS: int64(w[9])}
 }
 
-// errSoakBad reports wrong allreduce results.
-var errSoakBad = errors.New("wrong allreduce results")
-
 // run joins the mesh (starting the local ranks first in a local run),
 // soaks it and, on rank 0, prints and writes the report.
 func (r *soakRun) run() error {

@@ -15,3 +15,6 @@ func hostParts() ([]string, error) {
 	}
 	return []string{boot}, nil
 }
+
+// machineParts is the boot session alone (all of hostParts).
+func machineParts() ([]string, error) { return hostParts() }

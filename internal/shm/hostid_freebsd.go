@@ -25,3 +25,13 @@ func hostParts() ([]string, error) {
 	}
 	return []string{host, strconv.FormatInt(int64(tv.Sec), 10), strconv.FormatInt(int64(tv.Usec), 10)}, nil
 }
+
+// machineParts is the boot time alone: a jail's hostuuid is its own, but
+// its cores are the kernel's.
+func machineParts() ([]string, error) {
+	parts, err := hostParts()
+	if err != nil {
+		return nil, err
+	}
+	return parts[1:], nil
+}

@@ -33,3 +33,12 @@ func hostParts() ([]string, error) {
 	}
 	return []string{boot, strconv.FormatUint(uint64(st.Dev), 10), strconv.FormatUint(st.Ino, 10)}, nil
 }
+
+// machineParts is the boot id alone.
+func machineParts() ([]string, error) {
+	parts, err := hostParts()
+	if err != nil {
+		return nil, err
+	}
+	return parts[:1], nil
+}

@@ -11,3 +11,6 @@ import (
 func hostParts() ([]string, error) {
 	return nil, &HostIDError{Source: runtime.GOOS, Err: errors.ErrUnsupported}
 }
+
+// machineParts is unknown here.
+func machineParts() ([]string, error) { return hostParts() }
