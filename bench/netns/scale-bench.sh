@@ -12,16 +12,18 @@
 # exit, failure included; only addresses inside them receive traffic.
 #
 #   bench/netns/scale-bench.sh [--hosts "2 4 8 16"] [--rates "2:2gbit 4:1gbit 8:500mbit 16:250mbit"]
-#                              [--sizes 8,64K,1M,16M] [--duration 2s | --iters K] [--spin DUR] [--json FILE] [--plot DIR]
+#                              [--sizes 8,64K,1M,16M] [--duration 2s | --iters K] [--spin DUR] [--algorithm A] [--json FILE] [--plot DIR]
 #
 # --rates maps N to its link rate (tc's units); an N without one takes the
 # rate of the largest N below it. Each boltmesh case runs for --duration
 # (at least 5 timed iterations), or --iters iterations. --spin is passed to every boltmesh rank
 # (engine.Options.Spin; the ranks of one N share the machine's cores, which
-# a real host would not). Without root it says so and exits 0.
+# a real host would not). --algorithm is passed to every boltmesh rank
+# (auto, ring, doubling, halving, ...: boltmesh bench --algorithm).
+# Without root it says so and exits 0.
 set -euo pipefail
 
-hosts="2 4 8 16" rates="2:2gbit 4:1gbit 8:500mbit 16:250mbit" sizes=8,64K,1M,16M iters="" duration=2s spin="" json="" plot=""
+hosts="2 4 8 16" rates="2:2gbit 4:1gbit 8:500mbit 16:250mbit" sizes=8,64K,1M,16M iters="" duration=2s spin="" algorithm="" json="" plot=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -30,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --iters) iters=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --spin) spin=$2; shift 2 ;;
+    --algorithm) algorithm=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --plot) plot=$2; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -144,7 +147,7 @@ boltmesh() {
     ip netns exec "${ns[$i]}" "${env[@]}" "$bin" rank --rank "$i" "${flags[@]}" &
   done
   ip netns exec "${ns[0]}" "${env[@]}" "$bin" bench --rank 0 "${flags[@]}" --suite "$suite" --sizes "$sz" \
-    ${iters:+--iters "$iters"} --duration "$duration" --baseline none --progress=false --json "$out" >/dev/null
+    ${iters:+--iters "$iters"} ${algorithm:+--algorithm "$algorithm"} --duration "$duration" --baseline none --progress=false --json "$out" >/dev/null
   wait
   after=$(cpu_now)
   cpu_pct "$before" "$after"

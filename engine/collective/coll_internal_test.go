@@ -138,7 +138,8 @@ func TestHalvingChoice(t *testing.T) {
 		{true, 8, PowerOfTwoRingMin - 4, AlgorithmHalving},
 		{true, 8, HalvingMin - 4, AlgorithmDoubling},
 		{true, 8, PowerOfTwoRingMin, AlgorithmRing},
-		{true, 3, HalvingMin, AlgorithmRing}, // RingMin 64 KiB off powers of two
+		{true, 3, 64 << 10, AlgorithmRing},       // RingMin 64 KiB off powers of two
+		{true, 3, HalvingMin, AlgorithmDoubling}, // halving needs 4 ranks
 		{false, 8, HalvingMin, AlgorithmDoubling},
 		{true, 2, HalvingMin, AlgorithmDoubling},
 	} {

@@ -115,12 +115,14 @@ const (
 // recursive doubling, below Options.RingMin, in a world of 4 ranks or
 // more that spans machines: there a link's rate bounds a step, and
 // doubling sends the whole message log2(n) times. Measured on emulated
-// hosts (make scale-bench, rate-limited veth links; p50, halving against
-// doubling): 4 hosts at 1 Gbit/s, 64 KiB 1037 against 1039 µs, 256 KiB
-// 3158 against 4196; 8 hosts at 500 Mbit/s, 64 KiB 3798 against 3204,
-// 256 KiB 7593 against 24276 (bench/RESULTS.md, 2026-12-03). Over
+// hosts (make scale-bench, rate-limited veth links, ranks crowded onto 2
+// cores; p50, halving against doubling, bench/RESULTS.md 2026-12-03
+// 19:30): 4 hosts at 1 Gbit/s, 16 KiB 254 against 254 µs, 32 KiB 397
+// against 529, 64 KiB 794 against 1044, 128 KiB 1582 against 2109; 8
+// hosts at 500 Mbit/s, 16 KiB 1405 against 777, 32 KiB 1187 against
+// 1576, 64 KiB 1893 against 3122, 128 KiB 3673 against 6933. Over
 // loopback the measured doubling thresholds stand.
-const HalvingMin = 128 << 10
+const HalvingMin = 32 << 10
 
 // PowerOfTwoRingMin is Options.RingMin's default for a world of 4, 8 or
 // 16 ranks.
