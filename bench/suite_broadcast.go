@@ -1,7 +1,8 @@
 package bench
 
 // The broadcast suite times a broadcast from rank 0 to every rank (on
-// boltmesh, engine/collective's binomial tree; on stdnet, the same tree
+// boltmesh, engine/collective's (a binomial tree, or from
+// BcastScatterMin a scatter and a chain); on stdnet, a binomial tree
 // over net.Conn). Every iteration's bytes depend on the iteration, and
 // every rank checks them; busbw is algbw, as nccl-tests define it for a
 // broadcast.
