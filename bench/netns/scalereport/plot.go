@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/boltmesh/boltmesh/bench"
 	"gonum.org/v1/plot"
@@ -86,11 +88,18 @@ func chart(file, title, ylabel string, lines []line) error {
 	p.Y.Min = 0
 	p.Legend.Top = true
 	var args []any
+	var ticks []plot.Tick
 	for _, l := range lines {
 		if len(l.xys) > 0 {
 			args = append(args, l.name, l.xys)
 		}
+		for _, xy := range l.xys {
+			if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == xy.X }) {
+				ticks = append(ticks, plot.Tick{Value: xy.X, Label: strconv.FormatFloat(xy.X, 'f', -1, 64)})
+			}
+		}
 	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks) // the world sizes measured
 	if err := plotutil.AddLinePoints(p, args...); err != nil {
 		return fmt.Errorf("--plot: %s: %w", file, err)
 	}
