@@ -466,11 +466,24 @@ const familyPipe = -1
 // anonymous shared memory, unmapped once both have released it.
 func pipePair(t testing.TB, l *ioloop.Loop, ring int, ha, hb ioloop.Handler) (*ioloop.Conn, *ioloop.Conn) {
 	t.Helper()
+	return pipePairFilled(t, l, ring, 0, ha, hb)
+}
+
+// pipePairFilled is pipePair in memory whose byte i was fill+i*7 (mod
+// 256) before InitPipe (fill 0: as mapped), so that no two words of it
+// are alike.
+func pipePairFilled(t testing.TB, l *ioloop.Loop, ring int, fill byte, ha, hb ioloop.Handler) (*ioloop.Conn, *ioloop.Conn) {
+	t.Helper()
 	page := unix.Getpagesize()
 	size := (ioloop.PipeSize(ring) + page - 1) / page * page
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANON)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fill != 0 {
+		for i := range mem {
+			mem[i] = fill + byte(i*7)
+		}
 	}
 	if err := ioloop.InitPipe(mem, ring); err != nil {
 		t.Fatal(err)

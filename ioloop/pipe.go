@@ -68,9 +68,12 @@ const (
 // ring bytes each needs.
 func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+ring) }
 
-// InitPipe prepares mem, fresh shared memory of PipeSize(ring) bytes, as
-// a pipe with rings of ring bytes, a power of two of at least
-// MinPipeRing. Its creator calls it before the other side maps it.
+// InitPipe prepares mem, shared memory of PipeSize(ring) bytes, as a
+// pipe with rings of ring bytes, a power of two of at least MinPipeRing:
+// it writes the header and zeroes the rings' control lines, and leaves
+// the rings' bytes as they are (untouched pages of fresh memory stay
+// unallocated until the ring reaches them). Its creator calls it before
+// the other side maps it.
 func InitPipe(mem []byte, ring int) error {
 	if ring < MinPipeRing || ring&(ring-1) != 0 {
 		return fmt.Errorf("ioloop: pipe ring of %d bytes: want a power of two of at least %d", ring, MinPipeRing)
@@ -78,7 +81,15 @@ func InitPipe(mem []byte, ring int) error {
 	if len(mem) < PipeSize(ring) {
 		return fmt.Errorf("ioloop: pipe of %d bytes in %d bytes of memory", PipeSize(ring), len(mem))
 	}
-	clear(mem[:PipeSize(ring)])
+	// Only the header and each ring's control lines: a ring's bytes are
+	// read only up to its tail, once written. Clearing them too touched
+	// every page of every pair's memory at once (1.25 MiB per pair with
+	// 512 KiB rings), in the creator, whether the pair ever spoke.
+	clear(mem[:pipeHeader])
+	for r := range 2 {
+		base := pipeHeader + r*(pipeCtl+ring)
+		clear(mem[base : base+pipeCtl])
+	}
 	binary.LittleEndian.PutUint64(mem[0:], pipeMagic)
 	binary.LittleEndian.PutUint64(mem[8:], pipeVersion)
 	binary.LittleEndian.PutUint64(mem[16:], uint64(ring))
