@@ -166,19 +166,8 @@ func parseBench(args []string, stdout, stderr io.Writer) (*benchRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, launched, err := membershipOf(&mf, fs)
+	m, launched, err := worldOf(&mf, fs, bf.ranks, 1)
 	if err != nil {
-		return nil, err
-	}
-	if !launched {
-		if bf.ranks < 1 {
-			return nil, flagErr("ranks", strconv.Itoa(bf.ranks), "need at least 1")
-		}
-		m = membership{rank: 0, world: bf.ranks, source: "local"}
-	} else if visited(fs, "ranks") && bf.ranks != m.world {
-		return nil, flagErr("ranks", strconv.Itoa(bf.ranks), "the %s launch has %d ranks", m.source, m.world)
-	}
-	if err := checkPorts(&mf, m); err != nil {
 		return nil, err
 	}
 	explicitHeap := visited(fs, "heap")
@@ -200,6 +189,25 @@ func parseBench(args []string, stdout, stderr io.Writer) (*benchRun, error) {
 		return nil, err
 	}
 	return &benchRun{mf: &mf, pf: &pf, bf: &bf, opts: opts, cfg: cfg, m: m, stdout: stdout, stderr: stderr}, nil
+}
+
+// worldOf is membershipOf, or, when neither the flags nor a launcher
+// place this process, rank 0 of a local run of ranks ranks (at least
+// least); a --ranks that contradicts a launch is refused, and the ports
+// the membership names are checked (checkPorts).
+func worldOf(mf *meshFlags, fs *flag.FlagSet, ranks, least int) (membership, bool, error) {
+	m, launched, err := membershipOf(mf, fs)
+	switch {
+	case err != nil:
+		return m, false, err
+	case !launched && ranks < least:
+		return m, false, flagErr("ranks", strconv.Itoa(ranks), "need at least %d", least)
+	case !launched:
+		m = membership{rank: 0, world: ranks, source: "local"}
+	case visited(fs, "ranks") && ranks != m.world:
+		return m, false, flagErr("ranks", strconv.Itoa(ranks), "the %s launch has %d ranks", m.source, m.world)
+	}
+	return m, launched, checkPorts(mf, m)
 }
 
 // membershipOf returns the membership from the flags or a launcher's

@@ -99,19 +99,8 @@ func parseSoak(args []string, stdout, stderr io.Writer) (*soakRun, error) {
 	if err := sf.resolve(); err != nil {
 		return nil, err
 	}
-	m, launched, err := membershipOf(&mf, fs)
+	m, launched, err := worldOf(&mf, fs, sf.ranks, 2)
 	if err != nil {
-		return nil, err
-	}
-	if !launched {
-		if sf.ranks < 2 {
-			return nil, flagErr("ranks", strconv.Itoa(sf.ranks), "need at least 2")
-		}
-		m = membership{rank: 0, world: sf.ranks, source: "local"}
-	} else if visited(fs, "ranks") && sf.ranks != m.world {
-		return nil, flagErr("ranks", strconv.Itoa(sf.ranks), "the %s launch has %d ranks", m.source, m.world)
-	}
-	if err := checkPorts(&mf, m); err != nil {
 		return nil, err
 	}
 	opts, err := engineOptions(&mf)

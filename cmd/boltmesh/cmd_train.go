@@ -198,22 +198,11 @@ func parseTrain(args []string, stdout, stderr io.Writer) (*trainRun, error) {
 	if err := tf.resolve(fs); err != nil {
 		return nil, err
 	}
-	m, launched, err := membershipOf(&mf, fs)
+	m, launched, err := worldOf(&mf, fs, tf.ranks, 1)
 	if err != nil {
 		return nil, err
 	}
-	if !launched {
-		if tf.ranks < 1 {
-			return nil, flagErr("ranks", strconv.Itoa(tf.ranks), "need at least 1")
-		}
-		m = membership{rank: 0, world: tf.ranks, source: "local"}
-	} else if visited(fs, "ranks") && tf.ranks != m.world {
-		return nil, flagErr("ranks", strconv.Itoa(tf.ranks), "the %s launch has %d ranks", m.source, m.world)
-	}
 	if _, err := tf.config(m.rank, m.world); err != nil {
-		return nil, err
-	}
-	if err := checkPorts(&mf, m); err != nil {
 		return nil, err
 	}
 	opts, err := engineOptions(&mf)

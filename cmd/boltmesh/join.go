@@ -54,6 +54,21 @@ func joinMesh(f *meshFlags, m membership, opts engine.Options, rln net.Listener)
 	return &joined{t: t, peers: peers}, nil
 }
 
+// joinChecked is joinMesh followed by checkLinks: the mesh, and how this
+// rank reached the others. On an error nothing is left open.
+func joinChecked(f *meshFlags, m membership, opts engine.Options, rln net.Listener) (*joined, links, error) {
+	j, err := joinMesh(f, m, opts, rln)
+	if err != nil {
+		return nil, links{}, err
+	}
+	used, err := checkLinks(f, j)
+	if err != nil {
+		j.t.Close()
+		return nil, links{}, err
+	}
+	return j, used, nil
+}
+
 // joinStar builds this rank's place in a star: rank 0 is the coordinator
 // and listens at --coordinator (or on ln), the others dial it. Workers
 // need no listener of their own, so they may sit behind NAT.

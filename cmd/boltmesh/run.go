@@ -96,14 +96,12 @@ func (b *benchRun) runRank(rln net.Listener) (*bench.Report, error) {
 	if b.mf.transport == transportThunderbolt {
 		warnThunderbolt()
 	}
-	j, err := joinMesh(b.mf, b.m, b.opts, rln)
+	j, used, err := joinChecked(b.mf, b.m, b.opts, rln)
 	if err != nil {
 		return nil, err
 	}
 	defer j.t.Close()
-	if b.used, err = checkLinks(b.mf, j); err != nil {
-		return nil, err
-	}
+	b.used = used
 	cfg := b.cfg
 	cfg.Transport = b.used.name()
 	r := &bench.Runner{T: j.t, StdnetHost: j.host(), MeshKey: b.opts.MeshKey}

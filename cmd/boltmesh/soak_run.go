@@ -86,15 +86,11 @@ func (r *soakRun) runRank(rln net.Listener, start time.Time) (*soakReport, error
 	}
 	watch := newResourceWatch()
 	defer watch.stop()
-	j, err := joinMesh(r.mf, r.m, r.opts, rln)
+	j, used, err := joinChecked(r.mf, r.m, r.opts, rln)
 	if err != nil {
 		return nil, err
 	}
 	defer j.t.Close()
-	used, err := checkLinks(r.mf, j)
-	if err != nil {
-		return nil, err
-	}
 	c, err := collective.New(j.t, collective.Options{})
 	if err != nil {
 		return nil, err

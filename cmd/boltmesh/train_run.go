@@ -62,15 +62,11 @@ func (r *trainRun) runRank(rln net.Listener) (*trainReport, error) {
 		return nil, err
 	}
 	trainSet, testSet = trainSet.Head(r.tf.samples), testSet.Head(r.tf.testN)
-	j, err := joinMesh(r.mf, r.m, r.opts, rln)
+	j, used, err := joinChecked(r.mf, r.m, r.opts, rln)
 	if err != nil {
 		return nil, err
 	}
 	defer j.t.Close()
-	used, err := checkLinks(r.mf, j)
-	if err != nil {
-		return nil, err
-	}
 	cfg, err := r.tf.config(r.m.rank, r.m.world)
 	if err != nil {
 		return nil, err
