@@ -24,7 +24,7 @@ func AllReduce16(c *Comm, dt DType, data []uint16, op Op) error {
 // AllReduceBytes reduces raw data holding elements of dt, in place. Small
 // messages use recursive doubling (log2 n steps); from Options.RingMin
 // bytes on, a ring reduce-scatter followed by an all-gather moves only
-// 2(n-1)/n of the data per rank; between them, from HalvingMin in a
+// 2(n-1)/n of the data per rank; between them, from Options.HalvingMin in a
 // world of 4 or more that spans machines, Rabenseifner's algorithm
 // moves as little in 2 log2(n) steps; on a star of more than two ranks the
 // coordinator reduces and broadcasts (Options.Algorithm can fix any, or
@@ -94,7 +94,7 @@ func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 		if c.useRing(n, size) {
 			return AlgorithmRing, nil
 		}
-		if c.links && n >= 4 && size >= HalvingMin {
+		if c.links && n >= 4 && size >= c.opts.HalvingMin {
 			return AlgorithmHalving, nil
 		}
 		return AlgorithmDoubling, nil

@@ -74,3 +74,32 @@ func TestBroadcastScatterMismatch(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastScatterMinOption: Options.BcastScatterMin moves the
+// threshold; at 1 byte even broadcasts shorter than the world (empty
+// segments) and of 0 bytes go by scatter and chain, and still deliver.
+func TestBroadcastScatterMinOption(t *testing.T) {
+	for _, min := range []int{1, -1} {
+		const n = 5
+		cs := newComms(t, n, collective.Options{BcastScatterMin: min})
+		for _, size := range []int{0, 1, 3, 5, 6, 1000} {
+			collRun(t, n, func(r int) error {
+				data := make([]byte, size)
+				for i := range data {
+					if r == 3 {
+						data[i] = byte(i + 1)
+					}
+				}
+				if err := cs[r].BroadcastBytes(context.Background(), 3, data); err != nil {
+					return err
+				}
+				for i, got := range data {
+					if got != byte(i+1) {
+						return fmt.Errorf("min %d, size %d: rank %d byte %d: got %d", min, size, r, i, got)
+					}
+				}
+				return nil
+			})
+		}
+	}
+}

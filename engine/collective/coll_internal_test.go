@@ -149,4 +149,19 @@ func TestHalvingChoice(t *testing.T) {
 			t.Errorf("links %v, n=%d, %d bytes: %v %v, want %v", tc.links, tc.n, tc.size, got, err, tc.want)
 		}
 	}
+	// Options.HalvingMin moves the threshold, or (negative) removes it.
+	for _, tc := range []struct {
+		min, size int
+		want      Algorithm
+	}{
+		{8 << 10, 8 << 10, AlgorithmHalving},
+		{8 << 10, 8<<10 - 4, AlgorithmDoubling},
+		{-1, PowerOfTwoRingMin - 4, AlgorithmDoubling},
+	} {
+		c := newComm(nil, nil, Options{HalvingMin: tc.min})
+		c.links = true
+		if got, err := c.allReduceAlgo(8, tc.size); err != nil || got != tc.want {
+			t.Errorf("HalvingMin %d, %d bytes: %v %v, want %v", tc.min, tc.size, got, err, tc.want)
+		}
+	}
 }

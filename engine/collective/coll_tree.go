@@ -12,15 +12,15 @@ func Broadcast[T Elem](c *Comm, root int, data []T) error {
 }
 
 // BroadcastBytes is Broadcast over raw bytes, of any length (the same on
-// every rank). Below BcastScatterMin bytes, or with fewer than 3 ranks,
-// it runs a binomial tree rooted at root: ceil(log2 n) rounds, each rank
-// receiving once (straight into data) and sending to at most log2 n
-// children, the largest subtree first. From BcastScatterMin it scatters
-// and gathers (van de Geijn): root sends rank v (numbered from root) the
-// v-th of n segments, and a chain from root through every rank passes
-// each segment on, so that root sends 2(n-1)/n of the data and every
-// other rank receives it once, where the tree moves all of it
-// ceil(log2 n) times across some link.
+// every rank). Below Options.BcastScatterMin bytes (default
+// BcastScatterMin), or with fewer than 3 ranks, it runs a binomial tree
+// rooted at root: ceil(log2 n) rounds, each rank receiving once (straight
+// into data) and sending to at most log2 n children, the largest subtree
+// first. From there it scatters and gathers (van de Geijn): root sends
+// rank v (numbered from root) the v-th of n segments, and a chain from
+// root through every rank passes each segment on, so that root sends
+// 2(n-1)/n of the data and every other rank receives it once, where the
+// tree moves all of it ceil(log2 n) times across some link.
 //
 // A rank that receives fewer bytes than it expected fails with
 // ErrLengthMismatch, and one that would receive more with the transport's
@@ -35,7 +35,7 @@ func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) (err e
 	defer c.end(&err)
 	pprof.SetGoroutineLabels(collLabels(kindBroadcast, len(data)))
 	defer pprof.SetGoroutineLabels(ctx)
-	if c.t.WorldSize() >= 3 && len(data) >= BcastScatterMin {
+	if c.t.WorldSize() >= 3 && len(data) >= c.opts.BcastScatterMin {
 		return c.scatterBcast(ctx, tag, root, data)
 	}
 	return c.binomialBcast(ctx, tag, root, data)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"unsafe"
 
@@ -53,6 +54,16 @@ type Options struct {
 	// rank is on this machine, else LinkChunk (64 KiB), as measured (see
 	// defaultChunk). Set, it is used between every pair.
 	Chunk int
+	// HalvingMin is the smallest allreduce, in bytes, that AlgorithmAuto
+	// gives Rabenseifner's algorithm in a world of 4 ranks or more that
+	// spans machines (below RingMin). Default HalvingMin (32 KiB);
+	// negative: never. Every rank must set the same.
+	HalvingMin int
+	// BcastScatterMin is the smallest Broadcast, in bytes, that scatters
+	// and chains rather than running a binomial tree, in worlds of 3
+	// ranks or more. Default BcastScatterMin (256 KiB); negative: never.
+	// Every rank must set the same.
+	BcastScatterMin int
 	// Algorithm selects AllReduce's algorithm; every rank must select the
 	// same. Default AlgorithmAuto: recursive doubling below RingMin, the
 	// ring from it on, AlgorithmStar on a star of more than two ranks;
@@ -171,9 +182,23 @@ func New(t Transport, opts Options) (*Comm, error) {
 	return newComm(t, coll, opts), nil
 }
 
+// sizeOption is a size threshold option's value: def for 0, never
+// reached (math.MaxInt) for a negative one.
+func sizeOption(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return math.MaxInt
+	}
+	return v
+}
+
 // newComm returns a Comm over t, whose collective tag space is coll.
 func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	opts.RingMin = max(opts.RingMin, 0) // 0: defaultRingMin, by world size
+	opts.HalvingMin = sizeOption(opts.HalvingMin, HalvingMin)
+	opts.BcastScatterMin = sizeOption(opts.BcastScatterMin, BcastScatterMin)
 	fixed := opts.Chunk > 0
 	if !fixed {
 		opts.Chunk = defaultChunk(t)

@@ -65,7 +65,7 @@
 // Options.RingMin, a ring reduce-scatter and all-gather whose steps travel
 // in Options.Chunk pieces, each reduced as soon as it lands while the next
 // ones are still on the wire; in a world of 4 or more that spans
-// machines, from HalvingMin up to RingMin, Rabenseifner's reduce-scatter
+// machines, from Options.HalvingMin up to RingMin, Rabenseifner's reduce-scatter
 // by recursive halving and all-gather by recursive doubling
 // (AlgorithmHalving). Any world size works. AlgorithmOneSided (over
 // the symmetric heap) and AlgorithmStar (reduce at a star's coordinator,

@@ -39,7 +39,7 @@ type Algorithm uint8
 
 const (
 	// AlgorithmAuto picks by world and message size: recursive doubling
-	// below Options.RingMin (from HalvingMin, AlgorithmHalving in a world
+	// below Options.RingMin (from Options.HalvingMin, AlgorithmHalving in a world
 	// of 4 ranks or more that spans machines), the ring from it on, and
 	// AlgorithmStar on a star of more than two ranks. It never picks the
 	// one-sided algorithm, which measured slower at every size (see
