@@ -60,7 +60,9 @@ type Options struct {
 	// default spin gives the core up between polls (sched_yield), so that
 	// the ranks waited for get to run (on Linux; elsewhere such a machine
 	// does not spin by default); an explicit Spin spins without yielding.
-	// The ranks on this machine are those reached over loopback and, once
+	// The cores are those the process may use: its affinity mask, lowered
+	// to a cgroup CPU quota (a container's --cpus). The ranks on this
+	// machine are those reached over loopback and, once
 	// the mesh has formed, those whose HELLO names this machine's kernel
 	// (frame/spec.md, "Machines"): ranks in other network namespaces or
 	// containers of one kernel count too.

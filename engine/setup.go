@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -94,7 +93,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	if err := checkCongestion(o.Congestion); err != nil {
 		return nil, err
 	}
-	crowded := opts.Spin == 0 && local > runtime.NumCPU()
+	crowded := opts.Spin == 0 && local > availableCPUs()
 	if crowded {
 		o.Spin = crowdedSpin // oversubscribed: spins give the core up between polls
 	}
@@ -138,7 +137,7 @@ func (t *NetTransport) spinBudget() time.Duration { return time.Duration(t.topo.
 // cores though their addresses are not loopback ones. It runs once the
 // mesh has formed, before the transport is returned; an explicit
 // Options.Spin is kept.
-func (t *NetTransport) settleCrowding() { t.settleCrowdingOn(runtime.NumCPU()) }
+func (t *NetTransport) settleCrowding() { t.settleCrowdingOn(availableCPUs()) }
 
 // settleCrowdingOn is settleCrowding on a machine of cpus cores.
 func (t *NetTransport) settleCrowdingOn(cpus int) {
