@@ -34,14 +34,12 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "netns-bench: needs root to create network namespaces; skipping"
   exit 0
 fi
-need() {
-  command -v "$1" >/dev/null && return
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${@:2}" >/dev/null
-}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=common.sh
+. "$here/common.sh"
 need iperf3 iperf3
 need mpicc openmpi-bin libopenmpi-dev
 
-here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 tag="bm$$"
 work=$(mktemp -d)
@@ -51,10 +49,7 @@ for i in $(seq 0 $((hosts - 1))); do ns+=("${tag}n$i"); ips+=("10.231.$((($$ % 2
 hub="${tag}hub"
 
 cleanup() {
-  for n in "${ns[@]}" "$hub"; do
-    ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true
-    ip netns del "$n" 2>/dev/null || true
-  done
+  remove_netns "${ns[@]}" "$hub"
   for i in $(seq 0 $((hosts - 1))); do ip link del "${tag}v$i" 2>/dev/null || true; done
   rm -rf "$work"
 }

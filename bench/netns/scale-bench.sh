@@ -47,14 +47,12 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "scale-bench: needs root to create network namespaces; skipping"
   exit 0
 fi
-need() {
-  command -v "$1" >/dev/null && return
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${@:2}" >/dev/null
-}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=common.sh
+. "$here/common.sh"
 need mpicc openmpi-bin libopenmpi-dev
 need tc iproute2
 
-here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 tag="bs$$"
 work=$(mktemp -d)
@@ -64,10 +62,7 @@ ns=()
 hub="${tag}hub"
 
 cleanup() {
-  for n in "${ns[@]}" "$hub"; do
-    ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true
-    ip netns del "$n" 2>/dev/null || true
-  done
+  remove_netns "${ns[@]}" "$hub"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -119,11 +114,7 @@ build() {
 }
 
 teardown() {
-  local n
-  for n in "${ns[@]}" "$hub"; do
-    ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true
-    ip netns del "$n" 2>/dev/null || true
-  done
+  remove_netns "${ns[@]}" "$hub"
   ns=()
 }
 

@@ -175,39 +175,16 @@ func (c *Comm) recvCheck(n, want, from int) error {
 }
 
 // doubling is recursive doubling. With n not a power of two, the first
-// 2*rem ranks pair up first: each even one hands its data to the odd one
-// above it and waits for the result, leaving a power of two to double.
+// 2*rem ranks pair up first (foldIn): each even one hands its data to the
+// odd one above it and waits for the result, leaving a power of two to
+// double.
 func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
-	r, n := c.t.Rank(), c.t.WorldSize()
-	p2 := 1
-	for p2*2 <= n {
-		p2 *= 2
-	}
-	rem := n - p2
-	buf := c.scratch(len(data))
-	if r < 2*rem && r%2 == 0 { // folded: contribute, then wait for the result
-		if err := c.send(ctx, r+1, tag, data); err != nil {
-			return err
-		}
-		m, err := c.recv(ctx, r+1, tag+1, data)
-		if err == nil {
-			err = c.recvCheck(m, len(data), r+1)
-		}
+	p2, rem, done, err := c.foldIn(ctx, tag, dt, data, op)
+	if done || err != nil {
 		return err
 	}
-	if r < 2*rem {
-		m, err := c.recv(ctx, r-1, tag, buf)
-		if err == nil {
-			err = c.recvCheck(m, len(data), r-1)
-		}
-		if err == nil {
-			err = ReduceBytes(dt, data, buf, op)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	v := virtualRank(r, rem)
+	buf := c.scratch(len(data))
+	v := virtualRank(c.t.Rank(), rem)
 	step := uint32(2)
 	for mask := 1; mask < p2; mask, step = mask*2, step+1 {
 		peer := realRank(v^mask, rem)
@@ -215,7 +192,49 @@ func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, 
 			return err
 		}
 	}
-	if r < 2*rem { // hand the result back to the folded partner
+	return c.foldOut(ctx, tag, data, rem)
+}
+
+// foldIn leaves a power of two of ranks, p2, for doubling and halving:
+// of the first 2*rem = 2*(n-p2) ranks, each even one sends its data to
+// the odd one above it (on tag) and waits for the result (on tag+1),
+// which ends its call (done); the odd one reduces the two into data.
+// Those steps take tags tag and tag+1; the caller's start at tag+2.
+func (c *Comm) foldIn(ctx context.Context, tag uint32, dt DType, data []byte, op Op) (p2, rem int, done bool, err error) {
+	r, n := c.t.Rank(), c.t.WorldSize()
+	p2 = 1
+	for p2*2 <= n {
+		p2 *= 2
+	}
+	rem = n - p2
+	switch {
+	case r >= 2*rem:
+		return p2, rem, false, nil
+	case r%2 == 0: // folded: contribute, then wait for the result
+		if err := c.send(ctx, r+1, tag, data); err != nil {
+			return p2, rem, true, err
+		}
+		m, err := c.recv(ctx, r+1, tag+1, data)
+		if err == nil {
+			err = c.recvCheck(m, len(data), r+1)
+		}
+		return p2, rem, true, err
+	}
+	buf := c.scratch(len(data))
+	m, err := c.recv(ctx, r-1, tag, buf)
+	if err == nil {
+		err = c.recvCheck(m, len(data), r-1)
+	}
+	if err == nil {
+		err = ReduceBytes(dt, data, buf, op)
+	}
+	return p2, rem, false, err
+}
+
+// foldOut hands the result back to the rank foldIn folded into this one,
+// if any.
+func (c *Comm) foldOut(ctx context.Context, tag uint32, data []byte, rem int) error {
+	if r := c.t.Rank(); r < 2*rem {
 		return c.send(ctx, r-1, tag+1, data)
 	}
 	return nil

@@ -14,38 +14,13 @@ import "context"
 // reverse, hands to every rank. Each block's final value is computed by
 // one rank, and each pairwise step is commutative, so every rank ends
 // with the same bits. With n not a power of two, the first 2*rem ranks
-// pair up first, as in doubling.
+// pair up first (foldIn), as in doubling.
 func (c *Comm) halving(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
-	r, n := c.t.Rank(), c.t.WorldSize()
-	p2 := 1
-	for p2*2 <= n {
-		p2 *= 2
-	}
-	rem := n - p2
-	if r < 2*rem && r%2 == 0 { // folded: contribute, then wait for the result
-		if err := c.send(ctx, r+1, tag, data); err != nil {
-			return err
-		}
-		m, err := c.recv(ctx, r+1, tag+1, data)
-		if err == nil {
-			err = c.recvCheck(m, len(data), r+1)
-		}
+	p2, rem, done, err := c.foldIn(ctx, tag, dt, data, op)
+	if done || err != nil {
 		return err
 	}
-	if r < 2*rem {
-		buf := c.scratch(len(data))
-		m, err := c.recv(ctx, r-1, tag, buf)
-		if err == nil {
-			err = c.recvCheck(m, len(data), r-1)
-		}
-		if err == nil {
-			err = ReduceBytes(dt, data, buf, op)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	v := virtualRank(r, rem)
+	v := virtualRank(c.t.Rank(), rem)
 	esz := dt.Size()
 	lo, hi := 0, len(data)/esz // the range this rank holds, in elements
 	var ranges [32][2]int      // the range before each split
@@ -88,8 +63,5 @@ func (c *Comm) halving(ctx context.Context, tag uint32, dt DType, data []byte, o
 		lo, hi = whole[0], whole[1]
 		step++
 	}
-	if r < 2*rem {
-		return c.send(ctx, r-1, tag+1, data)
-	}
-	return nil
+	return c.foldOut(ctx, tag, data, rem)
 }
