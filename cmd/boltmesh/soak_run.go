@@ -231,17 +231,19 @@ func newResourceWatch() *resourceWatch {
 	return w
 }
 
-func (w *resourceWatch) sample() {
-	u := readUsage()
+func (w *resourceWatch) sample() { w.note(readUsage()) }
+
+// note folds u into the peaks.
+func (w *resourceWatch) note(u procUsage) {
 	w.mu.Lock()
 	w.peakFD, w.peakTh = max(w.peakFD, u.fds), max(w.peakTh, u.threads)
 	w.mu.Unlock()
 }
 
-// fill samples once more and writes the figures into s.
+// fill reads the figures once more, into the peaks and into s.
 func (w *resourceWatch) fill(s *soakRank) {
-	w.sample()
 	u := readUsage()
+	w.note(u)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s.FDs, s.PeakFDs, s.Threads, s.PeakThr, s.RSS, s.PeakRSS = u.fds, w.peakFD, u.threads, w.peakTh, u.rss, u.peakRSS
