@@ -305,7 +305,8 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 // this process's event loop for bytes this goroutine reads itself
 // anyway (between neighbours, bells took 12% of a 1 MiB allreduce's
 // time). releasePolling ends it, and must come before any sleep: a
-// wait's own spin holds the lane while it polls and leaves it armed.
+// wait's own spin holds the lane while it polls, and asks for a bell
+// before it sleeps.
 // holdPolling reports whether it held the lane.
 func (t *NetTransport) holdPolling(p *peer, n lane) bool {
 	if !p.up() || t.spinBudget() <= 0 {
@@ -315,10 +316,12 @@ func (t *NetTransport) holdPolling(p *peer, n lane) bool {
 	return true
 }
 
-// releasePolling ends holdPolling, if it held the lane.
+// releasePolling ends holdPolling, if it held the lane, as a goroutine
+// that will poll again soon (link.polled): the wait that follows asks for
+// a bell if it sleeps.
 func (t *NetTransport) releasePolling(p *peer, n lane, held bool) {
 	if held {
-		p.link.polling(n, false)
+		p.link.polled(n)
 	}
 }
 

@@ -66,6 +66,11 @@ type link interface {
 	// polling tells lane l's streams that a goroutine starts (on) or
 	// stops polling them in a loop; see ioloop.Conn.Polling.
 	polling(l lane, on bool)
+	// polled is polling(l, false) for a goroutine that got what it polled
+	// for and will likely poll again soon: a neighbour's data pipe then
+	// asks for a bell only once nobody has polled it for a moment
+	// (ioloop.Conn.Polled); other streams stop as with polling.
+	polled(l lane)
 	// bytesRead sums the bytes read on the data lanes, or the control lane.
 	bytesRead(l lane) uint64
 	// width is the number of data lanes: how many pieces a striped
@@ -124,6 +129,8 @@ func (o *oneStream) resume() { o.conn.Resume() }
 func (o *oneStream) poll(lane) { o.conn.Poll() }
 
 func (o *oneStream) polling(lane, bool) {} // TCP: nothing to tell
+
+func (o *oneStream) polled(lane) {}
 
 func (o *oneStream) bytesRead(lane) uint64 { return o.conn.BytesRead() }
 

@@ -160,6 +160,17 @@ func (l *meshLink) polling(n lane, on bool) {
 	}
 }
 
+func (l *meshLink) polled(n lane) {
+	if !l.pipes.Load() {
+		return
+	}
+	if c := l.conn(n); c != nil && n == laneData {
+		c.Polled() // only the data pipe: the control pipe's frames are the loop's to serve at once
+	} else if c != nil {
+		c.Polling(false)
+	}
+}
+
 func (l *meshLink) bytesRead(n lane) uint64 {
 	if n == laneCtl {
 		if c := l.ctl.Load(); c != nil {

@@ -265,13 +265,27 @@ func (t *NetTransport) spin(p *peer, state *atomic.Uint32, on lane) bool {
 // arrived on them for Options.Spin, and reports done's last answer. Each
 // poll is a system call: driving only the lanes that bring what it waits
 // for keeps a spin's latency that of one read.
+//
+// A spin that ends done stops polling with link.polled (the goroutine is
+// likely to poll again soon, and a neighbour's data pipe need not ask for
+// a bell yet); one that gives up, about to sleep, with polling, which
+// asks for one at once.
 func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 	if !p.up() || t.spinBudget() <= 0 {
 		return done()
 	}
-	budget := p.spin.budget(t.spinBudget())
 	p.link.polling(on, true)
-	defer p.link.polling(on, false)
+	if t.spinPolls(p, on, done) {
+		p.link.polled(on)
+		return true
+	}
+	p.link.polling(on, false)
+	return false
+}
+
+// spinPolls is spinUntil's loop, with the lanes' polling on.
+func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
+	budget := p.spin.budget(t.spinBudget())
 	// The clock is read every 8 polls only, the first time after 8: a
 	// poll of a pipe costs less than reading it. quiet and yielded are the
 	// time since start at which bytes last moved and at which it last

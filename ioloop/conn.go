@@ -105,6 +105,7 @@ func (c *Conn) closeFD() {
 		p.bmu.Lock()
 		p.shut = true
 		p.bmu.Unlock()
+		p.timer.Stop()
 	}
 	unix.Close(c.fd)
 	if c.release != nil {

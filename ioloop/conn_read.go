@@ -74,7 +74,7 @@ func (c *Conn) polledRecently() bool {
 
 // loopedOn reports whether a goroutine polls this pipe in a loop
 // (Polling): it needs no clock read per Poll to say so.
-func (c *Conn) loopedOn() bool { return c.pipe != nil && c.pipe.pollers.Load() > 0 }
+func (c *Conn) loopedOn() bool { return c.pipe != nil && c.pipe.pollers() > 0 }
 
 // progress drains the socket if no other goroutine is reading it. Like
 // every holder of rd.mu, it calls releaseIfDue after unlocking, also when
@@ -325,7 +325,7 @@ func (c *Conn) read(p []byte) (int, error) {
 // is left (not Poll's) while no goroutine polls it in a loop (Polling).
 func (c *Conn) read1(p []byte) (int, error) {
 	if c.pipe != nil {
-		return c.pipe.read(p, !c.rd.lazy && c.pipe.pollers.Load() == 0)
+		return c.pipe.read(p, !c.rd.lazy && c.pipe.pollers() == 0)
 	}
 	return unix.Read(c.fd, p)
 }
@@ -334,23 +334,30 @@ func (c *Conn) read1(p []byte) (int, error) {
 // polling it in a loop (Poll). A pipe's reader asks for no bell while one
 // does, so that its writer makes no system call per frame for a reader
 // that is looking anyway; the last to stop asks for a bell again and
-// reads what came meanwhile, if anything did. Sockets need neither:
-// Polling does nothing.
+// reads what came meanwhile, if anything did (a goroutine that polls
+// again soon stops with Polled instead). Sockets need neither: Polling
+// does nothing.
 func (c *Conn) Polling(on bool) {
 	if c.pipe == nil {
 		return
 	}
 	if on {
 		p := c.pipe
-		p.pollers.Add(1)
+		p.polls.Add(1<<32 | 1)
+		if !p.asking.Load() {
+			return // the word is 0 already
+		}
 		p.bmu.Lock()
-		if !p.shut {
+		// A store only if need be: the writer loads the line after every
+		// message, and a store takes it from the writer's cache.
+		if !p.shut && atomic.LoadUint32(p.rx.wantData) != 0 {
 			atomic.StoreUint32(p.rx.wantData, 0)
 		}
+		p.asking.Store(false)
 		p.bmu.Unlock()
 		return
 	}
-	if c.pipe.pollers.Add(-1) == 0 && !c.pipe.armEmpty() {
+	if c.pipe.stopPolling() == 0 && !c.pipe.armEmpty() {
 		c.rd.pending.Store(true)
 		c.Progress()
 	}

@@ -48,3 +48,50 @@ func SetTestHookLocked(f func(id int)) { testHookLocked = f }
 // ReadPending reports whether readiness was reported while the read side
 // was held elsewhere, and is still to be served.
 func ReadPending(c *Conn) bool { return c.rd.pending.Load() }
+
+// PipeRingAt returns the offset in a pipe's memory (rings of ring bytes)
+// of ring r's first control word, its tail; the other words, the box and
+// the data follow at the Pipe*Off offsets from it.
+func PipeRingAt(ring, r int) int { return pipeHeader + r*(pipeCtl+pipeBox+ring) }
+
+// Offsets from PipeRingAt, and the box's shape.
+const (
+	PipeHeadOff     = pipeLine
+	PipeWantRoomOff = 3 * pipeLine
+	PipeBoxReadOff  = 4 * pipeLine
+	PipeBoxOff      = pipeCtl
+	PipeDataOff     = pipeCtl + pipeBox
+	BoxSlots        = boxSlots
+	BoxSlot         = boxSlot
+	BoxCap          = boxCap
+)
+
+// BoxedWrites returns how many messages c's pipe has written through its
+// box.
+func BoxedWrites(c *Conn) uint64 {
+	c.wr.mu.Lock()
+	defer c.wr.mu.Unlock()
+	return c.pipe.tx.boxes
+}
+
+// SetTestHookAsk installs f as the hook that sees every time a pipe that
+// nobody polls asks for a bell (armEmpty; nil removes it). Set it only
+// while no Loop is running.
+func SetTestHookAsk(f func()) { testHookAsk = f }
+
+// Settle asks for a bell if nobody polls c's pipe and it has not asked,
+// as the late arm does once it is due.
+func Settle(c *Conn) { c.settle() }
+
+// Asked reports whether c's pipe has asked for a bell that has not rung.
+func Asked(c *Conn) bool { return c.pipe.asked() }
+
+// Boxed returns how many messages the raw pipe wrote through its box, and
+// Ringed how many bytes through its ring.
+func (r *RawPipe) Boxed() uint64 { return r.p.tx.boxes }
+
+// Ringed returns the bytes the raw pipe wrote through its ring.
+func (r *RawPipe) Ringed() uint64 { return r.p.tx.pos }
+
+// BoxedRead returns how many box messages the raw pipe has read whole.
+func (r *RawPipe) BoxedRead() uint64 { return r.p.rx.boxes }

@@ -143,6 +143,8 @@ func (l *Loop) RegisterPipe(bell int, mem []byte, side int, release func(), id i
 	}
 	c := newConn(l, bell, id, h)
 	c.pipe, c.release = p, release
+	p.timer = time.AfterFunc(time.Hour, c.armLate)
+	p.timer.Stop()
 	return l.register(c, ready)
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -29,12 +30,27 @@ import (
 //
 //	[0, 128)       magic "BOLTPIPE", version, ring size (uint64 at 8, 16)
 //	ring r (r = 0: written by side 0, read by side 1; r = 1: the reverse),
-//	at base = 128 + r*(pipeCtl+size):
+//	at base = 128 + r*(pipeCtl+pipeBox+size):
 //	  base+0       tail: bytes published by the producer (uint64)
 //	  base+128     head: bytes consumed by the consumer (uint64)
 //	  base+256     data wanted: the consumer sleeps until a bell (uint32)
 //	  base+384     room wanted: the producer sleeps until a bell (uint32)
-//	  base+512     size bytes of data; byte i of the stream at i mod size
+//	  base+512     box read: box messages consumed by the consumer (uint64)
+//	  base+640     the box: boxSlots slots of boxSlot bytes
+//	  base+640+pipeBox  size bytes of data; byte i of the stream at i mod size
+//
+// The box carries short writes (at most boxCap bytes) in a line of their
+// own, as OpenMPI's fast boxes do: a slot holds a word (the message's
+// number, counting from 1, times 256, plus its length), the ring position
+// the message follows (the tail when it was written), and the bytes. The
+// consumer watches the next slot's word, so a short message costs one
+// line's trip between the cores, where through the ring it costs the
+// tail's line and one or two of data. The box is part of the one byte
+// stream: a message in it comes after the ring's bytes up to its
+// position and before the rest, so the consumer reads the ring only up
+// to the position of a message waiting in the box. A producer that finds
+// the box full (box read tells it what was consumed, loaded only then)
+// writes to the ring.
 //
 // Memory ordering: a producer copies bytes into the ring and then stores
 // tail atomically, and a consumer loads tail atomically before it copies
@@ -57,20 +73,28 @@ import (
 const (
 	pipeHeader  = 128
 	pipeLine    = 128
-	pipeCtl     = 4 * pipeLine
+	pipeCtl     = 5 * pipeLine
 	pipeMagic   = 0x45504950544c4f42 // "BOLTPIPE"
-	pipeVersion = 1
+	pipeVersion = 2
+	// boxSlots is how many short messages a box holds; boxSlot the bytes
+	// of a slot (a line pair: the spatial prefetcher moves lines in
+	// pairs); boxCap the bytes of a message in it, after the slot's word
+	// and position; pipeBox the bytes of a box.
+	boxSlots = 32
+	boxSlot  = 2 * 64
+	boxCap   = boxSlot - 16
+	pipeBox  = boxSlots * boxSlot
 	// MinPipeRing is the smallest ring a pipe may have.
 	MinPipeRing = 4 << 10
 )
 
 // PipeSize returns the bytes of shared memory a pipe whose rings hold
 // ring bytes each needs.
-func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+ring) }
+func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+pipeBox+ring) }
 
 // InitPipe prepares mem, shared memory of PipeSize(ring) bytes, as a
 // pipe with rings of ring bytes, a power of two of at least MinPipeRing:
-// it writes the header and zeroes the rings' control lines, and leaves
+// it writes the header and zeroes the rings' control lines and boxes, and leaves
 // the rings' bytes as they are (untouched pages of fresh memory stay
 // unallocated until the ring reaches them). Its creator calls it before
 // the other side maps it.
@@ -87,8 +111,8 @@ func InitPipe(mem []byte, ring int) error {
 	// 512 KiB rings), in the creator, whether the pair ever spoke.
 	clear(mem[:pipeHeader])
 	for r := range 2 {
-		base := pipeHeader + r*(pipeCtl+ring)
-		clear(mem[base : base+pipeCtl])
+		base := pipeHeader + r*(pipeCtl+pipeBox+ring)
+		clear(mem[base : base+pipeCtl+pipeBox])
 	}
 	binary.LittleEndian.PutUint64(mem[0:], pipeMagic)
 	binary.LittleEndian.PutUint64(mem[8:], pipeVersion)
@@ -109,26 +133,47 @@ type ring struct {
 	tail, head *uint64 // positions: the producer's and the consumer's
 	wantData   *uint32 // the consumer asks for a bell when bytes come
 	wantRoom   *uint32 // the producer asks for a bell when room frees
+	boxRead    *uint64 // box messages the consumer has consumed
+	box        []byte
 	data       []byte
 	mask       uint64
 	pos        uint64      // this side's position (tail if producing, head if consuming)
 	peer       uint64      // the other side's position, as last loaded
 	stores     storeChoice // producing: how long copies go in (copyIn)
+	boxes      uint64      // box messages written (producing) or consumed (consuming)
+	boxPeer    uint64      // producing: box read, as last loaded
+	boxOff     int         // consuming: bytes of the next box message already consumed
 }
 
 // pipe is both directions of a pipe from one side, and its bell.
 //
 // Lock rule: tx belongs to the holder of the Conn's wr.mu, rx to the
 // holder of rd.mu, but for rx.wantData, which Polling stores under bmu
-// (and armEmpty, which also loads rx's shared words there);
-// the words in shared memory are only touched with atomics; pollers and
-// gone are atomics.
+// (and armEmpty, which also loads rx's shared words there, and the
+// published box read);
+// the words in shared memory are only touched with atomics (but a box
+// slot's position, published by its word's fenced store); polls, gone,
+// asking, late and seen are atomics.
 type pipe struct {
-	tx, rx  ring
-	bell    int          // the bell socket: the Conn's fd
-	pollers atomic.Int32 // goroutines polling the Conn in a loop (Conn.Polling)
+	tx, rx ring
+	bell   int // the bell socket: the Conn's fd
+	// polls counts in its low 32 bits the goroutines polling the Conn in a
+	// loop (Conn.Polling), in its high 32 the times one began to, ever
+	// (what the late arm watches): one atomic add for both.
+	polls   atomic.Uint64
 	writers atomic.Int32 // senders retrying a write themselves (Conn.spinWrite)
 	gone    atomic.Bool  // the bell ended: the other side closed or died
+	// asking is set before this side stores 1 in rx.wantData, cleared when
+	// it stores 0: clear, the word is 0 (only this side sets it), and
+	// Polling need not look at it.
+	asking atomic.Bool
+
+	// The late arm (pipe_late.go): late is whether the timer, which asks
+	// for a bell once nobody polled for lateArm, is set; seen the polls
+	// begun as it last looked.
+	late  atomic.Bool
+	seen  atomic.Uint32
+	timer *time.Timer
 
 	// bmu orders what touches the bell or the shared memory outside the
 	// Conn's rd.mu and wr.mu (the loop draining the bell, Polling) with
@@ -159,18 +204,24 @@ func newPipe(mem []byte, side, bell int) (*pipe, error) {
 	p.tx.pos = atomic.LoadUint64(p.tx.tail)
 	p.tx.peer = atomic.LoadUint64(p.tx.head)
 	p.rx.pos = atomic.LoadUint64(p.rx.head)
+	p.tx.boxes = atomic.LoadUint64(p.tx.boxRead)
+	p.tx.boxPeer = p.tx.boxes
+	p.rx.boxes = atomic.LoadUint64(p.rx.boxRead)
 	return p, nil
 }
 
 func ringAt(mem []byte, r, size int) ring {
-	base := pipeHeader + r*(pipeCtl+size)
+	base := pipeHeader + r*(pipeCtl+pipeBox+size)
 	word := func(off int) unsafe.Pointer { return unsafe.Pointer(&mem[base+off]) }
+	box, data := base+pipeCtl, base+pipeCtl+pipeBox
 	return ring{
 		tail:     (*uint64)(word(0)),
 		head:     (*uint64)(word(pipeLine)),
 		wantData: (*uint32)(word(2 * pipeLine)),
 		wantRoom: (*uint32)(word(3 * pipeLine)),
-		data:     mem[base+pipeCtl : base+pipeCtl+size : base+pipeCtl+size],
+		boxRead:  (*uint64)(word(4 * pipeLine)),
+		box:      mem[box:data:data],
+		data:     mem[data : data+size : data+size],
 		mask:     uint64(size - 1),
 	}
 }
@@ -185,6 +236,10 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 		return 0, unix.EPIPE
 	}
 	t := &p.tx
+	if n := t.toBox(bufs); n > 0 {
+		p.published()
+		return n, nil
+	}
 	size := uint64(len(t.data))
 	free := size - (t.pos - t.peer)
 	if free < size/2 {
@@ -221,10 +276,105 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 	}
 	t.pos += n
 	storeFenced64(t.tail, t.pos)
-	if atomic.LoadUint32(t.wantData) != 0 && atomic.CompareAndSwapUint32(t.wantData, 1, 0) {
+	p.published()
+	return int(n), nil
+}
+
+// published rings the bell if the consumer asked for one: called after
+// bytes were published with a fenced store.
+func (p *pipe) published() {
+	if w := p.tx.wantData; atomic.LoadUint32(w) != 0 && atomic.CompareAndSwapUint32(w, 1, 0) {
 		p.ring()
 	}
-	return int(n), nil
+}
+
+// slot returns the box slot of box message number i (from 0) and its
+// word.
+func (t *ring) slot(i uint64) ([]byte, *uint64) {
+	at := (i % boxSlots) * boxSlot
+	s := t.box[at : at+boxSlot : at+boxSlot]
+	return s, (*uint64)(unsafe.Pointer(&s[0]))
+}
+
+// toBox copies bufs into the box as one message and publishes it, if
+// they are short enough (boxCap bytes at most, and some) and a slot is
+// free, and returns the bytes written; 0 if they go through the ring.
+func (t *ring) toBox(bufs [][]byte) int {
+	n := 0
+	for _, b := range bufs {
+		if n += len(b); n > boxCap {
+			return 0
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	if t.boxes-t.boxPeer >= boxSlots {
+		t.boxPeer = atomic.LoadUint64(t.boxRead)
+		if t.boxes-t.boxPeer >= boxSlots { // full, or a count from the future
+			return 0
+		}
+	}
+	s, word := t.slot(t.boxes)
+	at := 16
+	for _, b := range bufs {
+		at += copy(s[at:], b)
+	}
+	*(*uint64)(unsafe.Pointer(&s[8])) = t.pos // the word's fenced store publishes it
+	t.boxes++
+	storeFenced64(word, t.boxes<<8|uint64(n))
+	return n
+}
+
+// boxDue reports whether the next box message is in its slot and, if it
+// is, the ring position it follows; tail is the ring's tail as loaded
+// before, reloaded if the message follows bytes published since. A slot
+// word that is neither the next message's nor its slot's last one, a
+// length out of range, or a position the ring has passed or not reached,
+// is a corrupt pipe.
+func (r *ring) boxDue(tail *uint64) (uint64, bool, error) {
+	s, word := r.slot(r.boxes)
+	w := atomic.LoadUint64(word)
+	switch seq := w >> 8; {
+	case seq == r.boxes+1:
+	case seq+boxSlots == r.boxes+1, w == 0 && r.boxes < boxSlots:
+		return 0, false, nil
+	default:
+		return 0, false, errPipeCorrupt
+	}
+	if n := w & 0xff; n == 0 || n > boxCap {
+		return 0, false, errPipeCorrupt
+	}
+	at := atomic.LoadUint64((*uint64)(unsafe.Pointer(&s[8])))
+	if at > *tail {
+		*tail = atomic.LoadUint64(r.tail)
+	}
+	if at < r.pos || at > *tail {
+		return 0, false, errPipeCorrupt
+	}
+	return at, true, nil
+}
+
+// fromBox copies what is left of the next box message, which is due,
+// into b, up to len(b), and hands its slot back once it is all read.
+func (r *ring) fromBox(b []byte) int {
+	s, word := r.slot(r.boxes)
+	n := int(atomic.LoadUint64(word) & 0xff)
+	k := copy(b, s[16+r.boxOff:16+n])
+	if r.boxOff += k; r.boxOff == n {
+		r.boxOff = 0
+		r.boxes++
+		storeRelease(r.boxRead, r.boxes)
+	}
+	return k
+}
+
+// boxEmpty reports whether no box message waits, as the published box
+// read tells (a message partly read counts as waiting).
+func (r *ring) boxEmpty() bool {
+	i := atomic.LoadUint64(r.boxRead)
+	_, word := r.slot(i)
+	return atomic.LoadUint64(word)>>8 != i+1
 }
 
 // read copies what the ring holds, up to len(b), and frees its room. When
@@ -234,18 +384,29 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 func (p *pipe) read(b []byte, arm bool) (int, error) {
 	r := &p.rx
 	size := uint64(len(r.data))
-	tail := atomic.LoadUint64(r.tail)
-	if tail == r.pos {
+	tail := atomic.LoadUint64(r.tail) // before the box: see boxDue
+	due, boxed, err := r.boxDue(&tail)
+	if tail == r.pos && !boxed {
 		gone := p.gone.Load() // before tail: the bell ends after the last byte
 		if arm {
+			p.asking.Store(true)
 			storeFenced32(r.wantData, 1)
 		}
-		if tail = atomic.LoadUint64(r.tail); tail == r.pos {
+		tail = atomic.LoadUint64(r.tail)
+		if due, boxed, err = r.boxDue(&tail); tail == r.pos && !boxed && err == nil {
 			if gone {
 				return 0, ErrEOF
 			}
 			return 0, unix.EAGAIN
 		}
+	}
+	switch {
+	case err != nil:
+		return 0, err
+	case boxed && due == r.pos:
+		return r.fromBox(b), nil
+	case boxed:
+		tail = due // the ring's bytes before the box message first
 	}
 	avail := tail - r.pos
 	if avail > size {
@@ -274,12 +435,19 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 func (p *pipe) armEmpty() bool {
 	p.bmu.Lock()
 	defer p.bmu.Unlock()
-	if p.shut || p.pollers.Load() != 0 || p.gone.Load() {
+	if p.shut || p.pollers() != 0 || p.gone.Load() {
 		return false
 	}
+	if testHookAsk != nil {
+		testHookAsk()
+	}
+	p.asking.Store(true)
 	storeFenced32(p.rx.wantData, 1)
-	return atomic.LoadUint64(p.rx.tail) == atomic.LoadUint64(p.rx.head)
+	return atomic.LoadUint64(p.rx.tail) == atomic.LoadUint64(p.rx.head) && p.rx.boxEmpty()
 }
+
+// pollers returns how many goroutines poll the Conn in a loop.
+func (p *pipe) pollers() uint32 { return uint32(p.polls.Load()) }
 
 // ring writes one byte to the bell. A full bell needs no more: a byte is
 // waiting to be read already. Any other failure is the bell's end, which
@@ -297,8 +465,9 @@ func (p *pipe) ring() {
 	}
 }
 
-// testHookBell, when set by a test, runs before every bell.
-var testHookBell func()
+// testHookBell, when set by a test, runs before every bell; testHookAsk
+// as armEmpty asks for one.
+var testHookBell, testHookAsk func()
 
 // drainBell reads the bell's bytes, which only say "look again", and
 // notes its end.

@@ -129,7 +129,7 @@ func TestPipeCorruptTail(t *testing.T) {
 	const ring = 16 << 10
 	_, _, bell, mem := rawPipe(t, l, ring, rx)
 	// Side 1 writes ring 1, whose tail is the first word of its control.
-	tail := (*uint64)(unsafe.Pointer(&mem[128+(512+ring)]))
+	tail := (*uint64)(unsafe.Pointer(&mem[ioloop.PipeRingAt(ring, 1)]))
 	atomic.StoreUint64(tail, 2*ring)
 	unix.Write(bell, []byte{1})
 	assertConnError(t, rx.waitClosed(t), ioloop.ErrProtocol)
@@ -283,11 +283,11 @@ func FuzzPipeRead(f *testing.F) {
 			t.Fatal(err)
 		}
 		// Ring 1 is read by side 0: its words after the header and ring 0.
-		base := 128 + 512 + ring
+		base := ioloop.PipeRingAt(ring, 1)
 		*(*uint64)(unsafe.Pointer(&mem[base])) = tail
-		*(*uint64)(unsafe.Pointer(&mem[base+128])) = start
-		*(*uint32)(unsafe.Pointer(&mem[base+384])) = room &^ 1 // no bell: there is no socket
-		copy(mem[base+512:base+512+ring], data)
+		*(*uint64)(unsafe.Pointer(&mem[base+ioloop.PipeHeadOff])) = start
+		*(*uint32)(unsafe.Pointer(&mem[base+ioloop.PipeWantRoomOff])) = room &^ 1 // no bell: there is no socket
+		copy(mem[base+ioloop.PipeDataOff:base+ioloop.PipeDataOff+ring], data)
 		p, err := ioloop.NewRawPipe(mem, 0, -1)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,241 @@
+package ioloop_test
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+	"golang.org/x/sys/unix"
+)
+
+// TestPipeBoxStream: writes of every size from 1 byte to several KiB, in
+// random order, read back in random pieces between them, come out as the
+// one stream they went in as, though the short ones go through the box
+// and the rest (and the short ones that find the box full) through the
+// ring: a box message is read after the ring's bytes before it and
+// before those after it.
+func TestPipeBoxStream(t *testing.T) {
+	const ring = ioloop.MinPipeRing
+	mem := make([]byte, ioloop.PipeSize(ring))
+	if err := ioloop.InitPipe(mem, ring); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := ioloop.NewRawPipe(mem, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, err := ioloop.NewRawPipe(mem, 1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sent, got []byte
+	buf := make([]byte, 3*ring)
+	for i := range 20000 {
+		n := 1 + rng.IntN(ioloop.BoxCap+8)
+		if i%7 == 0 {
+			n = 1 + rng.IntN(ring/2)
+		}
+		b := patterned(uint64(i), n)
+		w, err := tx.Write(b)
+		if err != nil && !errors.Is(err, unix.EAGAIN) {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		sent = append(sent, b[:w]...)
+		for range rng.IntN(3) { // sometimes none: the box fills up
+			r, err := rx.Read(buf[:1+rng.IntN(len(buf))])
+			if err != nil && !errors.Is(err, unix.EAGAIN) {
+				t.Fatalf("read after write %d: %v", i, err)
+			}
+			got = append(got, buf[:r]...)
+		}
+	}
+	for {
+		r, err := rx.Read(buf)
+		if r == 0 || err != nil {
+			break
+		}
+		got = append(got, buf[:r]...)
+	}
+	if !bytes.Equal(got, sent) {
+		t.Fatalf("read %d bytes, wrote %d; first difference at %d", len(got), len(sent), firstDiff(got, sent))
+	}
+	boxed, ringed := tx.Boxed(), tx.Ringed()
+	if boxed == 0 || ringed == 0 {
+		t.Fatalf("%d writes through the box, %d bytes through the ring: want both", boxed, ringed)
+	}
+	t.Logf("%d bytes: %d writes through the box, %d bytes through the ring", len(sent), boxed, ringed)
+}
+
+// FuzzPipeBoxRead: whatever the other process writes into a box slot
+// (its word, the position it claims, its bytes) and the ring's tail, a
+// read copies at most what was asked, refuses what is out of range with
+// ErrProtocol, and never reads a box message before the ring's bytes it
+// claims to follow.
+func FuzzPipeBoxRead(f *testing.F) {
+	f.Add(uint64(1<<8|40), uint64(0), uint64(0), uint8(0), []byte("boxed"))
+	f.Add(uint64(1<<8|40), uint64(10), uint64(20), uint8(0), []byte("after ten ring bytes"))
+	f.Add(uint64(1<<8|200), uint64(0), uint64(0), uint8(0), []byte{})
+	f.Add(uint64(7<<8|1), uint64(0), uint64(0), uint8(3), []byte{1})
+	f.Add(uint64(1<<8|1), uint64(1<<63), uint64(5), uint8(0), []byte{1})
+	const ring = ioloop.MinPipeRing
+	mem := make([]byte, ioloop.PipeSize(ring))
+	f.Fuzz(func(t *testing.T, word, pos, tail uint64, slot uint8, data []byte) {
+		if err := ioloop.InitPipe(mem, ring); err != nil {
+			t.Fatal(err)
+		}
+		// Ring 1 is read by side 0.
+		base := ioloop.PipeRingAt(ring, 1)
+		s := base + ioloop.PipeBoxOff + int(slot%ioloop.BoxSlots)*ioloop.BoxSlot
+		*(*uint64)(unsafe.Pointer(&mem[base])) = tail
+		*(*uint64)(unsafe.Pointer(&mem[s])) = word
+		*(*uint64)(unsafe.Pointer(&mem[s+8])) = pos
+		copy(mem[s+16:s+ioloop.BoxSlot], data)
+		copy(mem[base+ioloop.PipeDataOff:base+ioloop.PipeDataOff+ring], data)
+		p, err := ioloop.NewRawPipe(mem, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 2*ring)
+		ringBytes := uint64(0)
+		for range 4 {
+			want := 1 + len(data)%(ring/2)
+			n, err := p.Read(buf[:want])
+			switch {
+			case errors.Is(err, ioloop.ErrProtocol):
+				return
+			case err != nil:
+				return // empty
+			case n < 0 || n > want:
+				t.Fatalf("read %d bytes into %d", n, want)
+			}
+			if boxed := p.BoxedRead(); boxed == 0 {
+				ringBytes += uint64(n)
+			} else if ringBytes < pos {
+				t.Fatalf("a box message said to follow %d ring bytes read after %d", pos, ringBytes)
+			}
+		}
+		if ringBytes > ring {
+			t.Fatalf("read %d bytes from a ring of %d", ringBytes, ring)
+		}
+	})
+}
+
+// TestPipePolledAsksLate: a poller that stops with Polled leaves the pipe
+// without asking for a bell (a ping-pong's rounds write no word the
+// writer loads), and a frame that comes while nobody polls is still
+// read, by the late arm, without anybody polling or sleeping on it.
+func TestPipePolledAsksLate(t *testing.T) {
+	leakCheck(t)
+	var asks atomic.Int64
+	ioloop.SetTestHookAsk(func() { asks.Add(1) })
+	t.Cleanup(func() { ioloop.SetTestHookAsk(nil) })
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
+	settlePipe(t, ca, cb, rx)
+	const rounds = 200
+	before := asks.Load()
+	for i := 1; i < rounds; i++ {
+		cb.Polling(true)
+		h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
+		if err := ca.Send(&h, patterned(uint64(i), 8)); err != nil {
+			t.Fatal(err)
+		}
+		for rx.count() <= i {
+			cb.Poll()
+		}
+		cb.Polled()
+	}
+	// Each Polling(false) would have asked once; the late arm asks only
+	// once nobody has polled for a while, which 200 rounds take less than
+	// (but for a descheduling: a few are let pass).
+	if got := asks.Load() - before; got > rounds/20 {
+		t.Errorf("%d asks for a bell in %d rounds stopped with Polled", got, rounds)
+	}
+	waitFor(t, "the late arm to ask for a bell", func() bool { return ioloop.Asked(cb) })
+	// Nobody polls now: a frame is read by the loop, after the bell.
+	h := frame.Header{Kind: frame.KindSend, Aux: rounds}
+	if err := ca.Send(&h, patterned(rounds, 8)); err != nil {
+		t.Fatal(err)
+	}
+	got := rx.waitFrames(t, rounds+1)
+	for i, f := range got {
+		assertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), 8), false)
+	}
+	rx.check(t)
+}
+
+// TestPipeLateArmReadsWhatCame: a frame that came after a Polled, before
+// the late arm asked for a bell, is read once it asks: nobody polls or
+// sleeps on the pipe, and no bell rings for it.
+func TestPipeLateArmReadsWhatCame(t *testing.T) {
+	leakCheck(t)
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
+	settlePipe(t, ca, cb, rx)
+	cb.Polling(true)
+	if ioloop.Asked(cb) {
+		t.Fatal("a polled pipe still asks for a bell")
+	}
+	cb.Polled()
+	h := frame.Header{Kind: frame.KindSend, Aux: 1}
+	start := time.Now()
+	if err := ca.Send(&h, patterned(1, 8)); err != nil {
+		t.Fatal(err)
+	}
+	got := rx.waitFrames(t, 2)
+	assertFrame(t, got[1], h, patterned(1, 8), false)
+	t.Logf("read %v after it was sent", time.Since(start))
+	rx.check(t)
+}
+
+// settlePipe sends frame 0 from ca to cb, whose handler is rx, and waits
+// for it: the loop has then seen cb's first readiness (a registered
+// socket is reported writable, and the loop looks at both rings for it,
+// whenever it comes to it), and cb asks for a bell.
+func settlePipe(t *testing.T, ca, cb *ioloop.Conn, rx *testHandler) {
+	t.Helper()
+	h := frame.Header{Kind: frame.KindSend}
+	if err := ca.Send(&h, patterned(0, 8)); err != nil {
+		t.Fatal(err)
+	}
+	rx.waitFrames(t, 1)
+	waitFor(t, "the pipe to ask for a bell", func() bool { return ioloop.Asked(cb) })
+}
+
+// TestPipeSettle: what the late arm does once due, after a Polled, asks
+// for a bell at once: the next frame rings it.
+func TestPipeSettle(t *testing.T) {
+	leakCheck(t)
+	var bells atomic.Int64
+	ioloop.SetTestHookBell(func() { bells.Add(1) })
+	t.Cleanup(func() { ioloop.SetTestHookBell(nil) })
+	l := newLoop(t, ioloop.Options{})
+	rx := newTestHandler()
+	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
+	cb.Polling(true)
+	cb.Polled()
+	ioloop.Settle(cb)
+	if !ioloop.Asked(cb) {
+		t.Fatal("Settle did not ask for a bell")
+	}
+	before := bells.Load()
+	h := frame.Header{Kind: frame.KindSend, Tag: 6}
+	if err := ca.Send(&h, patterned(6, 8)); err != nil {
+		t.Fatal(err)
+	}
+	got := rx.waitFrames(t, 1)
+	assertFrame(t, got[0], h, patterned(6, 8), false)
+	if n := bells.Load() - before; n != 1 {
+		t.Errorf("%d bells for a frame sent after Settle, want 1", n)
+	}
+	rx.check(t)
+}
