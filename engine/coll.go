@@ -333,7 +333,7 @@ func (t *NetTransport) dropChunks(st *chunkState, from int) {
 		if r == nil {
 			continue
 		}
-		if r.state.Load() != reqDone {
+		if r.state.Load() != reqDone { // never waited: no reqSpun
 			t.withdraw(p, r, nil)
 		} else {
 			<-r.done

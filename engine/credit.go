@@ -47,12 +47,12 @@ func (c *outCredit) init() { c.wake = make(chan struct{}) }
 // take uses cost if that much is available and reports whether it did.
 func (c *outCredit) take(cost uint64) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.granted-c.used < cost {
-		return false
+	ok := c.granted-c.used >= cost
+	if ok {
+		c.used += cost
 	}
-	c.used += cost
-	return true
+	c.mu.Unlock()
+	return ok
 }
 
 // giveBack returns cost taken for a frame that was never sent.
@@ -115,25 +115,33 @@ type inCredit struct {
 	freed   uint64 // cumulative credit released
 }
 
-// use accounts a credited frame of cost that arrived. It returns the new
-// grant total to send (0: none), or an error if the peer had no credit for
-// the frame.
-func (c *inCredit) use(cost uint64) (uint64, error) {
+// use accounts a credited frame of cost that arrived, and releases it at
+// once if free (it goes straight into a posted receive). It returns the
+// new grant total to send (0: none), or an error if the peer had no
+// credit for the frame.
+func (c *inCredit) use(cost uint64, free bool) (uint64, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.granted-c.used < cost {
-		return 0, fmt.Errorf("%w: a frame of %d bytes of credit with %d left", ErrFlowControl, cost, c.granted-c.used)
+		left := c.granted - c.used
+		c.mu.Unlock()
+		return 0, fmt.Errorf("%w: a frame of %d bytes of credit with %d left", ErrFlowControl, cost, left)
 	}
 	c.used += cost
-	return c.regrant(), nil
+	if free {
+		c.freed += cost
+	}
+	total := c.regrant()
+	c.mu.Unlock()
+	return total, nil
 }
 
 // free releases cost and returns the new grant total to send (0: none).
 func (c *inCredit) free(cost uint64) uint64 {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.freed += cost
-	return c.regrant()
+	total := c.regrant()
+	c.mu.Unlock()
+	return total
 }
 
 // regrant decides whether released credit goes back now: once a quarter
@@ -182,14 +190,19 @@ func (p *peer) openWindow() {
 // useCredit accounts a credited frame from p as it arrives, and drops p
 // if it had no credit for it. It reports whether the frame may be read.
 func (p *peer) useCredit(c *ioloop.Conn, cost uint64) bool {
-	total, err := p.in.use(cost)
+	total, err := p.in.use(cost, false)
 	if err != nil {
-		p.t.opts.Logger.Warn("boltmesh: a peer sent beyond its flow-control credit; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
-		c.Abort(err)
+		p.noCredit(c, err)
 		return false
 	}
 	p.sendGrant(total)
 	return true
+}
+
+// noCredit drops p, which sent a frame beyond its credit (err) on c.
+func (p *peer) noCredit(c *ioloop.Conn, err error) {
+	p.t.opts.Logger.Warn("boltmesh: a peer sent beyond its flow-control credit; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
+	c.Abort(err)
 }
 
 // freeCredit releases cost of p's credit.

@@ -25,10 +25,11 @@ var kinds [256]frameOps
 func init() {
 	kinds[frame.KindSend] = frameOps{
 		payload: func(p *peer, c *ioloop.Conn, l lane, h *frame.Header) []byte {
-			if !p.m.chargedDeferred() && !p.useCredit(c, frame.Cost(h.Length)) {
-				return nil
+			cost := frame.Cost(h.Length)
+			if p.m.chargedDeferred() {
+				cost = 0 // used when the payload was deferred
 			}
-			return p.sendPayload(c, l, h)
+			return p.sendPayload(c, l, h, cost)
 		},
 		arrive: func(p *peer, _ *ioloop.Conn, _ lane, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
 			if bb == nil {

@@ -21,6 +21,7 @@ type matcher struct {
 	held     atomic.Int32 // len(tags), for a look without the peer's lock (dropUnwanted)
 	freeQ    []*tagQueue  // emptied queues, for reuse
 	claimed  *recvReq     // receive whose buffer an eager payload is being read into
+	freed    bool         // claimed's credit was used and released at once (sendPayload)
 	posted   int          // receives posted in the tags' recvs queues
 	deferred bool         // a payload on data stream 0 waits in the socket for a receive
 	charged  atomic.Bool  // the deferred SEND's credit is used (data stream 0's reader's)
@@ -217,33 +218,50 @@ func (m *matcher) undefer() bool {
 
 // sendPayload names where an eager SEND's payload goes: the first posted
 // receive for its tag if it fits, else a pooled buffer (nil), unless it
-// may wait in the socket for its receive (maybeDefer).
-func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
+// may wait in the socket for its receive (maybeDefer). It first uses cost
+// of p's credit (none: the SEND's was used already) and drops p if it had
+// not that much; a payload read straight into a receive has its credit
+// released with the same lock (completeClaimed then releases none), a
+// lock and an unlock fewer per message.
+func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64) []byte {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	q := p.m.tags[h.Tag]
 	var r *recvReq
 	if q != nil && q.msgs.len() == 0 {
 		r, _ = q.recvs.peek()
 	}
-	if r == nil {
+	claim := r != nil && h.Length > 0 && r.fits(int(h.Length))
+	var grant uint64
+	if cost > 0 {
+		var err error
+		if grant, err = p.in.use(cost, claim); err != nil {
+			p.mu.Unlock()
+			p.noCredit(c, err)
+			return nil
+		}
+	}
+	var dst []byte
+	switch {
+	case r == nil:
 		p.maybeDefer(c, l, h)
-		return nil
+	case claim:
+		p.m.popRecv(q)
+		p.m.tidy(h.Tag, q)
+		r.state.Or(reqClaimed) // from reqPosted, keeping reqSpun
+		r.aux = h.Aux
+		p.m.claimed, p.m.freed = r, cost > 0
+		if r.into {
+			r.dst = r.dst[:h.Length]
+			dst = r.dst
+		} else {
+			r.data = make([]byte, h.Length)
+			dst = r.data
+		}
 	}
-	if h.Length == 0 || !r.fits(int(h.Length)) {
-		return nil // nothing to read, or Deliver reports the truncation
-	}
-	p.m.popRecv(q)
-	p.m.tidy(h.Tag, q)
-	r.state.Store(reqClaimed)
-	r.aux = h.Aux
-	p.m.claimed = r
-	if r.into {
-		r.dst = r.dst[:h.Length]
-		return r.dst
-	}
-	r.data = make([]byte, h.Length)
-	return r.data
+	// Otherwise nothing to read, or Deliver reports the truncation.
+	p.mu.Unlock()
+	p.sendGrant(grant)
+	return dst
 }
 
 // completeClaimed completes the receive an eager payload of n bytes was
@@ -251,10 +269,12 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 // meanwhile (fail): then its payload is dropped.
 func (p *peer) completeClaimed(n int) {
 	p.mu.Lock()
-	r := p.m.claimed
-	p.m.claimed = nil
+	r, freed := p.m.claimed, p.m.freed
+	p.m.claimed, p.m.freed = nil, false
 	p.mu.Unlock()
-	p.freeCredit(frame.Cost(uint64(n)))
+	if !freed {
+		p.freeCredit(frame.Cost(uint64(n)))
+	}
 	if r == nil {
 		return
 	}
@@ -317,7 +337,7 @@ func (p *peer) failRecvs() {
 func (m *matcher) withdraw(r *recvReq) bool {
 	tag := uint32(r.tag)
 	q := m.tags[tag]
-	if r.state.Load() != reqPosted || q == nil || !m.removeRecv(q, r) {
+	if r.state.Load()&^reqSpun != reqPosted || q == nil || !m.removeRecv(q, r) {
 		return false
 	}
 	m.tidy(tag, q)

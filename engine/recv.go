@@ -139,9 +139,8 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	if w.timeout > 0 {
 		start = time.Now()
 	}
-	if t.spin(p, &r.state, laneData) {
+	if done := t.spinOn(p, r); done {
 		p.spin.note(false)
-		<-r.done
 		return nil
 	}
 	spun, asleep := p.spin.budget(t.spinBudget()), time.Now()
@@ -246,6 +245,34 @@ func (t *NetTransport) closedCause(w waitOpts) error {
 		return t.closedInColl(w.op)
 	}
 	return nil
+}
+
+// spinOn is wait's spin on r, with reqSpun set while it may be
+// completed (see reqSpun): it reports whether r is done, its token (if
+// one was sent) taken.
+func (t *NetTransport) spinOn(p *peer, r *recvReq) bool {
+	for {
+		s := r.state.Load()
+		if s == reqDone {
+			<-r.done // done before the flag: its token
+			return true
+		}
+		if r.state.CompareAndSwap(s, s|reqSpun) {
+			break
+		}
+	}
+	if t.spin(p, &r.state, laneData) {
+		return true // done with the flag set: no token
+	}
+	for {
+		s := r.state.Load()
+		if s == reqDone {
+			return true
+		}
+		if r.state.CompareAndSwap(s, s&^reqSpun) {
+			return false // the completer will send the token
+		}
+	}
 }
 
 // spin drives p's connection itself until the request whose state it

@@ -307,7 +307,7 @@ func (p *peer) rtsBuf(l lane) []byte {
 // DATA goes into r's buffer, and r can no longer be withdrawn. p.mu is
 // held.
 func (p *peer) claimRdv(r *recvReq, id, n uint64, aux uint32) {
-	r.state.Store(reqClaimed)
+	r.state.Or(reqClaimed) // from reqPosted, keeping reqSpun
 	r.aux = aux
 	if r.into {
 		r.dst = r.dst[:n]

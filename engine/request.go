@@ -7,11 +7,19 @@ import (
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
-// Receive request states.
+// Receive request states, and reqSpun, a flag beside posted and claimed:
+// a spinner watches the state (wait). A completer that finds reqSpun as
+// it stores reqDone sends no token, and the spinner, seeing reqDone after
+// it set the flag, takes none: a receive that its own spinner completes
+// (it drove the connection that brought the message) goes through no
+// channel, whose send and receive cost a runtime lock and unlock each.
+// A spinner that stops before the receive is done takes the flag back,
+// unless reqDone came first.
 const (
 	reqPosted  = iota // waiting in a tag queue
 	reqClaimed        // a frame's payload is being read into it
-	reqDone           // completed; done holds a token
+	reqDone           // completed; done holds a token unless reqSpun was set
+	reqSpun    = 1 << 8
 )
 
 // recvReq is one pending receive. It is recycled through a pool.
@@ -27,7 +35,7 @@ type recvReq struct {
 	data  []byte // Recv: the message
 	rdv   rdvPieces
 	err   error
-	state atomic.Uint32
+	state atomic.Uint32 // a state, with reqSpun
 	done  chan struct{} // buffered 1: completion token
 	timer *time.Timer
 }
@@ -41,10 +49,13 @@ type rdvPieces struct {
 
 func newRecvReq() any { return &recvReq{done: make(chan struct{}, 1)} }
 
-// complete publishes the outcome and wakes the waiter.
+// complete publishes the outcome and wakes the waiter: with the token,
+// unless a spinner watches (reqSpun).
 func (r *recvReq) complete(err error) {
 	r.err = err
-	r.state.Store(reqDone)
+	if r.state.Swap(reqDone)&reqSpun != 0 {
+		return // its spinner sees reqDone
+	}
 	r.done <- struct{}{}
 }
 

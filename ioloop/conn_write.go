@@ -213,9 +213,11 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bo
 	if !w.mu.TryLock() {
 		return nil, false, nil
 	}
-	w.qmu.Lock()
-	idle := w.head == len(w.queue) && w.failed == nil && !c.closed
-	w.qmu.Unlock()
+	// The queue's count and the failure without qmu: with mu held, no
+	// frame of the queue is half written but as count shows, and frames
+	// queued meanwhile by others are concurrent with this one (and
+	// written by unlockWriter); failQueued sets w.failed after c.failed.
+	idle := w.nqueued.Load() == 0 && c.failed.Load() == nil && !c.closed
 	if !idle {
 		c.unlockWriter()
 		return nil, false, nil
