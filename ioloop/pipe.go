@@ -94,10 +94,10 @@ func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+pipeBox+ring) }
 
 // InitPipe prepares mem, shared memory of PipeSize(ring) bytes, as a
 // pipe with rings of ring bytes, a power of two of at least MinPipeRing:
-// it writes the header and zeroes the rings' control lines and boxes, and leaves
-// the rings' bytes as they are (untouched pages of fresh memory stay
-// unallocated until the ring reaches them). Its creator calls it before
-// the other side maps it.
+// it writes the header and zeroes the rings' control lines and boxes,
+// and leaves the rings' bytes as they are (untouched pages of fresh
+// memory stay unallocated until the ring reaches them). Its creator calls
+// it before the other side maps it.
 func InitPipe(mem []byte, ring int) error {
 	if ring < MinPipeRing || ring&(ring-1) != 0 {
 		return fmt.Errorf("ioloop: pipe ring of %d bytes: want a power of two of at least %d", ring, MinPipeRing)

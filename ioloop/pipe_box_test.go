@@ -133,9 +133,7 @@ func FuzzPipeBoxRead(f *testing.F) {
 // read, by the late arm, without anybody polling or sleeping on it.
 func TestPipePolledAsksLate(t *testing.T) {
 	leakCheck(t)
-	var asks atomic.Int64
-	ioloop.SetTestHookAsk(func() { asks.Add(1) })
-	t.Cleanup(func() { ioloop.SetTestHookAsk(nil) })
+	asks := countHook(t, ioloop.SetTestHookAsk)
 	l := newLoop(t, ioloop.Options{})
 	rx := newTestHandler()
 	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
@@ -215,9 +213,7 @@ func settlePipe(t *testing.T, ca, cb *ioloop.Conn, rx *testHandler) {
 // for a bell at once: the next frame rings it.
 func TestPipeSettle(t *testing.T) {
 	leakCheck(t)
-	var bells atomic.Int64
-	ioloop.SetTestHookBell(func() { bells.Add(1) })
-	t.Cleanup(func() { ioloop.SetTestHookBell(nil) })
+	bells := countHook(t, ioloop.SetTestHookBell)
 	l := newLoop(t, ioloop.Options{})
 	rx := newTestHandler()
 	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
@@ -238,4 +234,13 @@ func TestPipeSettle(t *testing.T) {
 		t.Errorf("%d bells for a frame sent after Settle, want 1", n)
 	}
 	rx.check(t)
+}
+
+// countHook installs, with set, a hook that counts its calls, removed at
+// the test's end, and returns the count.
+func countHook(t testing.TB, set func(func())) *atomic.Int64 {
+	var n atomic.Int64
+	set(func() { n.Add(1) })
+	t.Cleanup(func() { set(nil) })
+	return &n
 }
