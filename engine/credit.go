@@ -29,12 +29,15 @@ import (
 
 // outCredit is the credit this rank holds for sending to one peer. Lock
 // rule: mu guards every field but known, an atomic copy of window that
-// senders read without mu (it never changes once set); waiters take wake
-// under mu and wait on it without mu.
+// senders read without mu (it never changes once set), and granted and
+// used, atomics: take, on every send's way, is one compare-and-swap, not
+// a lock and an unlock; granted is stored under mu (grant), with the
+// wake-up. Waiters take wake under mu and then try take, so that a grant
+// after that try closes it; they wait on it without mu.
 type outCredit struct {
 	mu      sync.Mutex
-	granted uint64        // cumulative credit the peer granted
-	used    uint64        // cumulative credit this rank's frames used
+	granted atomic.Uint64 // cumulative credit the peer granted
+	used    atomic.Uint64 // cumulative credit this rank's frames used
 	window  uint64        // the peer's first grant: its whole window; 0 until it came
 	wake    chan struct{} // closed and replaced when granted grows or the peer is lost, if taken
 	taken   bool          // a waiter took wake since it was made: a change must close it
@@ -46,20 +49,22 @@ func (c *outCredit) init() { c.wake = make(chan struct{}) }
 
 // take uses cost if that much is available and reports whether it did.
 func (c *outCredit) take(cost uint64) bool {
-	c.mu.Lock()
-	ok := c.granted-c.used >= cost
-	if ok {
-		c.used += cost
+	for {
+		used := c.used.Load()
+		if c.granted.Load()-used < cost {
+			return false
+		}
+		if c.used.CompareAndSwap(used, used+cost) {
+			return true
+		}
 	}
-	c.mu.Unlock()
-	return ok
 }
 
 // giveBack returns cost taken for a frame that was never sent.
 func (c *outCredit) giveBack(cost uint64) {
+	c.used.Add(-cost)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.used -= cost
 	c.changed()
 }
 
@@ -89,8 +94,8 @@ func (c *outCredit) grant(total uint64) {
 		c.window = total
 		c.known.Store(total)
 	}
-	if total > c.granted {
-		c.granted = total
+	if total > c.granted.Load() {
+		c.granted.Store(total)
 		c.changed()
 	}
 }

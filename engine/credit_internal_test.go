@@ -21,7 +21,7 @@ func TestOutCreditGrantAllocs(t *testing.T) {
 			t.Fatal("take after a grant failed")
 		}
 		c.giveBack(1 << 10)
-		c.used += 1 << 10
+		c.used.Add(1 << 10)
 	}); avg != 0 {
 		t.Fatalf("a grant with no waiter allocates %.1f objects", avg)
 	}
