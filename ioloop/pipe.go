@@ -327,39 +327,41 @@ func (t *ring) toBox(bufs [][]byte) int {
 }
 
 // boxDue reports whether the next box message is in its slot and, if it
-// is, the ring position it follows; tail is the ring's tail as loaded
-// before, reloaded if the message follows bytes published since. A slot
-// word that is neither the next message's nor its slot's last one, a
-// length out of range, or a position the ring has passed or not reached,
-// is a corrupt pipe.
-func (r *ring) boxDue(tail *uint64) (uint64, bool, error) {
+// is, its length and the ring position it follows; tail is the ring's
+// tail as loaded before, reloaded if the message follows bytes published
+// since. A slot word that is neither the next message's nor its slot's
+// last one, a length out of range (or short of what was read of the
+// message already), or a position the ring has passed or not reached, is
+// a corrupt pipe. The length is read once, here: the other process may
+// rewrite the word meanwhile.
+func (r *ring) boxDue(tail *uint64) (at uint64, n int, ok bool, err error) {
 	s, word := r.slot(r.boxes)
 	w := atomic.LoadUint64(word)
 	switch seq := w >> 8; {
 	case seq == r.boxes+1:
 	case seq+boxSlots == r.boxes+1, w == 0 && r.boxes < boxSlots:
-		return 0, false, nil
+		return 0, 0, false, nil
 	default:
-		return 0, false, errPipeCorrupt
+		return 0, 0, false, errPipeCorrupt
 	}
-	if n := w & 0xff; n == 0 || n > boxCap {
-		return 0, false, errPipeCorrupt
+	if n = int(w & 0xff); n <= r.boxOff || n > boxCap {
+		return 0, 0, false, errPipeCorrupt
 	}
-	at := atomic.LoadUint64((*uint64)(unsafe.Pointer(&s[8])))
+	at = atomic.LoadUint64((*uint64)(unsafe.Pointer(&s[8])))
 	if at > *tail {
 		*tail = atomic.LoadUint64(r.tail)
 	}
 	if at < r.pos || at > *tail {
-		return 0, false, errPipeCorrupt
+		return 0, 0, false, errPipeCorrupt
 	}
-	return at, true, nil
+	return at, n, true, nil
 }
 
-// fromBox copies what is left of the next box message, which is due,
-// into b, up to len(b), and hands its slot back once it is all read.
-func (r *ring) fromBox(b []byte) int {
-	s, word := r.slot(r.boxes)
-	n := int(atomic.LoadUint64(word) & 0xff)
+// fromBox copies what is left of the next box message, which is due and
+// n bytes long (boxDue), into b, up to len(b), and hands its slot back
+// once it is all read.
+func (r *ring) fromBox(b []byte, n int) int {
+	s, _ := r.slot(r.boxes)
 	k := copy(b, s[16+r.boxOff:16+n])
 	if r.boxOff += k; r.boxOff == n {
 		r.boxOff = 0
@@ -385,7 +387,7 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 	r := &p.rx
 	size := uint64(len(r.data))
 	tail := atomic.LoadUint64(r.tail) // before the box: see boxDue
-	due, boxed, err := r.boxDue(&tail)
+	due, boxLen, boxed, err := r.boxDue(&tail)
 	if tail == r.pos && !boxed {
 		gone := p.gone.Load() // before tail: the bell ends after the last byte
 		if arm {
@@ -393,7 +395,7 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 			storeFenced32(r.wantData, 1)
 		}
 		tail = atomic.LoadUint64(r.tail)
-		if due, boxed, err = r.boxDue(&tail); tail == r.pos && !boxed && err == nil {
+		if due, boxLen, boxed, err = r.boxDue(&tail); tail == r.pos && !boxed && err == nil {
 			if gone {
 				return 0, ErrEOF
 			}
@@ -404,7 +406,7 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 	case err != nil:
 		return 0, err
 	case boxed && due == r.pos:
-		return r.fromBox(b), nil
+		return r.fromBox(b, boxLen), nil
 	case boxed:
 		tail = due // the ring's bytes before the box message first
 	}

@@ -73,6 +73,41 @@ func TestPipeBoxStream(t *testing.T) {
 	t.Logf("%d bytes: %d writes through the box, %d bytes through the ring", len(sent), boxed, ringed)
 }
 
+// TestPipeBoxRewritten: the other process rewrites a box message's word
+// after part of the message was read, to a length shorter than what was
+// read: the next read refuses the pipe with ErrProtocol, and copies
+// nothing (it sliced the slot past its end, and panicked, when it loaded
+// the length again instead of taking the one it checked).
+func TestPipeBoxRewritten(t *testing.T) {
+	const ring = ioloop.MinPipeRing
+	mem := make([]byte, ioloop.PipeSize(ring))
+	if err := ioloop.InitPipe(mem, ring); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := ioloop.NewRawPipe(mem, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, err := ioloop.NewRawPipe(mem, 1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := patterned(1, 40)
+	if n, err := tx.Write(msg); n != len(msg) || err != nil || tx.Boxed() != 1 {
+		t.Fatalf("write: %d, %v, %d through the box", n, err, tx.Boxed())
+	}
+	buf := make([]byte, 64)
+	if n, err := rx.Read(buf[:10]); n != 10 || err != nil || !bytes.Equal(buf[:10], msg[:10]) {
+		t.Fatalf("first read: %d, %v", n, err)
+	}
+	// Ring 0 is written by side 0: its box's first slot holds the message.
+	word := (*uint64)(unsafe.Pointer(&mem[ioloop.PipeRingAt(ring, 0)+ioloop.PipeBoxOff]))
+	*word = 1<<8 | 5
+	if n, err := rx.Read(buf); !errors.Is(err, ioloop.ErrProtocol) || n != 0 {
+		t.Fatalf("read after the rewrite: %d, %v; want 0 and ErrProtocol", n, err)
+	}
+}
+
 // FuzzPipeBoxRead: whatever the other process writes into a box slot
 // (its word, the position it claims, its bytes) and the ring's tail, a
 // read copies at most what was asked, refuses what is out of range with
