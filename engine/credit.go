@@ -111,7 +111,8 @@ func (c *outCredit) fail() {
 }
 
 // inCredit is the credit this rank granted one peer. Lock rule: mu guards
-// every field.
+// every field; it is a leaf, taken also under the peer's mu (sendPayload)
+// and never holding another lock.
 type inCredit struct {
 	mu      sync.Mutex
 	window  uint64 // Options.MaxQueuedBytes
