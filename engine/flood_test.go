@@ -86,7 +86,7 @@ func floodTagOf(s floodShape, seq int) int { return 100 + seq%s.tags }
 // how many messages it has sent every 20 ms, and "done" at the end.
 func runFloodChild(t *engine.NetTransport, name string) error {
 	var s floodShape
-	for _, x := range floodShapes {
+	for _, x := range append(floodShapes, peakShapes...) {
 		if "flood-"+x.name == name {
 			s = x
 		}
@@ -214,11 +214,18 @@ type floodRun struct {
 	sent   atomic.Int64
 	done   chan int64 // the flooder's total, once it has sent everything
 	before int64      // heap in use before
+	alloc  uint64     // bytes allocated before
 	peak   atomic.Int64
 	stop   chan struct{}
 }
 
 func startFlood(t testing.TB, shape string) *floodRun {
+	t.Helper()
+	return startFloodWindow(t, shape, floodWindow)
+}
+
+// startFloodWindow is startFlood with rank 0's window.
+func startFloodWindow(t testing.TB, shape string, window int64) *floodRun {
 	t.Helper()
 	lns, addrs := listeners(t, 2)
 	cmd, err := childproc.Command(childproc.Spec{Role: "flood-" + shape, Rank: 1, Addrs: addrs})
@@ -234,12 +241,13 @@ func startFlood(t testing.TB, shape string) *floodRun {
 	f := &floodRun{cmd: cmd, done: make(chan int64, 1), stop: make(chan struct{})}
 	runtime.GC()
 	f.before = heapInuse()
+	f.alloc = totalAlloc()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	go f.read(out)
-	if f.tr, err = engine.FromListener(0, 2, lns[0], addrs, engine.Options{MaxQueuedBytes: floodWindow, Logger: discardLogger}); err != nil {
+	if f.tr, err = engine.FromListener(0, 2, lns[0], addrs, engine.Options{MaxQueuedBytes: window, Logger: discardLogger}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.tr.Close() })
@@ -301,6 +309,16 @@ func (f *floodRun) waitBlocked(t testing.TB) int64 {
 func (f *floodRun) growth() (after, peak int64) {
 	close(f.stop)
 	return heapInuse() - f.before, f.peak.Load() - f.before
+}
+
+// allocated returns the bytes allocated since the flood began: what it
+// made this process hold, and the garbage it left on the way.
+func (f *floodRun) allocated() int64 { return int64(totalAlloc() - f.alloc) }
+
+func totalAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
 }
 
 func (f *floodRun) finish(t testing.TB) {
@@ -388,10 +406,14 @@ func TestFloodBounded(t *testing.T) {
 				}()
 			}
 			blocked := f.waitBlocked(t)
+			alloc := f.allocated()
 			after, peak := f.growth()
-			t.Logf("%s: the flooder blocked after %d messages; heap +%d KiB after GC, peak +%d KiB (window %d KiB)", s.name, blocked, after>>10, peak>>10, floodWindow>>10)
+			t.Logf("%s: the flooder blocked after %d messages; heap +%d KiB after GC, peak +%d KiB, %d KiB allocated (window %d KiB)", s.name, blocked, after>>10, peak>>10, alloc>>10, floodWindow>>10)
 			if after > floodWindow+floodSlack {
 				t.Errorf("heap grew by %d KiB, want at most %d KiB (window) + %d KiB", after>>10, floodWindow>>10, floodSlack>>10)
+			}
+			if alloc > floodWindow+floodSlack {
+				t.Errorf("the flood made rank 0 allocate %d KiB, garbage included; want at most %d KiB (window) + %d KiB", alloc>>10, floodWindow>>10, floodSlack>>10)
 			}
 			n := drainFlood(t, f, s)
 			if n != int64(s.msgs) && s.rdv == 0 {
@@ -453,4 +475,38 @@ func drainMix(t testing.TB, f *floodRun) {
 	}
 	<-f.done
 	waitUntil(t, func() bool { return rec.n.Load() == mixPerShape }, "every RPC request")
+}
+
+// peakShapes are floods of the default window (64 MiB), for TestFloodPeak:
+// a shape that holds little per message but makes garbage as it grows (a
+// queue copied as it doubles, a buffer per empty payload) shows it best
+// at that scale.
+var peakShapes = []floodShape{
+	{name: "rpc-window", msgs: 300_000, rpc: true},
+}
+
+// TestFloodPeak floods with each of peakShapes and checks what the flood
+// made rank 0 allocate, garbage included, and the heap's peak during it,
+// not only what stays after a GC: all within the window and the slack.
+func TestFloodPeak(t *testing.T) {
+	const window = 64 << 20
+	for _, s := range peakShapes {
+		t.Run(s.name, func(t *testing.T) {
+			f := startFloodWindow(t, s.name, window)
+			blocked := f.waitBlocked(t)
+			alloc := f.allocated()
+			after, peak := f.growth()
+			t.Logf("%s: the flooder blocked after %d messages; heap +%d KiB after GC, peak +%d KiB, %d KiB allocated (window %d KiB)", s.name, blocked, after>>10, peak>>10, alloc>>10, window>>10)
+			if peak > window+floodSlack {
+				t.Errorf("the heap's peak grew by %d KiB, want at most %d KiB (window) + %d KiB", peak>>10, window>>10, floodSlack>>10)
+			}
+			if alloc > window+floodSlack {
+				t.Errorf("the flood made rank 0 allocate %d KiB, garbage included; want at most %d KiB (window) + %d KiB", alloc>>10, window>>10, floodSlack>>10)
+			}
+			if n := drainFlood(t, f, s); n != int64(s.msgs) {
+				t.Errorf("received %d messages, want %d", n, s.msgs)
+			}
+			f.finish(t)
+		})
+	}
 }

@@ -54,7 +54,7 @@ func runChild(c childproc.Child) error {
 	case "heap-idle": // joins the mesh and then only serves its heap until killed
 		_, err := t.Recv(0, heapIdleTag)
 		return err
-	case "flood-posted-other", "flood-empty", "flood-small", "flood-tags", "flood-rpc", "flood-rts", "flood-mix":
+	case "flood-posted-other", "flood-empty", "flood-small", "flood-tags", "flood-rpc", "flood-rts", "flood-mix", "flood-rpc-window":
 		return runFloodChild(t, role)
 	case "flood":
 		buf := pattern(rank, 0, floodTag, 0, floodSize)

@@ -17,13 +17,35 @@ type rpcState struct {
 	mu         sync.Mutex
 	h          plumb.RPCHandler
 	installing bool // setRPCHandler is handing the early frames over
-	early      []earlyRPC
+	early      earlyQueue
 }
 
 type earlyRPC struct {
 	from int
 	f    plumb.RPCFrame
 	p    plumb.RPCPayload
+}
+
+// earlyQueue holds the RPC frames that came before a handler, in order,
+// in blocks of earlyBlock: growing it copies nothing, so that a flood of
+// requests (each within its sender's credit) leaves no garbage behind.
+type earlyQueue struct{ blocks [][]earlyRPC }
+
+const earlyBlock = 256
+
+func (q *earlyQueue) push(e earlyRPC) {
+	if n := len(q.blocks); n == 0 || len(q.blocks[n-1]) == earlyBlock {
+		q.blocks = append(q.blocks, make([]earlyRPC, 0, earlyBlock))
+	}
+	last := &q.blocks[len(q.blocks)-1]
+	*last = append(*last, e)
+}
+
+// take empties the queue and returns what it held, in order.
+func (q *earlyQueue) take() [][]earlyRPC {
+	b := q.blocks
+	q.blocks = nil
+	return b
 }
 
 // setRPCHandler installs h as the receiver of RPC frames; nil uninstalls
@@ -45,15 +67,16 @@ func (t *NetTransport) setRPCHandler(h plumb.RPCHandler) error {
 		return nil
 	}
 	s.installing = true
-	for len(s.early) > 0 {
+	for len(s.early.blocks) > 0 {
 		// Frames arriving meanwhile join s.early: h is not yet visible to
 		// the loop, so it never sees a frame before an earlier one, nor
 		// two frames at once.
-		early := s.early
-		s.early = nil
+		early := s.early.take()
 		s.mu.Unlock()
-		for _, e := range early {
-			h.HandleRPC(e.from, e.f, e.p)
+		for _, b := range early {
+			for _, e := range b {
+				h.HandleRPC(e.from, e.f, e.p)
+			}
 		}
 		s.mu.Lock()
 	}
@@ -254,11 +277,17 @@ func (p *peer) rpcPayload(c *ioloop.Conn, h *frame.Header) []byte {
 			p.rpcIn.drop = !f.Accept(p.rank, rpcFrame(h), h.Length)
 		}
 	}
-	if p.rpcIn.drop && h.Length > 0 {
+	switch {
+	case p.rpcIn.drop && h.Length > 0:
 		c.Discard()
+	case h.Length == 0:
+		return noPayload // no pooled buffer for nothing
 	}
 	return nil
 }
+
+// noPayload names where an empty payload goes: nowhere, and no buffer.
+var noPayload = []byte{}
 
 // rpcFrame is the plumb.RPCFrame of an RPC frame's header.
 func rpcFrame(h *frame.Header) plumb.RPCFrame {
@@ -274,9 +303,6 @@ func (p *peer) deliverRPC(h *frame.Header, bb *ioloop.Buffer) {
 		putBuffer(bb)
 		bb = nil
 	}
-	if bb == nil {
-		bb = ioloop.GetBuffer(0)
-	}
 	pl := plumb.NewRPCPayload(bb, (*peerCredit)(p), p.rpcIn.cost)
 	p.rpcIn.cost, p.rpcIn.drop = 0, false
 	s := &p.t.rpc
@@ -288,7 +314,7 @@ func (p *peer) deliverRPC(h *frame.Header, bb *ioloop.Buffer) {
 			pl.Release()
 			return
 		}
-		s.early = append(s.early, earlyRPC{from: p.rank, f: f, p: pl})
+		s.early.push(earlyRPC{from: p.rank, f: f, p: pl})
 		s.mu.Unlock()
 		return
 	}
