@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,6 +45,7 @@ type acceptor struct {
 	joined map[[2]int]string     // (rank, stream) -> the address it joined from
 	conns  map[net.Conn]struct{} // handshakes under way
 	joins  int                   // slots whose connection is registered with the event loop
+	in     map[int]int           // rank -> its streams registered with the event loop
 	err    error                 // the first join that failed after its handshake
 	once   sync.Once
 	done   chan struct{} // closed once every slot has joined, or err is set
@@ -62,7 +65,7 @@ func (t *NetTransport) acceptPeers(ctx context.Context, ln net.Listener) error {
 	a := &acceptor{
 		t: t, ln: ln, want: (t.world - 1 - t.rank) * t.streams(),
 		loopDone: make(chan struct{}), stop: closer{ch: make(chan struct{})},
-		joined: make(map[[2]int]string), conns: make(map[net.Conn]struct{}), done: make(chan struct{}),
+		joined: make(map[[2]int]string), conns: make(map[net.Conn]struct{}), in: make(map[int]int), done: make(chan struct{}),
 	}
 	go a.loop()
 	select {
@@ -80,9 +83,36 @@ func (t *NetTransport) acceptPeers(ctx context.Context, ln net.Listener) error {
 		return nil
 	case <-ctx.Done():
 		a.shutdown()
-		return fmt.Errorf("boltmesh: rank %d: %d of %d higher ranks joined within %v: %w", t.rank, a.count(), a.want, t.opts.DialTimeout, ctx.Err())
+		return a.missing(ctx.Err())
 	}
 }
+
+// missing is the error of a formation that ended with err before every
+// higher rank joined: how many ranks joined with all their streams, and
+// which did not (with how many of their streams did, if any).
+func (a *acceptor) missing(err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, per := a.t, a.t.streams()
+	full, absent := 0, []string{}
+	for r := t.rank + 1; r < t.world; r++ {
+		switch n := a.in[r]; {
+		case n == per:
+			full++
+		case len(absent) == maxNamed:
+			absent = append(absent, "...")
+		case len(absent) > maxNamed:
+		case n == 0:
+			absent = append(absent, strconv.Itoa(r))
+		default:
+			absent = append(absent, fmt.Sprintf("%d (%d of %d streams)", r, n, per))
+		}
+	}
+	return fmt.Errorf("boltmesh: rank %d: %d of %d higher ranks joined within %v (not joined: %s): %w", t.rank, full, t.world-1-t.rank, t.opts.DialTimeout, strings.Join(absent, ", "), err)
+}
+
+// maxNamed bounds the ranks a formation error names.
+const maxNamed = 8
 
 // Accept backoff after an error: from acceptBackoffMin, doubling, to
 // acceptBackoffMax.
@@ -174,12 +204,6 @@ func (a *acceptor) stopping() bool {
 	}
 }
 
-func (a *acceptor) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.joins
-}
-
 func (a *acceptor) failure() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -230,7 +254,7 @@ func (a *acceptor) serve(nc net.Conn) {
 	}
 	if err == nil {
 		err = t.adopt(nc, rank, stream, pair)
-		a.finish(err)
+		a.finish(rank, err)
 		return
 	}
 	if claimed {
@@ -242,13 +266,14 @@ func (a *acceptor) serve(nc net.Conn) {
 	}
 }
 
-func (a *acceptor) finish(err error) {
+func (a *acceptor) finish(rank int, err error) {
 	a.mu.Lock()
 	if err != nil && a.err == nil {
 		a.err = err
 	}
 	if err == nil {
 		a.joins++
+		a.in[rank]++
 	}
 	n := a.joins
 	a.mu.Unlock()

@@ -200,3 +200,32 @@ func SameMachine(t *NetTransport, r int) bool { return t.topo.sameMachine[r].Loa
 // SettleCrowdingOn decides again, as at formation, whether t is crowded,
 // on a machine of cpus cores.
 func SettleCrowdingOn(t *NetTransport, cpus int) { t.settleCrowdingOn(cpus) }
+
+// SetFailHook has f called as t's operations with a peer are failed (the
+// peer lost, or t closing), after they are; nil removes it.
+func SetFailHook(f func(t *NetTransport, rank int)) {
+	if f == nil {
+		testHookFailed.Store(nil)
+		return
+	}
+	testHookFailed.Store(&f)
+}
+
+// ReadInFlight reports whether a payload from rank is being read into the
+// buffer of one of t's requests: a receive's or a get's (fill.go).
+func ReadInFlight(t *NetTransport, rank int) bool {
+	p := t.peers[rank]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in := p.m.claimed != nil || p.one.claimed != nil
+	for _, r := range p.rdv.filling {
+		in = in || r != nil
+	}
+	return in
+}
+
+// BytesRead returns the bytes t has read from rank's streams.
+func BytesRead(t *NetTransport, rank int) uint64 {
+	l := t.peers[rank].link
+	return l.bytesRead(laneData) + l.bytesRead(laneCtl)
+}

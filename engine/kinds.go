@@ -71,10 +71,10 @@ func init() {
 		},
 	}
 	kinds[frame.KindData] = frameOps{
-		payload: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header) []byte { return p.dataPayload(c, h) },
-		arrive: func(p *peer, _ *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+		payload: func(p *peer, c *ioloop.Conn, l lane, h *frame.Header) []byte { return p.dataPayload(c, l, h) },
+		arrive: func(p *peer, _ *ioloop.Conn, l lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 			putBuffer(bb)
-			p.dataDone(h)
+			p.dataDone(l, h)
 		},
 	}
 	kinds[frame.KindCredit] = frameOps{

@@ -194,24 +194,36 @@ func (l *meshLink) checkLive(now time.Time) { l.live.check(l.p, l.conn(laneCtl),
 func (l *meshLink) cause(err error) error { return l.live.cause(err) }
 
 func (l *meshLink) abort(c *ioloop.Conn, err error) {
-	if m := l.data[0]; m != nil && m != c {
-		m.Abort(err)
+	for _, s := range l.all(0) {
+		if s != c {
+			s.Abort(err)
+		}
 	}
 }
 
 func (l *meshLink) close() {
+	for _, s := range l.all(1) {
+		s.Close()
+	}
+}
+
+// all returns the link's streams that are attached, but the first from
+// data streams: data streams from..., the idle TCP streams of neighbours
+// and the control stream. (attach may still be filling them in.)
+func (l *meshLink) all(from int) []*ioloop.Conn {
 	l.mu.Lock()
-	streams := append([]*ioloop.Conn(nil), l.data[1:]...) // attach may still be filling them in
-	streams = append(streams, l.tcp...)
-	l.mu.Unlock()
-	for _, s := range streams {
+	streams := make([]*ioloop.Conn, 0, len(l.data)+len(l.tcp)+1)
+	for _, s := range l.data[from:] {
 		if s != nil {
-			s.Close()
+			streams = append(streams, s)
 		}
 	}
+	streams = append(streams, l.tcp...)
+	l.mu.Unlock()
 	if c := l.ctl.Load(); c != nil {
-		c.Close()
+		streams = append(streams, c)
 	}
+	return streams
 }
 
 // meshStream is the handler of one stream of a meshLink: it checks that
@@ -279,10 +291,18 @@ func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb
 // peer broke the protocol there (a frame that does not decode, after a
 // GOODBYE too) loses the peer.
 func (s *meshStream) Closed(c *ioloop.Conn, err error) {
+	s.l.p.noteBroken(err)
+	if !s.idle() {
+		defer s.l.p.readEnded(s.lane, s.l.cause(err)) // once the peer's loss is noted, if this stream's end is it
+	}
 	switch {
 	case s.idle():
 		// The pipes see the peer's end, after what it sent before; a
-		// violation here was reported by Payload.
+		// violation here was reported by Payload. Bytes that are not a
+		// frame drop the peer.
+		if errors.Is(err, ioloop.ErrProtocol) {
+			s.l.abort(c, err)
+		}
 	case s.lane == laneData:
 		s.l.p.closed(s.l.cause(err))
 	case s.lane == laneCtl && s.l.p.bye.closing() && !brokeProtocol(err):

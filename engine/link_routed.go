@@ -116,10 +116,12 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 // Closed implements ioloop.Handler: without the coordinator, every peer
 // is lost.
 func (u *hub) Closed(_ *ioloop.Conn, err error) {
+	u.t.peers[0].noteBroken(err)
 	err = u.t.peers[0].link.cause(err) // the coordinator's link watches the stream
 	for _, p := range u.t.peers {
 		if p.rank != u.t.rank {
 			p.closed(err)
+			p.readEnded(laneData, err)
 		}
 	}
 }

@@ -70,7 +70,11 @@ func (l *streamLink) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb
 }
 
 // Closed implements ioloop.Handler at the coordinator: the worker is lost.
-func (l *streamLink) Closed(_ *ioloop.Conn, err error) { l.p.closed(l.cause(err)) }
+func (l *streamLink) Closed(_ *ioloop.Conn, err error) {
+	l.p.noteBroken(err)
+	l.p.closed(l.cause(err))
+	l.p.readEnded(laneData, l.cause(err))
+}
 
 // forward passes a frame from this link's worker to the worker its Dst
 // names: the payload, read once into bb, is written out from bb, which

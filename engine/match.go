@@ -265,8 +265,7 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64)
 }
 
 // completeClaimed completes the receive an eager payload of n bytes was
-// read into, unless the peer's loss or the transport's close failed it
-// meanwhile (fail): then its payload is dropped.
+// read into, also if the peer was lost meanwhile: the message came whole.
 func (p *peer) completeClaimed(n int) {
 	p.mu.Lock()
 	r, freed := p.m.claimed, p.m.freed
@@ -275,11 +274,10 @@ func (p *peer) completeClaimed(n int) {
 	if !freed {
 		p.freeCredit(frame.Cost(uint64(n)))
 	}
-	if r == nil {
-		return
+	if r != nil { // (only the stream's end, readEnded, takes it otherwise)
+		r.n = n
+		r.complete(nil)
 	}
-	r.n = n
-	r.complete(nil)
 }
 
 // deliverSend matches an eager message held in bb with the first fitting
@@ -311,14 +309,10 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 	p.mu.Unlock()
 }
 
-// failRecvs fails the claimed and every posted receive with the peer's
-// loss; messages that arrived whole stay receivable. p.mu is held and
-// p.lost set.
+// failRecvs fails every posted receive with the peer's loss; messages
+// that arrived whole stay receivable. The claimed receive is left to the
+// end of the read into its buffer (fill.go). p.mu is held and p.lost set.
 func (p *peer) failRecvs() {
-	if r := p.m.claimed; r != nil {
-		p.m.claimed = nil
-		r.complete(p.errFor("recv"))
-	}
 	for tag, q := range p.m.tags {
 		for {
 			r, ok := p.m.popRecv(q)

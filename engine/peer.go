@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -80,6 +82,17 @@ func (p *peer) closed(err error) {
 	p.lose(err)
 }
 
+// noteBroken logs err, the end of one of p's streams, if it ended because
+// p sent bytes that are not a frame there (ioloop.ErrProtocol: a header
+// the decoder refuses, a pipe position past its ring): p is dropped for
+// that as for any other breach, which drop logs.
+func (p *peer) noteBroken(err error) {
+	var ce *ioloop.ConnError
+	if errors.As(err, &ce) && ce.Op != "abort" && errors.Is(ce.Err, ioloop.ErrProtocol) {
+		p.t.opts.Logger.Warn("boltmesh: a peer sent bytes that are not a valid frame; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
+	}
+}
+
 // lose fails every operation with p: the connection to it broke with err
 // or, in a star, the coordinator reported it gone. It may run more than
 // once; the first cause stays.
@@ -107,7 +120,6 @@ func (p *peer) lose(err error) {
 // Messages that arrived whole stay receivable.
 func (p *peer) fail(sentinel, cause error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.lost == nil {
 		p.lost = &PeerError{Rank: p.rank, Err: sentinel, Cause: cause}
 	}
@@ -115,7 +127,15 @@ func (p *peer) fail(sentinel, cause error) {
 	p.failRecvs()
 	p.failRdv()
 	p.failGets()
+	p.mu.Unlock()
+	if h := testHookFailed.Load(); h != nil {
+		(*h)(p.t, p.rank)
+	}
 }
+
+// testHookFailed, when set by a test, runs as fail ends: the transport
+// and the rank of the peer it failed.
+var testHookFailed atomic.Pointer[func(t *NetTransport, rank int)]
 
 // errFor returns the peer's loss as an error of operation op; p.lost must
 // be set and p.mu held (or the peer known to be lost).

@@ -86,8 +86,11 @@ type fuzzWorld struct {
 
 // openFuzzWorld builds a mesh (or a star) of real ranks 0 and 1 and the
 // raw rank 2.
-func openFuzzWorld(star bool) (*fuzzWorld, error) {
-	opts := peerOpts()
+func openFuzzWorld(star bool) (*fuzzWorld, error) { return openRawWorld(star, peerOpts()) }
+
+// openRawWorld is openFuzzWorld with the real ranks' options opts (and
+// opts.Streams streams per pair in a mesh).
+func openRawWorld(star bool, opts engine.Options) (*fuzzWorld, error) {
 	lns, addrs := make([]net.Listener, 2), make([]string, peerWorld)
 	for i := range lns {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,7 +116,7 @@ func openFuzzWorld(star bool) (*fuzzWorld, error) {
 			}
 		})
 	}
-	wg.Go(func() { errs[2] = w.joinRaw(addrs) })
+	wg.Go(func() { errs[2] = w.joinRaw(addrs, max(opts.Streams, 1)) })
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		w.close()
@@ -128,16 +131,16 @@ func openFuzzWorld(star bool) (*fuzzWorld, error) {
 	return w, nil
 }
 
-// joinRaw joins the raw rank: to both real ranks, 2 data streams and the
-// control stream each, in a mesh; to the coordinator, and through it to
-// worker 1, in a star.
-func (w *fuzzWorld) joinRaw(addrs []string) error {
+// joinRaw joins the raw rank: to both real ranks, streams data streams
+// and the control stream each, in a mesh; to the coordinator, and through
+// it to worker 1, in a star.
+func (w *fuzzWorld) joinRaw(addrs []string, streams int) error {
 	rp := w.raw
 	if !w.star {
 		for r := range 2 {
 			var conns []net.Conn
-			for s := range meshStreams() + 1 { // the last is the control stream
-				c, err := rawDial(addrs[r], rawRank, r, peerWorld, s, meshStreams(), false)
+			for s := range streams + 1 { // the last is the control stream
+				c, err := rawDial(addrs[r], rawRank, r, peerWorld, s, streams, false)
 				if err != nil {
 					return err
 				}

@@ -195,13 +195,10 @@ func (p *peer) deliverGetReply(h *frame.Header, bb *ioloop.Buffer) {
 	}
 }
 
-// failGets fails every get waiting for a reply from p with its loss.
-// p.mu is held and p.lost set.
+// failGets fails every get waiting for a reply from p with its loss,
+// but the one whose reply is being read, which the read's end completes
+// (fill.go). p.mu is held and p.lost set.
 func (p *peer) failGets() {
-	if g := p.one.claimed; g != nil {
-		p.one.claimed = nil
-		g.complete(p.errFor("get"))
-	}
 	for id, g := range p.one.gets {
 		delete(p.one.gets, id)
 		g.complete(p.errFor("get"))

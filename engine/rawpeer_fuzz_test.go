@@ -66,7 +66,8 @@ type rawPeer struct {
 	rts      map[rtsKey]*rtsState
 	dead     error // the first read error
 	deadFrom int
-	complete bool // star: the coordinator said the world is complete (HEARTBEAT)
+	ended    map[int]int // real rank -> its connections that ended
+	complete bool        // star: the coordinator said the world is complete (HEARTBEAT)
 	readers  sync.WaitGroup
 }
 
@@ -129,7 +130,7 @@ func rawDial(addr string, rank, to, world, s, streams int, star bool) (net.Conn,
 func newRawPeer(rank, world int, star bool) *rawPeer {
 	return &rawPeer{
 		rank: rank, world: world, star: star, streams: make(map[int][]*rawStream),
-		cond: make(chan struct{}), granted: make(map[int]uint64), given: make(map[int]uint64), rts: make(map[rtsKey]*rtsState),
+		cond: make(chan struct{}), granted: make(map[int]uint64), given: make(map[int]uint64), rts: make(map[rtsKey]*rtsState), ended: make(map[int]int),
 	}
 }
 
@@ -243,6 +244,7 @@ func (rp *rawPeer) read(r, i int, s *rawStream, ctl bool) {
 			if rp.dead == nil {
 				rp.dead, rp.deadFrom = err, r
 			}
+			rp.ended[r]++
 			rp.notify()
 			rp.mu.Unlock()
 			return

@@ -34,17 +34,18 @@ import (
 
 // rdvState is a peer's rendezvous state, in both directions.
 //
-// Lock rule: the peer's mu guards in, out, maxRTS and tombs; rtsMu is
+// Lock rule: the peer's mu guards in, out, filling, maxRTS and tombs; rtsMu is
 // held while an RTS to the peer takes its id and is queued, never with
 // mu; rts[i] belongs to the reader of lane i's stream (0: data, 1:
 // control).
 type rdvState struct {
-	in     map[uint64]*recvReq    // receives waiting for a rendezvous message's DATA, by send id
-	out    map[uint64]*rdvSend    // rendezvous sends waiting for their CTS, by send id
-	rts    [2][frame.RTSSize]byte // an RTS payload being read: on the data, on the control lane
-	maxRTS uint64                 // the highest send id of an RTS from the peer (ids grow on the wire)
-	rtsMu  sync.Mutex
-	tombs  tombs // RTSs withdrawn before they came (tombs.go)
+	in      map[uint64]*recvReq    // receives waiting for a rendezvous message's DATA, by send id
+	filling [MaxStreams]*recvReq   // the receive data lane i's reader reads a DATA piece into, if any (fill.go)
+	out     map[uint64]*rdvSend    // rendezvous sends waiting for their CTS, by send id
+	rts     [2][frame.RTSSize]byte // an RTS payload being read: on the data, on the control lane
+	maxRTS  uint64                 // the highest send id of an RTS from the peer (ids grow on the wire)
+	rtsMu   sync.Mutex
+	tombs   tombs // RTSs withdrawn before they came (tombs.go)
 }
 
 // incoming reports whether a rendezvous message's DATA is expected from
@@ -315,7 +316,7 @@ func (p *peer) claimRdv(r *recvReq, id, n uint64, aux uint32) {
 		r.data = make([]byte, n)
 		r.dst = r.data
 	}
-	r.rdv.left, r.rdv.seen = int(n), 0
+	r.rdv = rdvPieces{id: id, left: int(n)}
 	p.rdv.in[id] = r
 }
 
@@ -377,17 +378,26 @@ func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	}
 }
 
-// dataPayload names where a DATA piece goes: its place in the buffer of
-// the receive that took the message. Anything else breaks the protocol.
-func (p *peer) dataPayload(c *ioloop.Conn, h *frame.Header) []byte {
+// dataPayload names where a DATA piece that came on lane l goes: its
+// place in the buffer of the receive that took the message, which the
+// piece then fills (p.rdv.filling[l]). Anything else breaks the protocol,
+// but DATA from a peer already lost, which is dropped.
+func (p *peer) dataPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	k, i := int(h.Aux>>16), int(h.Aux&0xffff)
 	p.mu.Lock()
+	if p.lost != nil {
+		p.mu.Unlock()
+		c.Discard()
+		return nil
+	}
 	r := p.rdv.in[h.Offset]
 	var dst []byte
 	ok := false
 	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == p.link.width()) && (r.rdv.pieces == 0 || r.rdv.pieces == k) && r.rdv.seen&(1<<i) == 0 {
 		if lo, hi := piece(len(r.dst), k, i); uint64(hi-lo) == h.Length {
 			r.rdv.pieces, r.rdv.seen = k, r.rdv.seen|1<<i
+			r.rdv.reading++
+			p.rdv.filling[l] = r
 			dst, ok = r.dst[lo:hi], true
 		}
 	}
@@ -399,32 +409,45 @@ func (p *peer) dataPayload(c *ioloop.Conn, h *frame.Header) []byte {
 	return dst
 }
 
-// dataDone accounts a DATA piece read into its receive's buffer and
-// completes the receive once every piece is in.
-func (p *peer) dataDone(h *frame.Header) {
+// dataDone accounts a DATA piece read on lane l into its receive's
+// buffer and completes the receive once every piece is in, or, if the
+// peer was lost or a piece's stream broke meanwhile, once no other piece
+// is being read into it (fill.go).
+func (p *peer) dataDone(l lane, h *frame.Header) {
 	p.mu.Lock()
-	r := p.rdv.in[h.Offset]
-	done := false
-	if r != nil {
-		r.rdv.left -= int(h.Length)
-		if done = r.rdv.left == 0; done {
-			delete(p.rdv.in, h.Offset)
-		}
+	r := p.rdv.filling[l]
+	if r == nil { // discarded: from a peer already lost
+		p.mu.Unlock()
+		return
+	}
+	p.rdv.filling[l] = nil
+	r.rdv.reading--
+	r.rdv.left -= int(h.Length)
+	var err error
+	done := r.rdv.left == 0
+	if done {
+		r.n = len(r.dst)
+	} else if r.rdv.reading == 0 && (r.rdv.broken != nil || p.lost != nil) {
+		done, err = true, p.readErr(r.rdv.broken)
+	}
+	if done {
+		delete(p.rdv.in, r.rdv.id)
 	}
 	p.mu.Unlock()
 	if done {
-		r.n = len(r.dst)
-		r.complete(nil)
+		r.complete(err)
 	}
 }
 
 // failRdv fails the rendezvous in progress with p: receives waiting for
-// DATA (their buffers may still be read into, so they are left to the
-// garbage collector) and sends waiting for an answer. p.mu is held.
+// DATA (but those a piece is being read into, which the read's end
+// completes: fill.go) and sends waiting for an answer. p.mu is held.
 func (p *peer) failRdv() {
 	for id, r := range p.rdv.in {
-		delete(p.rdv.in, id)
-		r.complete(p.errFor("recv"))
+		if r.rdv.reading == 0 {
+			delete(p.rdv.in, id)
+			r.complete(p.errFor("recv"))
+		}
 	}
 	for id, s := range p.rdv.out {
 		delete(p.rdv.out, id)
@@ -433,11 +456,20 @@ func (p *peer) failRdv() {
 	p.rdv.tombs = nil
 }
 
-// violation drops p, which broke the protocol with err on c: every stream
-// of it, not just c. (The control stream ending alone does not lose a
-// peer that said GOODBYE: its data stream would stay open.)
+// violation drops p, which broke the protocol with err on c.
 func (p *peer) violation(c *ioloop.Conn, err error) {
-	p.t.opts.Logger.Warn("boltmesh: a peer broke the protocol; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
+	p.drop(c, "boltmesh: a peer broke the protocol; dropping it", err)
+}
+
+// drop logs why (msg, err) and drops p, which sent something it must not
+// on c: every stream of it at once, not just c, so that none of them
+// serves it after (the control stream ending alone does not lose a peer
+// that said GOODBYE: its data stream would stay open). Called from the
+// handler's Payload, it refuses the frame on its header: nothing more is
+// read from c, and no buffer is taken for the payload announced
+// (ioloop.Handler).
+func (p *peer) drop(c *ioloop.Conn, msg string, err error) {
+	p.t.opts.Logger.Warn(msg, "rank", p.t.rank, "peer", p.rank, "err", err)
 	c.Abort(err)
 	if p.link != nil {
 		p.link.abort(c, err)

@@ -42,9 +42,12 @@ type recvReq struct {
 
 // rdvPieces is the progress of a rendezvous message's DATA into a receive.
 type rdvPieces struct {
-	left   int    // bytes of DATA still to come
-	seen   uint32 // the DATA pieces that came, a bit each
-	pieces int    // the number of pieces, from the first that came
+	id      uint64 // the send id
+	left    int    // bytes of DATA still to come
+	seen    uint32 // the DATA pieces that came, a bit each
+	pieces  int    // the number of pieces, from the first that came
+	reading int    // pieces being read into the buffer now (fill.go)
+	broken  error  // why a piece's stream ended before the piece was whole, if one did
 }
 
 func newRecvReq() any { return &recvReq{done: make(chan struct{}, 1)} }

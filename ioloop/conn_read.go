@@ -206,12 +206,15 @@ func (c *Conn) startFrame() error {
 }
 
 // choose asks the handler where the held frame's payload goes and reports
-// false if the handler deferred it.
+// false if the handler deferred it or ended the connection. A handler that
+// refuses a frame on its header and drops the peer (Abort, Close) has
+// nothing more read: no buffer is taken for the payload, however long the
+// header says it is.
 func (c *Conn) choose() bool {
 	rd := &c.rd
 	rd.discardNext, rd.deferNext = false, false
 	dst := c.h.Payload(c, &rd.hdr)
-	if dst == nil && rd.deferNext {
+	if c.failed.Load() != nil || dst == nil && rd.deferNext {
 		return false
 	}
 	rd.held, rd.inBody, rd.got, rd.dst = false, true, 0, dst

@@ -15,7 +15,8 @@ type Handler interface {
 	// it may call c.Discard and return nil to have the payload read and
 	// dropped without being held anywhere, or c.Defer and return nil to
 	// leave the payload in the socket until c.Resume, when Payload is asked
-	// again for the same frame.
+	// again for the same frame. A Payload that ends the connection (Abort,
+	// Close) has nothing more read from it, and no buffer taken.
 	Payload(c *Conn, h *frame.Header) []byte
 	// Deliver hands over a complete frame. payload is the buffer Payload
 	// returned or, when it returned nil, bb.B; in that case the handler owns
