@@ -12,8 +12,17 @@ var (
 	// errUsage marks errors in the command line (exit status 2).
 	errUsage = errors.New("usage")
 	// errMeshKey means a rendezvous message fails the mesh key check: the
-	// sender has another key, or none.
+	// sender has another key, or one side has none (errNoKeyProof,
+	// errUnexpectedKeyProof).
 	errMeshKey = errors.New("mesh key mismatch")
+	// errNoKeyProof means a rendezvous message carries no MAC while this
+	// side has a mesh key: the sender has no key (a stranger, or a rank
+	// not given the run's). It wraps errMeshKey.
+	errNoKeyProof = fmt.Errorf("%w: the message carries no key proof, but this run has a mesh key", errMeshKey)
+	// errUnexpectedKeyProof means a rendezvous message carries a MAC while
+	// this side has no mesh key: the sender was given a key this side was
+	// not. It wraps errMeshKey.
+	errUnexpectedKeyProof = fmt.Errorf("%w: the message carries a key proof, but this run has no mesh key", errMeshKey)
 	// errReplay means a rendezvous message answers a nonce other than the
 	// one this side sent: it was recorded from another rendezvous.
 	errReplay = errors.New("rendezvous message answers another nonce (replayed)")

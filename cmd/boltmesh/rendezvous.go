@@ -92,8 +92,26 @@ func mac(key []byte, content string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// macOK reports whether got is content's MAC under key ("" without a
+// key).
 func macOK(key []byte, content, got string) bool {
 	return hmac.Equal([]byte(mac(key, content)), []byte(got))
+}
+
+// checkMAC checks a message's MAC got over content against key: nil if
+// macOK, else errNoKeyProof when it has none and key is set,
+// errUnexpectedKeyProof when it has one and key is not, errMeshKey when it
+// was made with another key.
+func checkMAC(key []byte, content, got string) error {
+	switch {
+	case macOK(key, content, got):
+		return nil
+	case got == "":
+		return errNoKeyProof
+	case len(key) == 0:
+		return errUnexpectedKeyProof
+	}
+	return errMeshKey
 }
 
 // newNonce returns a fresh random nonce, hex-encoded.

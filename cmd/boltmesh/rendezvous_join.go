@@ -79,11 +79,13 @@ func exchangeHelloBuf(c net.Conn, br *bufio.Reader, h hello, key []byte) ([]stri
 
 // checkReply checks rank 0's reply to hello h.
 func checkReply(r reply, h hello, key []byte) ([]string, error) {
-	switch {
-	case r.Error != "":
+	if r.Error != "" {
 		return nil, fmt.Errorf("%w: %s", errRefused, r.Error)
-	case !macOK(key, r.content(), r.MAC):
-		return nil, fmt.Errorf("the peer list: %w", errMeshKey)
+	}
+	if err := checkMAC(key, r.content(), r.MAC); err != nil {
+		return nil, fmt.Errorf("the peer list: %w", err)
+	}
+	switch {
 	case r.Nonce != h.Nonce || r.Server != h.Server:
 		return nil, fmt.Errorf("the peer list: %w", errReplay)
 	case len(r.Peers) != h.World:

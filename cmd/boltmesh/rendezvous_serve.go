@@ -85,11 +85,15 @@ func (s *rendezvousServer) readHello(c net.Conn) (hello, error) {
 	return h, err
 }
 
-// check checks a hello that answers the challenge nonce.
+// check checks a hello that answers the challenge nonce. A hello
+// without a MAC while this run has a key fails with errNoKeyProof, one
+// with a MAC while it has none with errUnexpectedKeyProof, one with
+// another key's with errMeshKey.
 func (s *rendezvousServer) check(h hello, nonce string) error {
+	if err := checkMAC(s.key, h.content(), h.MAC); err != nil {
+		return fmt.Errorf("the hello of rank %d: %w", h.Rank, err)
+	}
 	switch {
-	case !macOK(s.key, h.content(), h.MAC):
-		return errMeshKey
 	case h.Server != nonce:
 		return errReplay
 	case !isNonce(h.Nonce):

@@ -138,6 +138,71 @@ func TestRendezvousWrongKey(t *testing.T) {
 	}
 }
 
+// TestRendezvousKeyProof: rank 0 refuses a hello without a key proof when
+// the run has a key (errNoKeyProof), one with a proof when it has none
+// (errUnexpectedKeyProof), and one with another key's (errMeshKey alone);
+// each is errMeshKey, the rank learns it was refused, and the true rank 1
+// still takes its slot.
+func TestRendezvousKeyProof(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		server, rank []byte
+		want         error
+		notWant      []error
+	}{
+		{"keyless hello, keyed run", []byte("k"), nil, errNoKeyProof, []error{errUnexpectedKeyProof}},
+		{"keyed hello, keyless run", nil, []byte("k"), errUnexpectedKeyProof, []error{errNoKeyProof}},
+		{"another key", []byte("k"), []byte("other"), errMeshKey, []error{errNoKeyProof, errUnexpectedKeyProof}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sv := serve(t, &rendezvousServer{world: 2, self: "127.0.0.1:7000", key: c.server, timeout: 30 * time.Second})
+			_, err := joinRendezvous(sv.addr, 1, 2, "127.0.0.1:7001", c.rank, 30*time.Second)
+			if !errors.Is(err, errRefused) {
+				t.Errorf("the rank: %v, want errRefused", err)
+			}
+			err = sv.waitReject(t)
+			if !errors.Is(err, c.want) || !errors.Is(err, errMeshKey) || slices.ContainsFunc(c.notWant, func(e error) bool { return errors.Is(err, e) }) {
+				t.Errorf("rank 0 refused the hello with %v, want %v", err, c.want)
+			}
+			join(t, sv.addr, 2, c.server)
+			if _, err := sv.wait(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRendezvousReplyKeyProof: a rank refuses a peer list without a key
+// proof when it has a key (errNoKeyProof), and one with a proof when it
+// has none (errUnexpectedKeyProof).
+func TestRendezvousReplyKeyProof(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		rank, zero []byte
+		want       error
+	}{
+		{"keyed rank, keyless peer list", []byte("k"), nil, errNoKeyProof},
+		{"keyless rank, keyed peer list", nil, []byte("k"), errUnexpectedKeyProof},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr := fakeRankZero(t, func(c0 net.Conn, br *bufio.Reader) {
+				writeLine(c0, challenge{Nonce: newNonce()})
+				var h hello
+				if readLine(br, maxHelloLine, &h) != nil {
+					return
+				}
+				r := reply{Peers: []string{"127.0.0.1:7000", h.Addr}, Server: h.Server, Nonce: h.Nonce}
+				r.MAC = mac(c.zero, r.content())
+				writeLine(c0, r)
+			})
+			_, err := joinRendezvous(addr, 1, 2, "127.0.0.1:7001", c.rank, 30*time.Second)
+			if !errors.Is(err, c.want) || !errors.Is(err, errMeshKey) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
 // TestRendezvousIdleStrangers: 20 connections that say nothing, made
 // before any rank, do not hold up the ranks. Each stranger may keep its
 // handshake slot for a minute here, far past the test's 30 s formation
