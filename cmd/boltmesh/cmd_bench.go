@@ -174,7 +174,7 @@ func parseBench(args []string, stdout, stderr io.Writer) (*benchRun, error) {
 	if !explicitHeap {
 		mf.heap = strconv.Itoa(heapFor(cfg))
 	}
-	opts, err := engineOptions(&mf)
+	opts, err := engineOptions(&mf, m)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,8 @@ Give every rank the same key, with --key-file FILE (copy the file to the
 other hosts, keeping mode 0600; --key-file refuses a file others can
 read), or in the environment: BOLTMESH_KEY="$(cat FILE)". Every
 connection of the mesh (and the rendezvous, and the stdnet baseline)
-then proves it holds the key.
+then proves it holds the key. A local run (boltmesh bench --ranks N)
+needs none: it makes a new key of its own for the ranks it starts.
 `
 
 // keyBytes is the size of a generated key, before hex encoding.
@@ -60,9 +61,7 @@ func cmdKeygen(args []string, stdout, stderr io.Writer) error {
 // force replacing an existing file (through a temporary file renamed over
 // it, so that file is never half written).
 func writeKey(file string, force bool) error {
-	var k [keyBytes]byte
-	rand.Read(k[:]) // never fails (crypto/rand)
-	text := []byte(hex.EncodeToString(k[:]) + "\n")
+	text := append(newKey(), '\n')
 	if !force {
 		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
@@ -85,6 +84,14 @@ func writeKey(file string, force bool) error {
 		return err
 	}
 	return nil
+}
+
+// newKey returns a new mesh key: keyBytes bytes from the system's
+// cryptographic generator, hex-encoded.
+func newKey() []byte {
+	var k [keyBytes]byte
+	rand.Read(k[:]) // never fails (crypto/rand)
+	return []byte(hex.EncodeToString(k[:]))
 }
 
 // finishKey writes text to f (whose name is name), sets its mode to 0600

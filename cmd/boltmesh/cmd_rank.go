@@ -49,7 +49,7 @@ func parseRank(args []string, stdout, stderr io.Writer) (*benchRun, error) {
 	if err := checkPorts(&mf, m); err != nil {
 		return nil, err
 	}
-	opts, err := engineOptions(&mf)
+	opts, err := engineOptions(&mf, m)
 	if err != nil {
 		return nil, err
 	}

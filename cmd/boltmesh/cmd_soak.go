@@ -103,7 +103,7 @@ func parseSoak(args []string, stdout, stderr io.Writer) (*soakRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts, err := engineOptions(&mf)
+	opts, err := engineOptions(&mf, m)
 	if err != nil {
 		return nil, err
 	}

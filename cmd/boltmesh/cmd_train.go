@@ -205,7 +205,7 @@ func parseTrain(args []string, stdout, stderr io.Writer) (*trainRun, error) {
 	if _, err := tf.config(m.rank, m.world); err != nil {
 		return nil, err
 	}
-	opts, err := engineOptions(&mf)
+	opts, err := engineOptions(&mf, m)
 	if err != nil {
 		return nil, err
 	}

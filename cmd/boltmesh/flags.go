@@ -36,7 +36,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.coordinator, "coordinator", "", "star topology: rank 0 listens at `host:port` as the coordinator, the others dial it (only outbound connections;\nworker-to-worker traffic goes through the coordinator). In a local run, port 0 picks a free one")
 	fs.StringVar(&f.bind, "bind", "", "this rank's listen `address` (default: from --peers, else 127.0.0.1:0 for a loopback rendezvous, else :0)")
 	fs.StringVar(&f.transport, "transport", transportAuto, transportHelp)
-	fs.StringVar(&f.keyFile, "key-file", "", "`file` holding the mesh key (every connection proves it; default $BOLTMESH_KEY)")
+	fs.StringVar(&f.keyFile, "key-file", "", "`file` holding the mesh key (every connection proves it; default $BOLTMESH_KEY,\nelse in a local run a new key of the run's own, else none)")
 	fs.IntVar(&f.streams, "streams", 0, "TCP connections per pair of ranks; sends from --stripe-min are split across them (default 1, thunderbolt 2)")
 	fs.StringVar(&f.stripeMin, "stripe-min", "", "`size` from which a send is striped across --streams (default 1M)")
 	fs.StringVar(&f.sockBuf, "socket-buffer", "", "SO_SNDBUF and SO_RCVBUF `size` of every connection (default: the kernel's auto-tuning; thunderbolt 4M)")

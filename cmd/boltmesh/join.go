@@ -153,10 +153,13 @@ func isLoopback(addr string) bool {
 	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
-// engineOptions builds the transport options from the flags (the mesh
-// key from --key-file or $BOLTMESH_KEY) and checks them as the engine
-// will, so that a bad value is refused before any local rank starts.
-func engineOptions(f *meshFlags) (engine.Options, error) {
+// engineOptions builds rank m's transport options from the flags (the
+// mesh key from --key-file or $BOLTMESH_KEY, else a local run's own:
+// runKey) and checks them as the engine will, so that a bad value is
+// refused before any local rank starts. A rank that warns of having no
+// key (keylessLaunch) logs through keyWarnedLogger, which drops the
+// engine's own warning.
+func engineOptions(f *meshFlags, m membership) (engine.Options, error) {
 	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams, Congestion: f.congestion}
 	var heap int
 	var err error
@@ -170,8 +173,11 @@ func engineOptions(f *meshFlags) (engine.Options, error) {
 		return o, err
 	}
 	o.HeapSize = uint64(heap)
-	if o.MeshKey, err = meshKey(f.keyFile, os.Getenv); err != nil {
+	if o.MeshKey, err = runKey(f.keyFile, m, os.Getenv); err != nil {
 		return o, err
+	}
+	if keylessLaunch(m, o.MeshKey) {
+		o.Logger = keyWarnedLogger()
 	}
 	switch f.transport {
 	case transportTCP:

@@ -95,7 +95,7 @@ func TestKeyFileMode(t *testing.T) {
 // as the engine does.
 func TestMeshKeyFromEnv(t *testing.T) {
 	t.Setenv("BOLTMESH_KEY", "from env")
-	o, err := engineOptions(&meshFlags{timeout: 1})
+	o, err := engineOptions(&meshFlags{timeout: 1}, membership{rank: 1, world: 2, source: "flags"})
 	if err != nil || string(o.MeshKey) != "from env" {
 		t.Fatalf("key %q, %v", o.MeshKey, err)
 	}

@@ -30,9 +30,12 @@ type rendezvousServer struct {
 // unspecified host in it, or in a rank's address, is replaced by the
 // address the connection was made on.
 func serveRendezvous(ln net.Listener, world int, self string, key []byte, timeout time.Duration) ([]string, error) {
-	s := &rendezvousServer{world: world, self: self, key: key, timeout: timeout}
+	s := &rendezvousServer{world: world, self: self, key: key, timeout: timeout, onReject: testHookRendezvousReject}
 	return s.serve(ln)
 }
+
+// testHookRendezvousReject, if set, is serveRendezvous's onReject.
+var testHookRendezvousReject func(error)
 
 // serve admits one hello per rank 1..world-1, concurrently, and sends the
 // peer list to every rank once all are in.

@@ -31,7 +31,7 @@ const childWait = 30 * time.Second
 // runs the benchmark and, on rank 0, writes the outputs.
 func (b *benchRun) run() error {
 	var rep *bench.Report
-	err := runLocal(b.mf, b.pf, b.m, b.stderr, []string{"rank"}, func(rln net.Listener) (err error) {
+	err := runLocal(b.mf, b.pf, b.m, b.opts.MeshKey, b.stderr, []string{"rank"}, func(rln net.Listener) (err error) {
 		rep, err = b.runRank(rln)
 		return err
 	})
@@ -44,9 +44,12 @@ func (b *benchRun) run() error {
 // runLocal runs this rank's part, rank, under the profiles pf asks for.
 // In a local run of more than one rank it first opens rank 0's listener
 // (handed to rank) and starts ranks 1..n-1 as this program's command
-// child (a subcommand and its own flags; the mesh flags are added), and
-// afterwards waits for them.
-func runLocal(mf *meshFlags, pf *profFlags, m membership, stderr io.Writer, child []string, rank func(rln net.Listener) error) (err error) {
+// child (a subcommand and its own flags; the mesh flags are added), which
+// get the mesh key (see childEnv), and afterwards waits for them. A rank
+// placed by a launcher or the flags without a key warns first
+// (warnKeyless).
+func runLocal(mf *meshFlags, pf *profFlags, m membership, key []byte, stderr io.Writer, child []string, rank func(rln net.Listener) error) (err error) {
+	warnKeyless(stderr, m, key)
 	stop, err := startProfiling(pf, m.rank, stderr)
 	if err != nil {
 		return err
@@ -58,7 +61,10 @@ func runLocal(mf *meshFlags, pf *profFlags, m membership, stderr io.Writer, chil
 		if rln, err = listenLocal(mf); err != nil {
 			return err
 		}
-		if kids, err = spawn(m.world, mf, pf, stderr, child); err != nil {
+		if testHookLocalListen != nil {
+			testHookLocalListen(rln)
+		}
+		if kids, err = spawn(m.world, mf, pf, key, stderr, child); err != nil {
 			rln.Close()
 			return err
 		}
@@ -70,6 +76,10 @@ func runLocal(mf *meshFlags, pf *profFlags, m membership, stderr io.Writer, chil
 	}
 	return err
 }
+
+// testHookLocalListen, if set, is called with rank 0's listener of a
+// local run once it listens, before the other ranks start.
+var testHookLocalListen func(ln net.Listener)
 
 // listenLocal opens rank 0's listener of a local run before the other
 // ranks start, and points them at it: the star's coordinator listener

@@ -68,7 +68,7 @@ func soakRankOf(w []float64) soakRank {
 func (r *soakRun) run() error {
 	start := time.Now()
 	var rep *soakReport
-	err := runLocal(r.mf, r.pf, r.m, r.stderr, r.sf.childArgs(), func(rln net.Listener) (err error) {
+	err := runLocal(r.mf, r.pf, r.m, r.opts.MeshKey, r.stderr, r.sf.childArgs(), func(rln net.Listener) (err error) {
 		rep, err = r.runRank(rln, start)
 		return err
 	})

@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,22 +21,20 @@ type children struct {
 }
 
 // spawn starts ranks 1..world-1 as this program's command child (its
-// subcommand, then its own flags), which meet rank 0 at mf.rendezvous.
-// Their output goes to stderr. Every local rank, this one included, gets its
+// subcommand, then its own flags), which meet rank 0 at mf.rendezvous,
+// in the environment childEnv gives them (with the mesh key key). Their
+// output goes to stderr. Every local rank, this one included, gets its
 // share of the cores (see coreShare).
-func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer, child []string) (*children, error) {
+func spawn(world int, mf *meshFlags, pf *profFlags, key []byte, stderr io.Writer, child []string) (*children, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("starting local ranks: %w", err)
 	}
 	c := &children{}
-	env, share := shareCores(world)
+	env := childEnv(os.Environ(), world, mf, key)
 	for r := 1; r < world; r++ {
 		cmd := exec.Command(exe, childArgs(r, world, mf, pf, child)...)
-		cmd.Stdout, cmd.Stderr = stderr, stderr
-		if share {
-			cmd.Env = append(os.Environ(), env)
-		}
+		cmd.Stdout, cmd.Stderr, cmd.Env = stderr, stderr, env
 		if err := cmd.Start(); err != nil {
 			c.kill()
 			return nil, fmt.Errorf("starting rank %d: %w", r, err)
@@ -46,8 +46,41 @@ func spawn(world int, mf *meshFlags, pf *profFlags, stderr io.Writer, child []st
 	return c, nil
 }
 
+// childEnv is the environment of the local ranks of a world of world:
+// environ, with GOMAXPROCS set to their share of the cores (shareCores,
+// which applies it to this process too) and, unless --key-file names the
+// key (childArgs passes the flag on), BOLTMESH_KEY set to the mesh key.
+// The key travels in the environment, which only the user's own
+// processes can read (/proc/PID/environ), never on the command line,
+// which every user can.
+func childEnv(environ []string, world int, mf *meshFlags, key []byte) []string {
+	var set []string
+	if cores, ok := shareCores(world); ok {
+		set = append(set, cores)
+	}
+	if mf.keyFile == "" && len(key) > 0 {
+		set = append(set, "BOLTMESH_KEY="+string(key))
+	}
+	return setEnv(environ, set...)
+}
+
+// setEnv returns a copy of environ with each "NAME=value" entry of set
+// in place of NAME's entries.
+func setEnv(environ []string, set ...string) []string {
+	out := make([]string, 0, len(environ)+len(set))
+	for _, e := range environ {
+		name, _, _ := strings.Cut(e, "=")
+		if !slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, name+"=") }) {
+			out = append(out, e)
+		}
+	}
+	return append(out, set...)
+}
+
 // childArgs are rank r's command line: child's subcommand, its place, the
-// flags every rank must share, then child's own flags.
+// flags every rank must share, then child's own flags. They never hold
+// the mesh key itself: only --key-file's file name, if given (childEnv
+// hands over any other key).
 func childArgs(r, world int, mf *meshFlags, pf *profFlags, child []string) []string {
 	args := []string{child[0], "--rank", strconv.Itoa(r), "--world", strconv.Itoa(world),
 		"--rendezvous", mf.rendezvous, "--transport", mf.transport, "--timeout", mf.timeout.String(), "--spin", mf.spin.String()}

@@ -41,7 +41,7 @@ const trainSchema = "boltmesh-train/v1"
 // trains and, on rank 0, prints and writes the outputs.
 func (r *trainRun) run() error {
 	var rep *trainReport
-	err := runLocal(r.mf, r.pf, r.m, r.stderr, r.tf.childArgs(), func(rln net.Listener) (err error) {
+	err := runLocal(r.mf, r.pf, r.m, r.opts.MeshKey, r.stderr, r.tf.childArgs(), func(rln net.Listener) (err error) {
 		rep, err = r.runRank(rln)
 		return err
 	})
