@@ -64,9 +64,26 @@
 // baseline's (its mesh and net/rpc connections answer a nonce with a MAC
 // too). A connection that fails is refused without disturbing the run.
 // --key-file refuses a file that anyone but its owner may read or write
-// ("--key-file k: mode 0644 is readable by others; chmod 600 k"). Without
-// a key, anyone who reaches the ports can join; --pprof ADDR serves
-// profiles to anyone who reaches ADDR, so bind it to loopback.
+// ("--key-file k: mode 0644 is readable by others; chmod 600 k").
+//
+// A local run (bench, soak or train starting its own ranks, --ranks N)
+// needs no key given: without --key-file or $BOLTMESH_KEY, rank 0 makes a
+// new one for the run (as boltmesh keygen does) and hands it to the ranks
+// it starts in their environment (BOLTMESH_KEY), never on their command
+// line, which any user of the machine can read; so its mesh, star and
+// rendezvous refuse any other process. A --key-file given goes to them as
+// the flag.
+//
+// Ranks placed by a launcher or by the flags (--rank/--world) have no
+// such rank 0: without a key, anyone who reaches the ports can join, any
+// process of the same machine included, so each such rank prints a
+// warning, once, on loopback too (the engine's own warning, which only
+// fires beyond loopback, is then left out). Give them a key: boltmesh
+// keygen FILE, then --key-file FILE on every rank, or BOLTMESH_KEY="$(cat
+// FILE)" exported to every rank (mpirun -x BOLTMESH_KEY). A rendezvous
+// hello without a key proof is refused by a rank 0 that has a key, and one
+// with a proof by a rank 0 that has none, each saying which. --pprof ADDR
+// serves profiles to anyone who reaches ADDR, so bind it to loopback.
 //
 // # Checks before a run
 //
