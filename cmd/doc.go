@@ -77,8 +77,8 @@
 // Ranks placed by a launcher or by the flags (--rank/--world) have no
 // such rank 0: without a key, anyone who reaches the ports can join, any
 // process of the same machine included, so each such rank prints a
-// warning, once, on loopback too (the engine's own warning, which only
-// fires beyond loopback, is then left out). Give them a key: boltmesh
+// warning, once, on loopback too (beyond loopback the engine warns as
+// well). Give them a key: boltmesh
 // keygen FILE, then --key-file FILE on every rank, or BOLTMESH_KEY="$(cat
 // FILE)" exported to every rank (mpirun -x BOLTMESH_KEY). A rendezvous
 // hello without a key proof is refused by a rank 0 that has a key, and one

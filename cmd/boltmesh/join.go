@@ -156,9 +156,7 @@ func isLoopback(addr string) bool {
 // engineOptions builds rank m's transport options from the flags (the
 // mesh key from --key-file or $BOLTMESH_KEY, else a local run's own:
 // runKey) and checks them as the engine will, so that a bad value is
-// refused before any local rank starts. A rank that warns of having no
-// key (keylessLaunch) logs through keyWarnedLogger, which drops the
-// engine's own warning.
+// refused before any local rank starts.
 func engineOptions(f *meshFlags, m membership) (engine.Options, error) {
 	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams, Congestion: f.congestion}
 	var heap int
@@ -175,9 +173,6 @@ func engineOptions(f *meshFlags, m membership) (engine.Options, error) {
 	o.HeapSize = uint64(heap)
 	if o.MeshKey, err = runKey(f.keyFile, m, os.Getenv); err != nil {
 		return o, err
-	}
-	if keylessLaunch(m, o.MeshKey) {
-		o.Logger = keyWarnedLogger()
 	}
 	switch f.transport {
 	case transportTCP:

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"strings"
 )
 
 // A run's mesh key: the one given (--key-file, else $BOLTMESH_KEY), else,
@@ -46,38 +43,4 @@ func warnKeyless(w io.Writer, m membership, key []byte) {
 	if keylessLaunch(m, key) {
 		fmt.Fprintf(w, keylessWarning, m.rank)
 	}
-}
-
-// engineKeyWarning begins the engine's own warning that a transport
-// without a key is reachable beyond loopback; warnKeyless says that
-// already, so the CLI's ranks drop it (keyWarnedLogger).
-const engineKeyWarning = "boltmesh: NO MESH KEY:"
-
-// keyWarnedLogger returns a logger like slog.Default() that drops the
-// engine's no-key warning (engineKeyWarning), for a rank that prints
-// warnKeyless's (keylessLaunch).
-func keyWarnedLogger() *slog.Logger {
-	return slog.New(dropKeyWarning{slog.Default().Handler()})
-}
-
-// dropKeyWarning is a slog.Handler that passes every record to its
-// Handler but the engine's no-key warning.
-type dropKeyWarning struct{ slog.Handler }
-
-// Handle drops the engine's no-key warning and passes the rest on.
-func (h dropKeyWarning) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelWarn && strings.HasPrefix(r.Message, engineKeyWarning) {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-// WithAttrs keeps dropping the warning.
-func (h dropKeyWarning) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return dropKeyWarning{h.Handler.WithAttrs(attrs)}
-}
-
-// WithGroup keeps dropping the warning.
-func (h dropKeyWarning) WithGroup(name string) slog.Handler {
-	return dropKeyWarning{h.Handler.WithGroup(name)}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -18,8 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/boltmesh/boltmesh/engine"
 )
 
 // TestRunKey: a local run without a key given makes a new one, as
@@ -277,79 +273,5 @@ func TestKeylessWarning(t *testing.T) {
 	_, stderr, err := cli(t, append([]string{"bench", "--ranks", "2"}, fast...)...)
 	if err != nil || strings.Contains(stderr, keylessMark) {
 		t.Errorf("a local run: %v; stderr:\n%s", err, stderr)
-	}
-}
-
-// recordHandler records the messages of the records it handles.
-type recordHandler struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.msgs = append(h.msgs, r.Message)
-	return nil
-}
-
-func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
-
-// warned returns how many of the recorded messages are the engine's
-// no-key warning.
-func (h *recordHandler) warned() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, m := range h.msgs {
-		if strings.HasPrefix(m, engineKeyWarning) {
-			n++
-		}
-	}
-	return n
-}
-
-// TestEngineKeyWarningDropped: two keyless ranks listen on every
-// interface, where the engine warns that they have no key: rank 1, with a
-// plain logger, records that warning (so engineKeyWarning still names
-// it), and rank 0, whose logger is the CLI's (dropKeyWarning), does not.
-func TestEngineKeyWarningDropped(t *testing.T) {
-	t.Setenv("BOLTMESH_KEY", "")
-	lns := make([]net.Listener, 2)
-	addrs := make([]string, 2)
-	for r := range lns {
-		ln, err := net.Listen("tcp", "0.0.0.0:0")
-		if err != nil {
-			t.Skipf("cannot listen on 0.0.0.0: %v", err)
-		}
-		lns[r], addrs[r] = ln, ln.Addr().String()
-	}
-	var logs [2]recordHandler
-	handlers := [2]slog.Handler{dropKeyWarning{&logs[0]}, &logs[1]}
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Go(func() {
-			o := engine.Options{Logger: slog.New(handlers[r]), DialTimeout: 10 * time.Second}
-			tr, err := engine.FromListener(r, 2, lns[r], addrs, o)
-			if err == nil {
-				err = tr.Barrier()
-				tr.Close()
-			}
-			errs[r] = err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	if n := logs[1].warned(); n != 1 {
-		t.Errorf("the engine warned %d times of no key, want 1: %q", n, logs[1].msgs)
-	}
-	if n := logs[0].warned(); n != 0 {
-		t.Errorf("the CLI's logger passed %d no-key warnings on: %q", n, logs[0].msgs)
 	}
 }
