@@ -207,9 +207,9 @@ func (l *meshLink) close() {
 	}
 }
 
-// all returns the link's streams that are attached, but the first from
-// data streams: data streams from..., the idle TCP streams of neighbours
-// and the control stream. (attach may still be filling them in.)
+// all returns the link's attached streams: its data streams from index
+// from on, the idle TCP streams of neighbours and the control stream.
+// (attach may still be filling them in.)
 func (l *meshLink) all(from int) []*ioloop.Conn {
 	l.mu.Lock()
 	streams := make([]*ioloop.Conn, 0, len(l.data)+len(l.tcp)+1)
