@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/boltmesh/boltmesh/heap"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -54,7 +55,12 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
 	for _, n := range []lane{laneCtl, laneData} {
 		mem, bell, release := pair.pipe(n)
 		open := false
-		_, err := t.loop.RegisterPipe(bell, mem, pair.side, release, p.rank, &meshStream{l: l, lane: n, pipe: true}, func(c *ioloop.Conn) {
+		s, err := linkshm.Open(mem, pair.side, bell, release)
+		if err != nil {
+			closeFDs(pair.bells[:]) // the other pipe's, if it was not opened
+			return err
+		}
+		_, err = t.loop.RegisterStream(s, p.rank, &meshStream{l: l, lane: n, pipe: true}, func(c *ioloop.Conn) {
 			ready := l.attachPipe(n, c)
 			p.mu.Lock()
 			defer p.mu.Unlock()

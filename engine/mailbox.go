@@ -304,7 +304,7 @@ func (m *mailbox) sleep(on bool) {
 // load of this word, are a Dekker pair, and only a full barrier between
 // each store and its load keeps a WAKE from being lost; under the race
 // detector Go's atomic stores to memory outside Go's heap are release
-// stores only (see the pipes' "Memory ordering", ioloop/pipe.go).
+// stores only (see the pipes' "Memory ordering", internal/link/shm/pipe.go).
 func (m *mailbox) setAsleep(off int, on bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

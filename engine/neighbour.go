@@ -12,15 +12,15 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/internal/shm"
-	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
 
 // Neighbours: ranks on one host (their HELLOs carry the same HostID) meet
 // over a Unix socket at the end of their control stream's handshake and
 // from then on move their frames through two pipes in shared memory
-// (ioloop.RegisterPipe), one per lane, while each maps the other's heap
+// (linkshm.Open, ioloop.Loop.RegisterStream), one per lane, while each maps the other's heap
 // for Put and Get (frame/spec.md, "Neighbours"). The acceptor of the pair
 // (the lower rank) listens; the dialer creates the pipes' memory, sealed,
 // and the bells, and sends them with its heap; the acceptor answers with
@@ -98,7 +98,7 @@ func DefaultPipeRing(world int) int {
 }
 
 // ctlRing is the ring of a pair's control pipe for a data ring of ring
-// bytes: a quarter, at least ioloop.MinPipeRing.
+// bytes: a quarter, at least linkshm.MinPipeRing.
 func ctlRing(ring int) int { return max(ring/4, 64<<10) }
 
 // labelNeighbour is the HMAC label of a meeting's token.
@@ -254,7 +254,7 @@ func (n *neighbours) admit(uc *net.UnixConn, rank int, ask []byte, fds []int) (*
 	ctl := int(binary.LittleEndian.Uint64(ask[44:]))
 	heapSize := binary.LittleEndian.Uint64(ask[52:])
 	size := int(binary.LittleEndian.Uint64(ask[60:]))
-	if ring < ioloop.MinPipeRing || ctl < ioloop.MinPipeRing || ring > 1<<30 || ctl > 1<<30 || size != pipesSize(ring, ctl) {
+	if ring < linkshm.MinPipeRing || ctl < linkshm.MinPipeRing || ring > 1<<30 || ctl > 1<<30 || size != pipesSize(ring, ctl) {
 		closeFDs(fds[1:])
 		return nil, fmt.Errorf("%w: pipes of %d and %d bytes in %d bytes", ErrProtocol, ring, ctl, size)
 	}
@@ -346,7 +346,7 @@ func pipesSize(ring, ctl int) int {
 
 // mailboxAt is where a pair's mailbox starts in its shared memory: on the
 // first page after the pipes.
-func mailboxAt(ring, ctl int) int { return roundPage(ioloop.PipeSize(ring) + ioloop.PipeSize(ctl)) }
+func mailboxAt(ring, ctl int) int { return roundPage(linkshm.PipeSize(ring) + linkshm.PipeSize(ctl)) }
 
 func roundPage(n int) int {
 	page := unix.Getpagesize()
@@ -368,10 +368,10 @@ func mapPair(fd, size, side, ring, ctl int) (*pairMem, error) {
 
 // init lays both pipes out in fresh memory (the creator).
 func (m *pairMem) init() error {
-	if err := ioloop.InitPipe(m.mem, m.ring); err != nil {
+	if err := linkshm.InitPipe(m.mem, m.ring); err != nil {
 		return err
 	}
-	return ioloop.InitPipe(m.mem[ioloop.PipeSize(m.ring):], m.ctlRing)
+	return linkshm.InitPipe(m.mem[linkshm.PipeSize(m.ring):], m.ctlRing)
 }
 
 // makeBells makes both pipes' bells, keeping this side's ends, and
@@ -390,12 +390,12 @@ func (m *pairMem) makeBells() ([2]int, error) {
 }
 
 // pipe returns lane l's pipe memory, its bell and a release that counts
-// the pipe's reference; the caller registers it (ioloop.RegisterPipe owns
+// the pipe's reference; the caller registers it (linkshm.Open owns
 // the bell from then on).
 func (m *pairMem) pipe(l lane) ([]byte, int, func()) {
-	mem, bell := m.mem[:ioloop.PipeSize(m.ring)], &m.bells[0]
+	mem, bell := m.mem[:linkshm.PipeSize(m.ring)], &m.bells[0]
 	if l == laneCtl {
-		mem, bell = m.mem[ioloop.PipeSize(m.ring):], &m.bells[1]
+		mem, bell = m.mem[linkshm.PipeSize(m.ring):], &m.bells[1]
 	}
 	m.mu.Lock()
 	m.refs++

@@ -1,10 +1,11 @@
 package ioloop_test
 
 import (
-	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -38,11 +39,11 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	for _, family := range families {
 		t.Run(familyName(family), func(t *testing.T) {
-			leakCheck(t)
-			l := newLoop(t, ioloop.Options{})
+			looptest.LeakCheck(t)
+			l := looptest.NewLoop(t, ioloop.Options{})
 			rx := &intoHandler{buf: make([]byte, 4096), delivered: make(chan int, 1)}
-			ca, _ := connPair(t, l, family, nopHandler{}, rx)
-			payload := patterned(1, 4096)
+			ca, _ := connPair(t, l, family, looptest.NopHandler{}, rx)
+			payload := looptest.Patterned(1, 4096)
 			h := &frame.Header{Kind: frame.KindSend, Tag: 5}
 			bad := 0
 			roundTrip := func() {
@@ -62,7 +63,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 			if bad != 0 {
 				t.Errorf("%d frames not delivered into the named buffer", bad)
 			}
-			if firstDiff(rx.buf, payload) != len(payload) {
+			if looptest.FirstDiff(rx.buf, payload) != len(payload) {
 				t.Error("named buffer does not hold the payload")
 			}
 		})

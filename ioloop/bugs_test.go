@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -27,8 +28,8 @@ func TestEOFWithDataInOneEdge(t *testing.T) {
 	l := bugLoop(t)
 
 	gate, entered := make(chan struct{}), make(chan struct{})
-	blocker := newTestHandler()
-	blocker.onDeliver = func(*ioloop.Conn, *frame.Header, int) {
+	blocker := looptest.NewHandler()
+	blocker.OnDeliver = func(*ioloop.Conn, *frame.Header, int) {
 		select {
 		case <-entered:
 		default:
@@ -37,30 +38,30 @@ func TestEOFWithDataInOneEdge(t *testing.T) {
 		}
 	}
 	_, rawX := rawPeer(t, l, unix.AF_UNIX, 1, blocker)
-	rx := newTestHandler()
+	rx := looptest.NewHandler()
 	cy, rawY := rawPeer(t, l, unix.AF_UNIX, 2, rx)
 
-	rawX.write(t, encodeFrame(frame.Header{Kind: frame.KindHeartbeat}, nil))
+	rawX.write(t, looptest.EncodeFrame(frame.Header{Kind: frame.KindHeartbeat}, nil))
 	select {
 	case <-entered: // the loop goroutine is inside Deliver of connection 1
-	case <-time.After(waitTimeout):
+	case <-time.After(looptest.WaitTimeout):
 		t.Fatal("no delivery on connection 1")
 	}
 	want := frame.Header{Kind: frame.KindGoodbye}
-	rawY.write(t, encodeFrame(want, nil))
+	rawY.write(t, looptest.EncodeFrame(want, nil))
 	rawY.close()
 	time.Sleep(10 * time.Millisecond)
 	close(gate)
 
-	got := rx.waitFrames(t, 1)
-	assertFrame(t, got[0], want, nil, false)
+	got := rx.WaitFrames(t, 1)
+	looptest.AssertFrame(t, got[0], want, nil, false)
 	select {
-	case <-rx.closed:
-		assertConnError(t, rx.closeErr, ioloop.ErrEOF)
+	case <-rx.Done():
+		looptest.AssertConnError(t, rx.Err(), ioloop.ErrEOF)
 	case <-time.After(time.Second):
 		cy.Progress()
 		t.Fatalf("peer closed after its last frame, but Handler.Closed was never called; "+
-			"the EOF behind the short read is left unread (an explicit Progress then reports it: %v)", rx.isClosed())
+			"the EOF behind the short read is left unread (an explicit Progress then reports it: %v)", rx.IsClosed())
 	}
 }
 
@@ -75,8 +76,8 @@ func TestEOFWithDataInOneEdge(t *testing.T) {
 func TestCloseFromDeliver(t *testing.T) {
 	l := bugLoop(t)
 	returned := make(chan struct{})
-	rx := newTestHandler()
-	rx.onDeliver = func(c *ioloop.Conn, h *frame.Header, _ int) {
+	rx := looptest.NewHandler()
+	rx.OnDeliver = func(c *ioloop.Conn, h *frame.Header, _ int) {
 		if h.Kind == frame.KindGoodbye {
 			c.Close()
 			close(returned)
@@ -87,7 +88,7 @@ func TestCloseFromDeliver(t *testing.T) {
 	// that a deadlock does not also take the loop down: pause, let the
 	// loop see the bytes and leave them, and Resume elsewhere.
 	c.Pause()
-	raw.write(t, encodeFrame(frame.Header{Kind: frame.KindGoodbye}, nil))
+	raw.write(t, looptest.EncodeFrame(frame.Header{Kind: frame.KindGoodbye}, nil))
 	time.Sleep(20 * time.Millisecond)
 	go c.Resume()
 	select {
@@ -95,7 +96,7 @@ func TestCloseFromDeliver(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("Conn.Close called from Handler.Deliver deadlocked")
 	}
-	assertConnError(t, rx.waitClosed(t), ioloop.ErrClosed)
+	looptest.AssertConnError(t, rx.WaitClosed(t), ioloop.ErrClosed)
 }
 
 // TestCloseFromClosed: "Closing a failed connection does nothing", also
@@ -109,8 +110,8 @@ func TestCloseFromDeliver(t *testing.T) {
 func TestCloseFromClosed(t *testing.T) {
 	l := bugLoop(t)
 	returned := make(chan struct{})
-	rx := newTestHandler()
-	rx.onClosed = func(c *ioloop.Conn, _ error) {
+	rx := looptest.NewHandler()
+	rx.OnClosed = func(c *ioloop.Conn, _ error) {
 		c.Close()
 		close(returned)
 	}
@@ -133,7 +134,7 @@ func bugLoop(t *testing.T) *ioloop.Loop {
 	}
 	t.Cleanup(func() {
 		if !t.Failed() {
-			closeLoop(t, l)
+			looptest.CloseLoop(t, l)
 		}
 	})
 	return l
@@ -156,16 +157,13 @@ func bugLoop(t *testing.T) *ioloop.Loop {
 // and flush once it returns.
 func TestSendCancelStartedFrame(t *testing.T) {
 	wl := installWritevLog(t)
-	l := newLoop(t, ioloop.Options{})
+	l := looptest.NewLoop(t, ioloop.Options{})
 	const size = 16 << 20
-	want := make([]byte, size)
-	for off := 0; off < size; off += len(pool) {
-		copy(want[off:], pool)
-	}
+	want := looptest.Filled(size)
 	payload := bytes.Clone(want)
 	buf := make([]byte, 1<<20)
 	for attempt := range 3 {
-		c, raw := rawPeer(t, l, unix.AF_UNIX, 100+attempt, newTestHandler())
+		c, raw := rawPeer(t, l, unix.AF_UNIX, 100+attempt, looptest.NewHandler())
 		// A stalled stream shows as a read timing out.
 		if err := unix.SetsockoptTimeval(raw.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 500000}); err != nil {
 			t.Fatal(err)
@@ -181,7 +179,7 @@ func TestSendCancelStartedFrame(t *testing.T) {
 			}
 			res <- err
 		}()
-		waitFor(t, "the frame to block", func() bool {
+		looptest.WaitFor(t, "the frame to block", func() bool {
 			for _, w := range wl.of(c.ID()) {
 				if w.n == 0 {
 					return true
@@ -214,7 +212,7 @@ func TestSendCancelStartedFrame(t *testing.T) {
 		if err := <-res; err != nil {
 			t.Fatalf("SendCancel of a started frame = %v, want nil", err)
 		}
-		if i := firstDiff(got, want); i != size {
+		if i := looptest.FirstDiff(got, want); i != size {
 			t.Fatalf("payload differs at byte %d", i)
 		}
 		// The connection still works.

@@ -1,18 +1,24 @@
 package ioloop
 
 import (
+	"math"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
-// Conn is one connection owned by a Loop. Send, Progress, Pause, Resume and
-// Close are safe for concurrent use.
+// Conn is one connection owned by a Loop, over a Stream. Send, Progress,
+// Pause, Resume and Close are safe for concurrent use.
 type Conn struct {
 	loop *Loop
-	fd   int
+	s    Stream
+	fd   int // s.Fd(), which the poller watches
 	id   int
 	h    Handler
+
+	// The Stream's optional capabilities, asked once (newConn); nil
+	// where it has none.
+	poller  Poller
+	bell    Belled
+	limiter DeferLimiter
 
 	failed     atomic.Pointer[ConnError] // set once, by fail
 	releasable atomic.Bool               // fail is done with the fd
@@ -20,15 +26,14 @@ type Conn struct {
 
 	rd reader
 	wr writer
-
-	pipe    *pipe  // the shared-memory stream behind fd, a pipe's bell (RegisterPipe); nil for a socket
-	release func() // RegisterPipe's release, or nil
 }
 
-func newConn(l *Loop, fd, id int, h Handler) *Conn {
-	c := &Conn{loop: l, fd: fd, id: id, h: h}
+func newConn(l *Loop, s Stream, id int, h Handler) *Conn {
+	c := &Conn{loop: l, s: s, fd: s.Fd(), id: id, h: h}
+	c.poller, _ = s.(Poller)
+	c.bell, _ = s.(Belled)
+	c.limiter, _ = s.(DeferLimiter)
 	c.rd.buf = make([]byte, l.opts.StagingSize)
-	c.wr.iov = make([]unix.Iovec, 0, maxIovecs)
 	c.wr.bufs = make([][]byte, 0, maxIovecs)
 	return c
 }
@@ -63,7 +68,7 @@ func (c *Conn) fail(op string, err error) {
 	if !c.failed.CompareAndSwap(nil, e) {
 		return
 	}
-	unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	c.s.Shutdown()
 	c.loop.p.del(c.fd)
 	c.loop.forget(c.fd)
 	c.failQueued(e)
@@ -98,19 +103,18 @@ func (c *Conn) releaseIfDue() {
 	c.h.Closed(c, c.failed.Load())
 }
 
-// closeFD closes the fd and releases a pipe's memory: nothing reads or
-// writes either after it.
-func (c *Conn) closeFD() {
-	if p := c.pipe; p != nil {
-		p.bmu.Lock()
-		p.shut = true
-		p.bmu.Unlock()
-		p.timer.Stop()
+// closeFD closes the Stream: nothing reads or writes it after.
+func (c *Conn) closeFD() { c.s.Close() }
+
+// DeferLimit returns the longest payload a handler should leave unread on
+// c (Defer) while the writer may still be writing it: its Stream's
+// DeferLimit, if it has one (a pipe's ring must hold the rest of the
+// frame), else no bound (a socket's buffers are the kernel's).
+func (c *Conn) DeferLimit() uint64 {
+	if c.limiter == nil {
+		return math.MaxUint64
 	}
-	unix.Close(c.fd)
-	if c.release != nil {
-		c.release()
-	}
+	return c.limiter.DeferLimit()
 }
 
 // KeepHot makes the loop keep reading this connection, without parking,

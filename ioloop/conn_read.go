@@ -72,9 +72,10 @@ func (c *Conn) polledRecently() bool {
 	return c.loopedOn() || nanotime()-c.rd.polledAt.Load() < int64(10*time.Microsecond)
 }
 
-// loopedOn reports whether a goroutine polls this pipe in a loop
-// (Polling): it needs no clock read per Poll to say so.
-func (c *Conn) loopedOn() bool { return c.pipe != nil && c.pipe.pollers() > 0 }
+// loopedOn reports whether a goroutine polls this Conn in a loop
+// (Polling, on a Poller stream): it needs no clock read per Poll to say
+// so.
+func (c *Conn) loopedOn() bool { return c.poller != nil && c.poller.Pollers() > 0 }
 
 // progress drains the socket if no other goroutine is reading it. Like
 // every holder of rd.mu, it calls releaseIfDue after unlocking, also when
@@ -114,10 +115,26 @@ func (c *Conn) progress(lazy bool) {
 // a waiting goroutine can tell from it whether data is still arriving.
 func (c *Conn) BytesRead() uint64 { return c.rd.total.Load() }
 
+// onBell is what the loop does when a Belled stream's descriptor is
+// ready: it drains it, and then drives both directions.
+func (c *Conn) onBell() {
+	if err := c.bell.Rang(); err != nil {
+		c.fail("read", err)
+		return
+	}
+	c.onWritable()
+	c.onReadable()
+}
+
 func (c *Conn) onReadable() {
 	c.rd.pending.Store(true)
 	c.Progress()
 }
+
+// Look has c read what its Stream holds now, or its current reader will:
+// for a Stream that learns of bytes its descriptor will not report (a
+// Poller that has just asked to be told).
+func (c *Conn) Look() { c.onReadable() }
 
 // Pause stops reading from the socket after the frame being delivered, so
 // that TCP flow control holds the peer back. Call it from Handler.Deliver
@@ -323,46 +340,35 @@ func (c *Conn) read(p []byte) (int, error) {
 	}
 }
 
-// read1 is one read of the socket, or of a pipe: that one asks for a bell
-// when it finds its ring empty on a drain that must end only when nothing
-// is left (not Poll's) while no goroutine polls it in a loop (Polling).
-func (c *Conn) read1(p []byte) (int, error) {
-	if c.pipe != nil {
-		return c.pipe.read(p, !c.rd.lazy && c.pipe.pollers() == 0)
-	}
-	return unix.Read(c.fd, p)
-}
+// read1 is one read of the Stream, which may ask to be told of what
+// comes next on a drain that must end only when nothing is left (not
+// Poll's; see Stream.Read).
+func (c *Conn) read1(p []byte) (int, error) { return c.s.Read(p, !c.rd.lazy) }
 
 // Polling tells the connection that a goroutine starts (on) or stops
-// polling it in a loop (Poll). A pipe's reader asks for no bell while one
-// does, so that its writer makes no system call per frame for a reader
-// that is looking anyway; the last to stop asks for a bell again and
-// reads what came meanwhile, if anything did (a goroutine that polls
-// again soon stops with Polled instead). Sockets need neither: Polling
-// does nothing.
+// polling it in a loop (Poll). A Poller stream (a pipe) asks for no
+// wake-up while one does, so that its writer makes no system call per
+// frame for a reader that is looking anyway; the last to stop asks for
+// one again and reads what came meanwhile, if anything did (a goroutine
+// that polls again soon stops with Polled instead). Other streams (a
+// socket) need neither: Polling does nothing.
 func (c *Conn) Polling(on bool) {
-	if c.pipe == nil {
-		return
+	switch {
+	case c.poller == nil:
+	case on:
+		c.poller.StartPolling()
+	case c.poller.StopPolling():
+		c.onReadable()
 	}
-	if on {
-		p := c.pipe
-		p.polls.Add(1<<32 | 1)
-		if !p.asking.Load() {
-			return // the word is 0 already
-		}
-		p.bmu.Lock()
-		// A store only if need be: the writer loads the line after every
-		// message, and a store takes it from the writer's cache.
-		if !p.shut && atomic.LoadUint32(p.rx.wantData) != 0 {
-			atomic.StoreUint32(p.rx.wantData, 0)
-		}
-		p.asking.Store(false)
-		p.bmu.Unlock()
-		return
-	}
-	if c.pipe.stopPolling() == 0 && !c.pipe.armEmpty() {
-		c.rd.pending.Store(true)
-		c.Progress()
+}
+
+// Polled is Polling(false) for a goroutine that got what it polled for
+// and is likely to poll again soon: a Poller stream may put off asking
+// for a wake-up (a pipe asks only once nobody has polled it for a
+// moment). On other streams it does nothing.
+func (c *Conn) Polled() {
+	if c.poller != nil {
+		c.poller.StopPolled()
 	}
 }
 

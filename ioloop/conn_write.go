@@ -50,7 +50,6 @@ type writer struct {
 
 	hdr     [frame.HeaderSize]byte // sendDirect's header, guarded by mu
 	bufs    [][]byte               // the writev vector, reused
-	iov     []unix.Iovec           // its iovec form, reused
 	total   atomic.Uint64          // bytes written so far
 	nqueued atomic.Int64           // frames in the queue, for Poll's cheap check
 	posted  atomic.Int64           // cost of the async frames queued (Options.MaxPosted)
@@ -104,12 +103,12 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 // frees room within microseconds, and taking the loop's wake-up out of that
 // path is what keeps a bulk sender at wire speed.
 func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
-	if p := c.pipe; p != nil {
-		// No bell for room while this sender looks itself; the last to stop
-		// writes once more, which asks for one if the ring is still full.
-		p.writers.Add(1)
+	if p := c.poller; p != nil {
+		// No wake-up for room while this sender looks itself; the last to
+		// stop writes once more, which asks for one if there is still none.
+		p.Writing(true)
 		defer func() {
-			if p.writers.Add(-1) == 0 {
+			if p.Writing(false) {
 				c.wr.pending.Store(true)
 				c.flush()
 			}
@@ -118,10 +117,10 @@ func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
 	last, seen := time.Now(), c.wr.total.Load()
 	for len(r.done) == 0 && c.failed.Load() == nil {
 		runtime.Gosched()
-		if c.pipe != nil {
+		if c.poller != nil {
 			// The other side may be a writer waiting for this side to read
-			// (both ends of an exchange): a ring, unlike a socket, holds
-			// less than a large frame, so read while waiting for room.
+			// (both ends of an exchange): a pipe's ring, unlike a socket,
+			// holds less than a large frame, so read while waiting for room.
 			c.progress(true)
 		}
 		c.wr.pending.Store(true)
@@ -395,16 +394,11 @@ func (c *Conn) flushLocked() error {
 	}
 }
 
-// writev writes wr.bufs with one writev and clears it; wr.mu is held.
+// writev writes wr.bufs with one Writev of the Stream and clears it;
+// wr.mu is held.
 func (c *Conn) writev() (int, error) {
 	w := &c.wr
-	var n int
-	var err error
-	if c.pipe != nil {
-		n, err = c.pipe.writev(w.bufs)
-	} else {
-		n, err = writev(c.fd, w.bufs, &w.iov)
-	}
+	n, err := c.s.Writev(w.bufs)
 	if testHookWritev != nil {
 		testHookWritev(c.id, len(w.bufs), n)
 	}

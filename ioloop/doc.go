@@ -1,7 +1,10 @@
-// Package ioloop drives boltmesh frames over non-blocking sockets with raw
+// Package ioloop drives boltmesh frames over non-blocking streams with raw
 // epoll (Linux) or kqueue (macOS and the BSDs).
 //
-// A Loop owns a poller and a set of Conns. Sending is one writev of
+// A Loop owns a poller and a set of Conns, each over a Stream: the medium's
+// seam (stream.go), a socket here, another kind of link in a package of
+// its own (a pipe in shared memory, internal/link/shm), which the Conn
+// drives the same way. Sending is one writev of
 // [header, caller's payload] per frame, with frames queued for the same
 // connection coalesced into one writev; the payload is never copied into a
 // send buffer. Receiving reads each header, asks the connection's Handler
@@ -16,5 +19,5 @@
 // every message.
 //
 // The package knows file descriptors, readiness and vectored I/O only. It
-// does not know what a rank or a tag is.
+// does not know what a rank, a tag or a pipe is.
 package ioloop

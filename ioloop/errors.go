@@ -41,7 +41,3 @@ func (e protocolError) Unwrap() []error { return []error{ErrProtocol, e.err} }
 type errCanceled struct{}
 
 func (errCanceled) Error() string { return "ioloop: send canceled before it started" }
-
-// errPipeCorrupt fails a pipe whose other side published an impossible
-// position.
-var errPipeCorrupt = protocolError{errors.New("pipe position past the ring")}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -22,19 +23,23 @@ func TestGarbage(t *testing.T) {
 		prelude int // frames delivered before the garbage
 	}{
 		{name: "unknown kind", wire: append([]byte{0xee}, make([]byte, 31)...), cause: frame.ErrUnknownKind, field: "kind"},
-		{name: "after a frame", wire: append(encodeFrame(frame.Header{Kind: frame.KindSend, Aux: 9}, patterned(9, 100)), 0xee, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28),
+		{name: "after a frame", wire: append(looptest.EncodeFrame(frame.Header{Kind: frame.KindSend, Aux: 9}, looptest.Patterned(9, 100)), 0xee, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28),
 			cause: frame.ErrUnknownKind, field: "kind", prelude: 1},
-		{name: "too large", opts: ioloop.Options{MaxFrame: 1000}, wire: encodeFrame(frame.Header{Kind: frame.KindSend}, make([]byte, 1001)), cause: frame.ErrTooLarge, field: "length"},
-		{name: "dst on a heartbeat", wire: func() []byte { b := encodeFrame(frame.Header{Kind: frame.KindHeartbeat}, nil); b[2] = 1; return b }(), cause: frame.ErrReserved, field: "dst"},
+		{name: "too large", opts: ioloop.Options{MaxFrame: 1000}, wire: looptest.EncodeFrame(frame.Header{Kind: frame.KindSend}, make([]byte, 1001)), cause: frame.ErrTooLarge, field: "length"},
+		{name: "dst on a heartbeat", wire: func() []byte {
+			b := looptest.EncodeFrame(frame.Header{Kind: frame.KindHeartbeat}, nil)
+			b[2] = 1
+			return b
+		}(), cause: frame.ErrReserved, field: "dst"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leakCheck(t)
-			l := newLoop(t, tc.opts)
-			rx := newTestHandler()
+			looptest.LeakCheck(t)
+			l := looptest.NewLoop(t, tc.opts)
+			rx := looptest.NewHandler()
 			c, raw := rawPeer(t, l, unix.AF_UNIX, 42, rx)
 			raw.write(t, tc.wire)
-			err := rx.waitClosed(t)
-			ce := assertConnError(t, err, ioloop.ErrProtocol)
+			err := rx.WaitClosed(t)
+			ce := looptest.AssertConnError(t, err, ioloop.ErrProtocol)
 			if ce.ID != 42 || ce.Op != "decode" {
 				t.Errorf("ConnError %+v, want ID 42 and Op decode", ce)
 			}
@@ -45,7 +50,7 @@ func TestGarbage(t *testing.T) {
 			if !errors.Is(err, tc.cause) || de.Field != tc.field {
 				t.Errorf("DecodeError %+v, want field %s and cause %v", de, tc.field, tc.cause)
 			}
-			if got := rx.count(); got != tc.prelude {
+			if got := rx.Count(); got != tc.prelude {
 				t.Errorf("%d frames delivered, want %d", got, tc.prelude)
 			}
 			if c.Err() != err {
@@ -67,7 +72,7 @@ func TestGarbage(t *testing.T) {
 				}
 			}
 			c.Close() // a no-op on a failed connection
-			rx.check(t)
+			rx.Check(t)
 		})
 	}
 }
@@ -77,16 +82,16 @@ func TestGarbage(t *testing.T) {
 func TestPeerClose(t *testing.T) {
 	for _, family := range families {
 		t.Run(familyName(family), func(t *testing.T) {
-			leakCheck(t)
-			l := newLoop(t, ioloop.Options{})
-			rx := newTestHandler()
+			looptest.LeakCheck(t)
+			l := looptest.NewLoop(t, ioloop.Options{})
+			rx := looptest.NewHandler()
 			c, raw := rawPeer(t, l, family, 8, rx)
 			want := frame.Header{Kind: frame.KindSend, Tag: 1}
-			raw.write(t, encodeFrame(want, patterned(1, 777)))
-			got := rx.waitFrames(t, 1)
-			assertFrame(t, got[0], want, patterned(1, 777), false)
+			raw.write(t, looptest.EncodeFrame(want, looptest.Patterned(1, 777)))
+			got := rx.WaitFrames(t, 1)
+			looptest.AssertFrame(t, got[0], want, looptest.Patterned(1, 777), false)
 			raw.close()
-			ce := assertConnError(t, rx.waitClosed(t), ioloop.ErrEOF)
+			ce := looptest.AssertConnError(t, rx.WaitClosed(t), ioloop.ErrEOF)
 			if ce.Op != "read" || ce.ID != 8 {
 				t.Errorf("ConnError %+v, want Op read and ID 8", ce)
 			}
@@ -94,7 +99,7 @@ func TestPeerClose(t *testing.T) {
 			if err := c.Send(&h, nil); !errors.Is(err, ioloop.ErrEOF) {
 				t.Errorf("Send after EOF = %v", err)
 			}
-			rx.check(t)
+			rx.Check(t)
 		})
 	}
 }
@@ -102,14 +107,14 @@ func TestPeerClose(t *testing.T) {
 // TestConnClose: Conn.Close tells the handler ErrClosed, fails a blocked
 // Send and later ones, and the peer sees EOF.
 func TestConnClose(t *testing.T) {
-	leakCheck(t)
+	looptest.LeakCheck(t)
 	wl := installWritevLog(t)
-	l := newLoop(t, ioloop.Options{})
-	rx := newTestHandler()
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
 	c, raw := rawPeer(t, l, unix.AF_UNIX, 4, rx)
 	blocked := blockSender(t, c, wl, frame.Header{Kind: frame.KindSend}, 4<<20)
 	c.Close()
-	ce := assertConnError(t, rx.waitClosed(t), ioloop.ErrClosed)
+	ce := looptest.AssertConnError(t, rx.WaitClosed(t), ioloop.ErrClosed)
 	if ce.Op != "close" {
 		t.Errorf("Op = %q, want close", ce.Op)
 	}
@@ -135,27 +140,27 @@ func TestConnClose(t *testing.T) {
 			break
 		}
 	}
-	rx.check(t)
+	rx.Check(t)
 }
 
 // TestLoopClose: closing the loop fails every connection with ErrClosed,
 // including a blocked Send, refuses new registrations and leaves no
 // goroutine behind.
 func TestLoopClose(t *testing.T) {
-	leakCheck(t)
+	looptest.LeakCheck(t)
 	wl := installWritevLog(t)
 	l, err := ioloop.New(ioloop.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hs []*testHandler
+	var hs []*looptest.Handler
 	var cs []*ioloop.Conn
 	for i := range 3 {
-		h := newTestHandler()
+		h := looptest.NewHandler()
 		c, _ := rawPeer(t, l, unix.AF_UNIX, 10+i, h)
 		hs, cs = append(hs, h), append(cs, c)
 	}
-	ha, hb := newTestHandler(), newTestHandler()
+	ha, hb := looptest.NewHandler(), looptest.NewHandler()
 	ca, cb := connPair(t, l, unix.AF_INET, ha, hb)
 	hs, cs = append(hs, ha, hb), append(cs, ca, cb)
 	blocked := blockSender(t, cs[0], wl, frame.Header{Kind: frame.KindSend}, 4<<20)
@@ -164,12 +169,12 @@ func TestLoopClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, h := range hs {
-		assertConnError(t, h.waitClosed(t), ioloop.ErrClosed)
+		looptest.AssertConnError(t, h.WaitClosed(t), ioloop.ErrClosed)
 		hdr := frame.Header{Kind: frame.KindHeartbeat}
 		if err := cs[i].Send(&hdr, nil); !errors.Is(err, ioloop.ErrClosed) {
 			t.Errorf("Send after Loop.Close = %v", err)
 		}
-		h.check(t)
+		h.Check(t)
 	}
 	if err := <-blocked; !errors.Is(err, ioloop.ErrClosed) {
 		t.Errorf("blocked Send = %v, want ErrClosed", err)
@@ -179,7 +184,7 @@ func TestLoopClose(t *testing.T) {
 	}
 	a, b := socketPair(t, unix.AF_UNIX)
 	defer unix.Close(b)
-	if _, err := l.Register(a, 99, newTestHandler()); !errors.Is(err, ioloop.ErrClosed) {
+	if _, err := l.Register(a, 99, looptest.NewHandler()); !errors.Is(err, ioloop.ErrClosed) {
 		t.Errorf("Register after Close = %v, want ErrClosed", err)
 	}
 }
@@ -187,23 +192,23 @@ func TestLoopClose(t *testing.T) {
 // TestLoopLifecycleNoLeak: many loops with traffic, opened and closed,
 // leave no goroutines behind.
 func TestLoopLifecycleNoLeak(t *testing.T) {
-	leakCheck(t)
+	looptest.LeakCheck(t)
 	for range 20 {
 		l, err := ioloop.New(ioloop.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rx := newTestHandler()
-		ca, _ := connPair(t, l, unix.AF_UNIX, newTestHandler(), rx)
+		rx := looptest.NewHandler()
+		ca, _ := connPair(t, l, unix.AF_UNIX, looptest.NewHandler(), rx)
 		h := frame.Header{Kind: frame.KindSend}
-		if err := ca.Send(&h, patterned(0, 10000)); err != nil {
+		if err := ca.Send(&h, looptest.Patterned(0, 10000)); err != nil {
 			t.Fatal(err)
 		}
-		rx.waitFrames(t, 1)
+		rx.WaitFrames(t, 1)
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		rx.waitClosed(t)
+		rx.WaitClosed(t)
 	}
 }
 

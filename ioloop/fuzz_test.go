@@ -11,6 +11,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/internal/fuzzkit"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -85,7 +86,7 @@ type streamHandler struct {
 	i        int    // frames chosen so far
 	named    []byte // the buffer Payload returned for the frame being read
 	discard  bool
-	got      []rxFrame
+	got      []looptest.Frame
 	problems []string
 	closeErr error
 	nClosed  int
@@ -127,7 +128,7 @@ func (h *streamHandler) Deliver(c *ioloop.Conn, hd *frame.Header, payload []byte
 	if h.nClosed > 0 {
 		h.problems = append(h.problems, fmt.Sprintf("frame %+v delivered after Closed", *hd))
 	}
-	f := rxFrame{Hdr: *hd}
+	f := looptest.Frame{Hdr: *hd}
 	switch {
 	case h.discard:
 		if payload != nil || bb != nil {
@@ -174,7 +175,7 @@ func (h *streamHandler) Closed(_ *ioloop.Conn, err error) {
 // refFrames is what frame.Decode finds in stream under maxFrame: the whole
 // frames before the first invalid header (err, the decode error) or the
 // incomplete end.
-func refFrames(stream []byte, maxFrame uint64) (frames []rxFrame, err error) {
+func refFrames(stream []byte, maxFrame uint64) (frames []looptest.Frame, err error) {
 	for len(stream) >= frame.HeaderSize {
 		h, derr := frame.Decode(stream, maxFrame)
 		if derr != nil {
@@ -184,7 +185,7 @@ func refFrames(stream []byte, maxFrame uint64) (frames []rxFrame, err error) {
 		if uint64(len(rest)) < h.Length {
 			break
 		}
-		frames = append(frames, rxFrame{Hdr: h, Payload: rest[:h.Length]})
+		frames = append(frames, looptest.Frame{Hdr: h, Payload: rest[:h.Length]})
 		stream = rest[h.Length:]
 	}
 	return frames, nil
@@ -211,7 +212,7 @@ func cuts(splits []byte) []int {
 // waiting for the loop goroutine to wake up.
 func writeStream(fd int, c *ioloop.Conn, h *streamHandler, stream []byte, pieces []int, lazy bool) error {
 	written := 0
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.Now().Add(looptest.WaitTimeout)
 	for len(stream) > 0 {
 		n := len(stream)
 		if len(pieces) > 0 {
@@ -241,7 +242,7 @@ func writeStream(fd int, c *ioloop.Conn, h *streamHandler, stream []byte, pieces
 			default:
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("the loop read %d of the %d bytes written in %v", c.BytesRead(), written, waitTimeout)
+				return fmt.Errorf("the loop read %d of the %d bytes written in %v", c.BytesRead(), written, looptest.WaitTimeout)
 			}
 			runtime.Gosched()
 		}
@@ -255,7 +256,7 @@ func FuzzReadStream(f *testing.F) {
 	var loops fuzzLoops
 	f.Cleanup(loops.close)
 
-	enc := func(h frame.Header, payload []byte) []byte { return encodeFrame(h, payload) }
+	enc := func(h frame.Header, payload []byte) []byte { return looptest.EncodeFrame(h, payload) }
 	valid := bytes.Join([][]byte{
 		enc(frame.Header{Kind: frame.KindSend, Src: 1, Tag: 7}, []byte("hello")),
 		enc(frame.Header{Kind: frame.KindHeartbeat}, nil),
@@ -286,7 +287,7 @@ func FuzzReadStream(f *testing.F) {
 			want = want[:k]
 		}
 		base := runtime.NumGoroutine()
-		defer fuzzkit.Guard(3*waitTimeout, func() string {
+		defer fuzzkit.Guard(3*looptest.WaitTimeout, func() string {
 			return fmt.Sprintf("cfg %#x policy % x splits % x stream % x", cfg, policy, splits, stream)
 		})()
 
@@ -305,9 +306,9 @@ func FuzzReadStream(f *testing.F) {
 		}
 		select {
 		case <-h.closed:
-		case <-time.After(waitTimeout):
+		case <-time.After(looptest.WaitTimeout):
 			c.Close()
-			t.Fatalf("the connection neither failed nor closed within %v after the stream ended", waitTimeout)
+			t.Fatalf("the connection neither failed nor closed within %v after the stream ended", looptest.WaitTimeout)
 		}
 		h.resumes.Wait()
 
@@ -325,7 +326,7 @@ func FuzzReadStream(f *testing.F) {
 }
 
 // checkStreamFrames compares what the handler saw with the reference.
-func checkStreamFrames(t *testing.T, got, want []rxFrame, policy []byte) {
+func checkStreamFrames(t *testing.T, got, want []looptest.Frame, policy []byte) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("delivered %d frames, want %d", len(got), len(want))
@@ -336,7 +337,7 @@ func checkStreamFrames(t *testing.T, got, want []rxFrame, policy []byte) {
 			t.Fatalf("frame %d: header %+v, want %+v", i, got[i].Hdr, want[i].Hdr)
 		}
 		if ch, _ := h.choice(i); ch != chooseDiscard && !bytes.Equal(got[i].Payload, want[i].Payload) {
-			t.Fatalf("frame %d (%v, %d bytes): payload differs at byte %d", i, want[i].Hdr.Kind, len(want[i].Payload), firstDiff(got[i].Payload, want[i].Payload))
+			t.Fatalf("frame %d (%v, %d bytes): payload differs at byte %d", i, want[i].Hdr.Kind, len(want[i].Payload), looptest.FirstDiff(got[i].Payload, want[i].Payload))
 		}
 	}
 }

@@ -117,38 +117,23 @@ func (l *Loop) RegisterFunc(fd int, id int, h Handler, ready func(*Conn)) (*Conn
 		unix.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	return l.register(newConn(l, fd, id, h), ready)
+	return l.RegisterStream(newSocketStream(fd), id, h, ready)
 }
 
-// RegisterPipe hands the loop a connection whose bytes go through the
-// pipe in mem (see pipe.go): shared memory that the process at the other
-// end of bell, a connected Unix stream socket, maps too, prepared by
-// InitPipe, and of which this is side 0 or 1 (the other process is the
-// other side). The loop owns bell from now on, as Register owns its fd,
-// and calls release, if not nil, once nothing will touch mem again (after
-// Handler.Closed's cause is set, before Handler.Closed runs), also when
-// RegisterPipe itself fails. Otherwise it is Register, with RegisterFunc's
-// ready.
-func (l *Loop) RegisterPipe(bell int, mem []byte, side int, release func(), id int, h Handler, ready func(*Conn)) (*Conn, error) {
-	p, err := newPipe(mem, side, bell)
-	if err == nil {
-		err = os.NewSyscallError("fcntl", unix.SetNonblock(bell, true))
+// RegisterStream hands s to the loop as a Conn: Register for a Stream of
+// another kind than a socket (a link kind's own package makes it, in
+// non-blocking mode). The Conn owns s from now on and closes it when it
+// is closed or fails, also when RegisterStream itself fails; an Attacher
+// is attached first. ready is RegisterFunc's.
+func (l *Loop) RegisterStream(s Stream, id int, h Handler, ready func(*Conn)) (*Conn, error) {
+	c := newConn(l, s, id, h)
+	if a, ok := s.(Attacher); ok {
+		a.Attach(c)
 	}
-	if err != nil {
-		unix.Close(bell)
-		if release != nil {
-			release()
-		}
-		return nil, err
-	}
-	c := newConn(l, bell, id, h)
-	c.pipe, c.release = p, release
-	p.timer = time.AfterFunc(time.Hour, c.armLate)
-	p.timer.Stop()
 	return l.register(c, ready)
 }
 
-// register adds c, whose fd is non-blocking, to the poller.
+// register adds c, whose Stream is non-blocking, to the poller.
 func (l *Loop) register(c *Conn, ready func(*Conn)) (*Conn, error) {
 	if ready != nil {
 		ready(c)
@@ -209,7 +194,7 @@ func (l *Loop) run() {
 			if c == nil {
 				continue
 			}
-			if c.pipe != nil {
+			if c.bell != nil {
 				c.onBell()
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -16,30 +17,30 @@ import (
 func TestPauseResume(t *testing.T) {
 	for _, family := range families {
 		t.Run(familyName(family), func(t *testing.T) {
-			leakCheck(t)
-			l := newLoop(t, ioloop.Options{})
-			rx := newTestHandler()
-			rx.named = func(h *frame.Header) bool { return h.Aux%2 == 0 }
+			looptest.LeakCheck(t)
+			l := looptest.NewLoop(t, ioloop.Options{})
+			rx := looptest.NewHandler()
+			rx.Named = func(h *frame.Header) bool { return h.Aux%2 == 0 }
 			const pauseAt = 3
 			var delivered atomic.Int32
-			rx.onDeliver = func(c *ioloop.Conn, h *frame.Header, n int) {
+			rx.OnDeliver = func(c *ioloop.Conn, h *frame.Header, n int) {
 				if delivered.Add(1) == pauseAt {
 					c.Pause()
 				}
 			}
-			ca, cb := connPairBuf(t, l, family, 128<<10, newTestHandler(), rx)
+			ca, cb := connPairBuf(t, l, family, 128<<10, looptest.NewHandler(), rx)
 
 			// Small frames: all of them fit in the socket buffers.
 			const small = 20
 			for i := range small {
 				h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
-				if err := ca.Send(&h, patterned(uint64(i), 100+i)); err != nil {
+				if err := ca.Send(&h, looptest.Patterned(uint64(i), 100+i)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			rx.waitFrames(t, pauseAt)
+			rx.WaitFrames(t, pauseAt)
 			time.Sleep(50 * time.Millisecond)
-			if n := rx.count(); n != pauseAt {
+			if n := rx.Count(); n != pauseAt {
 				t.Fatalf("%d frames delivered while paused, want %d", n, pauseAt)
 			}
 
@@ -49,7 +50,7 @@ func TestPauseResume(t *testing.T) {
 			go func() {
 				for i := small; i < small+large; i++ {
 					h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
-					if err := ca.Send(&h, patterned(uint64(i), largeSize)); err != nil {
+					if err := ca.Send(&h, looptest.Patterned(uint64(i), largeSize)); err != nil {
 						sent <- err
 						return
 					}
@@ -61,12 +62,12 @@ func TestPauseResume(t *testing.T) {
 				t.Fatalf("8 MiB were sent to a paused receiver (err %v)", err)
 			case <-time.After(100 * time.Millisecond):
 			}
-			if n := rx.count(); n != pauseAt {
+			if n := rx.Count(); n != pauseAt {
 				t.Fatalf("%d frames delivered while paused, want %d", n, pauseAt)
 			}
 
 			cb.Resume()
-			got := rx.waitFrames(t, small+large)
+			got := rx.WaitFrames(t, small+large)
 			if err := <-sent; err != nil {
 				t.Fatal(err)
 			}
@@ -75,12 +76,12 @@ func TestPauseResume(t *testing.T) {
 				if i >= small {
 					size = largeSize
 				}
-				assertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), size), i%2 == 0)
+				looptest.AssertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, looptest.Patterned(uint64(i), size), i%2 == 0)
 			}
 			if len(got) != small+large {
 				t.Errorf("got %d frames, want %d", len(got), small+large)
 			}
-			rx.check(t)
+			rx.Check(t)
 		})
 	}
 }
@@ -88,27 +89,27 @@ func TestPauseResume(t *testing.T) {
 // TestPauseFromOutside: Pause called by another goroutine stops delivery;
 // Resume restarts it, also for bytes that arrived while paused.
 func TestPauseFromOutside(t *testing.T) {
-	leakCheck(t)
-	l := newLoop(t, ioloop.Options{})
-	rx := newTestHandler()
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
 	c, raw := rawPeer(t, l, unix.AF_UNIX, 1, rx)
 	c.Pause()
 	c.Pause()
 	var wire []byte
 	for i := range 10 {
-		wire = append(wire, encodeFrame(frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), 50))...)
+		wire = append(wire, looptest.EncodeFrame(frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, looptest.Patterned(uint64(i), 50))...)
 	}
 	raw.write(t, wire)
 	time.Sleep(50 * time.Millisecond)
 	c.Progress()
-	if n := rx.count(); n != 0 {
+	if n := rx.Count(); n != 0 {
 		t.Fatalf("%d frames delivered while paused", n)
 	}
 	c.Resume()
 	c.Resume()
-	got := rx.waitFrames(t, 10)
+	got := rx.WaitFrames(t, 10)
 	for i, f := range got {
-		assertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), 50), false)
+		looptest.AssertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, looptest.Patterned(uint64(i), 50), false)
 	}
-	rx.check(t)
+	rx.Check(t)
 }

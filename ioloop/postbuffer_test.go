@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -15,28 +16,28 @@ import (
 // runs exactly once per frame with its length.
 func TestPostBuffer(t *testing.T) {
 	const frames, size = 64, 100 << 10
-	leakCheck(t)
-	l := newLoop(t, ioloop.Options{})
-	rx := newTestHandler()
-	a, _ := connPairBuf(t, l, unix.AF_UNIX, 64<<10, nopHandler{}, rx)
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
+	a, _ := connPairBuf(t, l, unix.AF_UNIX, 64<<10, looptest.NopHandler{}, rx)
 	var calls, total atomic.Int64
 	done := func(n int) { calls.Add(1); total.Add(int64(n)) }
 	for i := range frames {
 		bb := ioloop.GetBuffer(size)
-		copy(bb.B, patterned(uint64(i), size))
+		copy(bb.B, looptest.Patterned(uint64(i), size))
 		h := frame.Header{Kind: frame.KindSend, Tag: uint32(i)}
 		if err := a.PostBuffer(&h, bb, done); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := rx.waitFrames(t, frames)
+	got := rx.WaitFrames(t, frames)
 	for i, f := range got {
-		if f.Hdr.Tag != uint32(i) || !bytes.Equal(f.Payload, patterned(uint64(i), size)) {
-			t.Fatalf("frame %d: tag %d, payload equal %v", i, f.Hdr.Tag, bytes.Equal(f.Payload, patterned(uint64(i), size)))
+		if f.Hdr.Tag != uint32(i) || !bytes.Equal(f.Payload, looptest.Patterned(uint64(i), size)) {
+			t.Fatalf("frame %d: tag %d, payload equal %v", i, f.Hdr.Tag, bytes.Equal(f.Payload, looptest.Patterned(uint64(i), size)))
 		}
 	}
-	rx.check(t)
-	waitFor(t, "every done callback", func() bool { return calls.Load() == frames })
+	rx.Check(t)
+	looptest.WaitFor(t, "every done callback", func() bool { return calls.Load() == frames })
 	if total.Load() != frames*size {
 		t.Fatalf("done reported %d bytes, want %d", total.Load(), frames*size)
 	}
@@ -45,10 +46,10 @@ func TestPostBuffer(t *testing.T) {
 // TestQueueFlush: queued frames stay unwritten until Flush (or another
 // send), then go out in order, payloads copied at Queue time.
 func TestQueueFlush(t *testing.T) {
-	leakCheck(t)
-	l := newLoop(t, ioloop.Options{})
-	rx := newTestHandler()
-	a, _ := connPair(t, l, unix.AF_UNIX, nopHandler{}, rx)
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
+	a, _ := connPair(t, l, unix.AF_UNIX, looptest.NopHandler{}, rx)
 	buf := []byte("first")
 	h := frame.Header{Kind: frame.KindSend, Tag: 1}
 	if err := a.Queue(&h, buf); err != nil {
@@ -60,13 +61,13 @@ func TestQueueFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	ioloop.Writable(a) // as the loop does, at any time (the socket is writable)
-	if a.Queued() != 2 || rx.count() != 0 {
-		t.Fatalf("before Flush: %d queued, %d delivered", a.Queued(), rx.count())
+	if a.Queued() != 2 || rx.Count() != 0 {
+		t.Fatalf("before Flush: %d queued, %d delivered", a.Queued(), rx.Count())
 	}
 	a.Flush()
-	got := rx.waitFrames(t, 2)
+	got := rx.WaitFrames(t, 2)
 	if string(got[0].Payload) != "first" || string(got[1].Payload) != "second" || got[1].Hdr.Tag != 2 {
 		t.Fatalf("got %q %q", got[0].Payload, got[1].Payload)
 	}
-	rx.check(t)
+	rx.Check(t)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -38,21 +39,21 @@ func TestFailWhileReadFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := holdRead(t, 1)
 			l := bugLoop(t)
-			rx := newTestHandler()
+			rx := looptest.NewHandler()
 			c, raw := rawPeer(t, l, unix.AF_UNIX, 1, rx)
 			gate.armed.Store(true)
 			raw.close() // the loop reads the EOF...
 			select {
 			case <-gate.entered:
-			case <-time.After(waitTimeout):
+			case <-time.After(looptest.WaitTimeout):
 				t.Fatal("the loop did not read the connection")
 			}
 			tc.fail(c)         // ...while this goroutine fails the connection,
 			close(gate.resume) // and then sees it.
-			if err := rx.waitClosed(t); !errors.Is(err, tc.want) {
+			if err := rx.WaitClosed(t); !errors.Is(err, tc.want) {
 				t.Errorf("Closed with %v, want %v", err, tc.want)
 			}
-			rx.check(t)
+			rx.Check(t)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -19,20 +20,20 @@ func TestRoundTrip(t *testing.T) {
 		for _, named := range []bool{true, false} {
 			name := fmt.Sprintf("%s/named=%v", familyName(family), named)
 			t.Run(name, func(t *testing.T) {
-				leakCheck(t)
-				l := newLoop(t, ioloop.Options{})
-				rx := newTestHandler()
+				looptest.LeakCheck(t)
+				l := looptest.NewLoop(t, ioloop.Options{})
+				rx := looptest.NewHandler()
 				if named {
-					rx.named = namedAll
+					rx.Named = looptest.NamedAll
 				}
-				tx := newTestHandler()
+				tx := looptest.NewHandler()
 				ca, cb := connPair(t, l, family, tx, rx)
 
 				var hdrs []frame.Header
 				var payloads [][]byte
 				for i, n := range roundTripSizes {
 					h := frame.Header{Kind: frame.KindPut, Flags: frame.FlagMore, Src: uint32(i), Tag: 7, Aux: uint32(n), Offset: uint64(i) << 40}
-					p := patterned(uint64(i), n)
+					p := looptest.Patterned(uint64(i), n)
 					hdrs, payloads = append(hdrs, h), append(payloads, p)
 					sent := h
 					if err := ca.Send(&sent, p); err != nil {
@@ -42,17 +43,17 @@ func TestRoundTrip(t *testing.T) {
 						t.Errorf("Send set Length %d, want %d", sent.Length, n)
 					}
 				}
-				got := rx.waitFrames(t, len(roundTripSizes))
+				got := rx.WaitFrames(t, len(roundTripSizes))
 				if len(got) != len(roundTripSizes) {
 					t.Fatalf("got %d frames, want %d", len(got), len(roundTripSizes))
 				}
 				for i := range got {
-					assertFrame(t, got[i], hdrs[i], payloads[i], named)
+					looptest.AssertFrame(t, got[i], hdrs[i], payloads[i], named)
 				}
-				rx.check(t)
-				tx.check(t)
-				if tx.count() != 0 {
-					t.Errorf("sender received %d frames", tx.count())
+				rx.Check(t)
+				tx.Check(t)
+				if tx.Count() != 0 {
+					t.Errorf("sender received %d frames", tx.Count())
 				}
 				if err := cb.Err(); err != nil {
 					t.Errorf("receiver failed: %v", err)
@@ -66,17 +67,17 @@ func TestRoundTrip(t *testing.T) {
 // pooled destinations, with a staging buffer of the minimum size so that
 // headers straddle reads.
 func TestRoundTripBothWays(t *testing.T) {
-	leakCheck(t)
-	l := newLoop(t, ioloop.Options{StagingSize: 2 * frame.HeaderSize, DirectRead: 100})
-	ha, hb := newTestHandler(), newTestHandler()
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{StagingSize: 2 * frame.HeaderSize, DirectRead: 100})
+	ha, hb := looptest.NewHandler(), looptest.NewHandler()
 	odd := func(h *frame.Header) bool { return h.Aux%2 == 1 }
-	ha.named, hb.named = odd, odd
+	ha.Named, hb.Named = odd, odd
 	ca, cb := connPair(t, l, unix.AF_INET, ha, hb)
 	const frames = 300
 	send := func(c *ioloop.Conn, src uint32, errc chan<- error) {
 		for i := range frames {
 			h := frame.Header{Kind: frame.KindSend, Src: src, Aux: uint32(i)}
-			if err := c.Send(&h, patterned(uint64(src)<<20|uint64(i), i*37%1000)); err != nil {
+			if err := c.Send(&h, looptest.Patterned(uint64(src)<<20|uint64(i), i*37%1000)); err != nil {
 				errc <- err
 				return
 			}
@@ -92,34 +93,34 @@ func TestRoundTripBothWays(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		h   *testHandler
+		h   *looptest.Handler
 		src uint32
 	}{{hb, 1}, {ha, 2}} {
-		got := tc.h.waitFrames(t, frames)
+		got := tc.h.WaitFrames(t, frames)
 		for i, f := range got {
 			want := frame.Header{Kind: frame.KindSend, Src: tc.src, Aux: uint32(i)}
-			assertFrame(t, f, want, patterned(uint64(tc.src)<<20|uint64(i), i*37%1000), i%2 == 1)
+			looptest.AssertFrame(t, f, want, looptest.Patterned(uint64(tc.src)<<20|uint64(i), i*37%1000), i%2 == 1)
 		}
-		tc.h.check(t)
+		tc.h.Check(t)
 	}
 }
 
 // TestPayloadOfWrongLength: a named buffer of the wrong length is ignored
 // and the payload lands in a pooled buffer.
 func TestPayloadOfWrongLength(t *testing.T) {
-	leakCheck(t)
-	l := newLoop(t, ioloop.Options{})
-	rx := &wrongLenHandler{testHandler: newTestHandler()}
-	ca, _ := connPair(t, l, unix.AF_UNIX, newTestHandler(), rx)
-	p := patterned(3, 5000)
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := &wrongLenHandler{Handler: looptest.NewHandler()}
+	ca, _ := connPair(t, l, unix.AF_UNIX, looptest.NewHandler(), rx)
+	p := looptest.Patterned(3, 5000)
 	h := frame.Header{Kind: frame.KindSend}
 	if err := ca.Send(&h, p); err != nil {
 		t.Fatal(err)
 	}
-	got := rx.waitFrames(t, 1)
-	assertFrame(t, got[0], frame.Header{Kind: frame.KindSend}, p, false)
+	got := rx.WaitFrames(t, 1)
+	looptest.AssertFrame(t, got[0], frame.Header{Kind: frame.KindSend}, p, false)
 }
 
-type wrongLenHandler struct{ *testHandler }
+type wrongLenHandler struct{ *looptest.Handler }
 
 func (w *wrongLenHandler) Payload(*ioloop.Conn, *frame.Header) []byte { return make([]byte, 10) }

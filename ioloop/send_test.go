@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -26,12 +27,12 @@ func selfDescribing(src, seq uint32) []byte {
 	binary.LittleEndian.PutUint32(p[0:], src)
 	binary.LittleEndian.PutUint32(p[4:], seq)
 	binary.LittleEndian.PutUint32(p[8:], uint32(n))
-	copy(p[12:], patterned(uint64(src)<<32|uint64(seq), n-12))
+	copy(p[12:], looptest.Patterned(uint64(src)<<32|uint64(seq), n-12))
 	return p
 }
 
 // verifySelf checks a frame built by selfDescribing against its header.
-func verifySelf(f rxFrame) error {
+func verifySelf(f looptest.Frame) error {
 	p := f.Payload
 	if len(p) < 12 {
 		return fmt.Errorf("frame %+v: payload of %d bytes", f.Hdr, len(p))
@@ -41,7 +42,7 @@ func verifySelf(f rxFrame) error {
 		return fmt.Errorf("frame %+v carries src %d seq %d len %d (payload %d bytes)", f.Hdr, src, seq, n, len(p))
 	}
 	want := selfDescribing(src, seq)
-	if i := firstDiff(p, want); i != len(want) || len(p) != len(want) {
+	if i := looptest.FirstDiff(p, want); i != len(want) || len(p) != len(want) {
 		return fmt.Errorf("frame src %d seq %d: payload differs at byte %d", src, seq, i)
 	}
 	return nil
@@ -53,11 +54,11 @@ func verifySelf(f rxFrame) error {
 func TestConcurrentSenders(t *testing.T) {
 	for _, family := range families {
 		t.Run(familyName(family), func(t *testing.T) {
-			leakCheck(t)
-			l := newLoop(t, ioloop.Options{})
-			rx := newTestHandler()
-			rx.named = func(h *frame.Header) bool { return h.Aux%3 == 0 }
-			ca, _ := connPair(t, l, family, newTestHandler(), rx)
+			looptest.LeakCheck(t)
+			l := looptest.NewLoop(t, ioloop.Options{})
+			rx := looptest.NewHandler()
+			rx.Named = func(h *frame.Header) bool { return h.Aux%3 == 0 }
+			ca, _ := connPair(t, l, family, looptest.NewHandler(), rx)
 			const senders, perSender = 16, 150
 			var wg sync.WaitGroup
 			errc := make(chan error, senders)
@@ -77,7 +78,7 @@ func TestConcurrentSenders(t *testing.T) {
 			for err := range errc {
 				t.Fatal(err)
 			}
-			got := rx.waitFrames(t, senders*perSender)
+			got := rx.WaitFrames(t, senders*perSender)
 			next := make([]uint32, senders)
 			for _, f := range got {
 				if err := verifySelf(f); err != nil {
@@ -94,7 +95,7 @@ func TestConcurrentSenders(t *testing.T) {
 			if len(got) != senders*perSender {
 				t.Errorf("got %d frames, want %d", len(got), senders*perSender)
 			}
-			rx.check(t)
+			rx.Check(t)
 		})
 	}
 }
@@ -105,8 +106,8 @@ func TestConcurrentSenders(t *testing.T) {
 func blockSender(t *testing.T, c *ioloop.Conn, wl *writevLog, h frame.Header, size int) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- c.Send(&h, patterned(99, size)) }()
-	waitFor(t, "a writev to meet a full socket", func() bool {
+	go func() { done <- c.Send(&h, looptest.Patterned(99, size)) }()
+	looptest.WaitFor(t, "a writev to meet a full socket", func() bool {
 		for _, w := range wl.of(c.ID()) {
 			if w.n == 0 {
 				return true
@@ -125,10 +126,10 @@ func blockSender(t *testing.T, c *ioloop.Conn, wl *writevLog, h frame.Header, si
 // TestCoalescing: frames queued behind a blocked frame go out together, in
 // one writev that carries several of them whole.
 func TestCoalescing(t *testing.T) {
-	leakCheck(t)
+	looptest.LeakCheck(t)
 	wl := installWritevLog(t)
-	l := newLoop(t, ioloop.Options{})
-	c, raw := rawPeer(t, l, unix.AF_UNIX, 1, newTestHandler())
+	l := looptest.NewLoop(t, ioloop.Options{})
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 1, looptest.NewHandler())
 
 	const bigSize = 4 << 20
 	big := frame.Header{Kind: frame.KindSend, Aux: 1000}
@@ -141,10 +142,10 @@ func TestCoalescing(t *testing.T) {
 	for i := range small {
 		wg.Go(func() {
 			h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
-			errc <- c.Send(&h, patterned(uint64(i), smallSize))
+			errc <- c.Send(&h, looptest.Patterned(uint64(i), smallSize))
 		})
 	}
-	waitFor(t, "the small frames to queue", func() bool { return ioloop.QueuedFrames(c) == small+1 })
+	looptest.WaitFor(t, "the small frames to queue", func() bool { return ioloop.QueuedFrames(c) == small+1 })
 
 	// Bytes written before the drain starts, and where frames end in the
 	// stream: the big frame first, then small frames of one size each.
@@ -192,13 +193,13 @@ func TestCoalescing(t *testing.T) {
 	first := true
 	for f := range frames {
 		if first {
-			if f.h.Aux != 1000 || len(f.p) != bigSize || firstDiff(f.p, patterned(99, bigSize)) != bigSize {
+			if f.h.Aux != 1000 || len(f.p) != bigSize || looptest.FirstDiff(f.p, looptest.Patterned(99, bigSize)) != bigSize {
 				t.Fatalf("first frame: %+v with %d bytes, want the big frame intact", f.h, len(f.p))
 			}
 			first = false
 			continue
 		}
-		if f.h.Aux >= small || seen[f.h.Aux] || firstDiff(f.p, patterned(uint64(f.h.Aux), smallSize)) != smallSize {
+		if f.h.Aux >= small || seen[f.h.Aux] || looptest.FirstDiff(f.p, looptest.Patterned(uint64(f.h.Aux), smallSize)) != smallSize {
 			t.Fatalf("bad small frame %+v", f.h)
 		}
 		seen[f.h.Aux] = true
@@ -241,15 +242,12 @@ func TestCoalescing(t *testing.T) {
 // odd-sized reads, is written in many pieces and arrives intact, and the
 // frame after it too.
 func TestPartialWrites(t *testing.T) {
-	leakCheck(t)
+	looptest.LeakCheck(t)
 	wl := installWritevLog(t)
-	l := newLoop(t, ioloop.Options{})
-	c, raw := rawPeer(t, l, unix.AF_INET, 5, newTestHandler())
+	l := looptest.NewLoop(t, ioloop.Options{})
+	c, raw := rawPeer(t, l, unix.AF_INET, 5, looptest.NewHandler())
 	const size = 32 << 20
-	payload := make([]byte, size)
-	for off := 0; off < size; off += len(pool) {
-		copy(payload[off:], pool)
-	}
+	payload := looptest.Filled(size)
 	payload[size-1] ^= 0x5a
 	errc := make(chan error, 2)
 	go func() {
@@ -293,7 +291,7 @@ func TestPartialWrites(t *testing.T) {
 			time.Sleep(2 * time.Millisecond) // a slow reader
 		}
 	}
-	if i := firstDiff(got, payload); i != size {
+	if i := looptest.FirstDiff(got, payload); i != size {
 		t.Fatalf("payload differs at byte %d", i)
 	}
 	for range 2 {
@@ -323,17 +321,17 @@ func TestPartialWrites(t *testing.T) {
 // whose socket is full gives up with ErrCanceled, and the stream stays
 // intact: the frames before and after it decode fine and it is not sent.
 func TestSendCancel(t *testing.T) {
-	leakCheck(t)
+	looptest.LeakCheck(t)
 	wl := installWritevLog(t)
-	l := newLoop(t, ioloop.Options{})
-	c, raw := rawPeer(t, l, unix.AF_UNIX, 3, newTestHandler())
+	l := looptest.NewLoop(t, ioloop.Options{})
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 3, looptest.NewHandler())
 	const bigSize = 2 << 20
 	bigDone := blockSender(t, c, wl, frame.Header{Kind: frame.KindSend, Aux: 1}, bigSize)
 
 	canceled := make(chan struct{})
 	close(canceled)
 	h := frame.Header{Kind: frame.KindSend, Aux: 2}
-	if err := c.SendCancel(&h, patterned(2, 5000), canceled); !errors.Is(err, ioloop.ErrCanceled) {
+	if err := c.SendCancel(&h, looptest.Patterned(2, 5000), canceled); !errors.Is(err, ioloop.ErrCanceled) {
 		t.Fatalf("SendCancel with a closed channel on a blocked conn = %v, want ErrCanceled", err)
 	}
 
@@ -342,9 +340,9 @@ func TestSendCancel(t *testing.T) {
 	res := make(chan error, 1)
 	go func() {
 		h := frame.Header{Kind: frame.KindSend, Aux: 3}
-		res <- c.SendCancel(&h, patterned(3, 10), cancel)
+		res <- c.SendCancel(&h, looptest.Patterned(3, 10), cancel)
 	}()
-	waitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
+	looptest.WaitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
 	close(cancel)
 	if err := <-res; !errors.Is(err, ioloop.ErrCanceled) {
 		t.Fatalf("SendCancel canceled while queued = %v, want ErrCanceled", err)
@@ -357,9 +355,9 @@ func TestSendCancel(t *testing.T) {
 	after := make(chan error, 1)
 	go func() {
 		h := frame.Header{Kind: frame.KindSend, Aux: 4}
-		after <- c.Send(&h, patterned(4, 300))
+		after <- c.Send(&h, looptest.Patterned(4, 300))
 	}()
-	waitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
+	looptest.WaitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
 	expectFrames(t, raw, []wantFrame{{1, 99, bigSize}, {4, 4, 300}})
 	if err := <-bigDone; err != nil {
 		t.Fatal(err)
@@ -375,11 +373,11 @@ func TestSendCancel(t *testing.T) {
 	}
 	// And the connection still works.
 	h = frame.Header{Kind: frame.KindSend, Aux: 5}
-	if err := c.Send(&h, patterned(5, 40)); err != nil {
+	if err := c.Send(&h, looptest.Patterned(5, 40)); err != nil {
 		t.Fatal(err)
 	}
 	unix.SetNonblock(raw.fd, false)
-	if h, p, err := raw.readFrame(1 << 16); err != nil || h.Aux != 5 || firstDiff(p, patterned(5, 40)) != 40 {
+	if h, p, err := raw.readFrame(1 << 16); err != nil || h.Aux != 5 || looptest.FirstDiff(p, looptest.Patterned(5, 40)) != 40 {
 		t.Fatalf("frame after the cancels: %+v, %v", h, err)
 	}
 }
@@ -388,20 +386,20 @@ func TestSendCancel(t *testing.T) {
 // it waits (unlike WaitCancel, which would drop it) is still sent whole,
 // from its own copy, after the caller has reused its buffer.
 func TestWaitDetach(t *testing.T) {
-	leakCheck(t)
+	looptest.LeakCheck(t)
 	wl := installWritevLog(t)
-	l := newLoop(t, ioloop.Options{})
-	c, raw := rawPeer(t, l, unix.AF_UNIX, 3, newTestHandler())
+	l := looptest.NewLoop(t, ioloop.Options{})
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 3, looptest.NewHandler())
 	const bigSize = 2 << 20
 	bigDone := blockSender(t, c, wl, frame.Header{Kind: frame.KindSend, Aux: 1}, bigSize)
 
-	payload := bytes.Clone(patterned(2, 70000)) // patterned shares its bytes
+	payload := bytes.Clone(looptest.Patterned(2, 70000)) // patterned shares its bytes
 	h := frame.Header{Kind: frame.KindSend, Aux: 2}
 	w, err := c.Start(&h, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
+	looptest.WaitFor(t, "the frame to queue", func() bool { return ioloop.QueuedFrames(c) == 2 })
 	cancel := make(chan struct{})
 	close(cancel)
 	if err := w.WaitDetach(cancel); err != nil {
@@ -414,20 +412,20 @@ func TestWaitDetach(t *testing.T) {
 	}
 	// A frame that completes before the cancel reports its own result.
 	h = frame.Header{Kind: frame.KindSend, Aux: 3}
-	w, err = c.Start(&h, patterned(3, 40))
+	w, err = c.Start(&h, looptest.Patterned(3, 40))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.WaitDetach(make(chan struct{})); err != nil {
 		t.Fatal(err)
 	}
-	if h, p, err := raw.readFrame(1 << 16); err != nil || h.Aux != 3 || firstDiff(p, patterned(3, 40)) != 40 {
+	if h, p, err := raw.readFrame(1 << 16); err != nil || h.Aux != 3 || looptest.FirstDiff(p, looptest.Patterned(3, 40)) != 40 {
 		t.Fatalf("frame after the detach: %+v, %v", h, err)
 	}
 }
 
 // wantFrame is a frame expected on the wire: its Aux, and its payload,
-// patterned(seed, size).
+// looptest.Patterned(seed, size).
 type wantFrame struct {
 	aux        uint32
 	seed, size int
@@ -441,7 +439,7 @@ func expectFrames(t *testing.T, raw *rawFd, want []wantFrame) {
 		if err != nil {
 			t.Fatalf("reading frame %d: %v", w.aux, err)
 		}
-		if h.Aux != w.aux || len(p) != w.size || firstDiff(p, patterned(uint64(w.seed), w.size)) != w.size {
+		if h.Aux != w.aux || len(p) != w.size || looptest.FirstDiff(p, looptest.Patterned(uint64(w.seed), w.size)) != w.size {
 			t.Fatalf("got frame %+v with %d bytes, want aux %d with %d intact bytes", h, len(p), w.aux, w.size)
 		}
 	}

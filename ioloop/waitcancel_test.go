@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
+	"golang.org/x/sys/unix"
 )
 
 // TestWaitCancel: with the peer not reading, a frame started and partly
@@ -16,8 +16,8 @@ import (
 // a copy, so its payload may be reused), and a frame queued behind it is
 // dropped (ErrCanceled); the stream stays intact.
 func TestWaitCancel(t *testing.T) {
-	l := newLoop(t, ioloop.Options{})
-	c, raw := rawPeer(t, l, unix.AF_UNIX, 7, newTestHandler())
+	l := looptest.NewLoop(t, ioloop.Options{})
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 7, looptest.NewHandler())
 	const size = 8 << 20
 	first := bytes.Repeat([]byte{0xA5}, size)
 	h1 := frame.Header{Kind: frame.KindSend, Tag: 1}

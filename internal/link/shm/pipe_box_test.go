@@ -1,4 +1,4 @@
-package ioloop_test
+package shm_test
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/shm"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -21,16 +23,16 @@ import (
 // ring: a box message is read after the ring's bytes before it and
 // before those after it.
 func TestPipeBoxStream(t *testing.T) {
-	const ring = ioloop.MinPipeRing
-	mem := make([]byte, ioloop.PipeSize(ring))
-	if err := ioloop.InitPipe(mem, ring); err != nil {
+	const ring = shm.MinPipeRing
+	mem := make([]byte, shm.PipeSize(ring))
+	if err := shm.InitPipe(mem, ring); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := ioloop.NewRawPipe(mem, 0, -1)
+	tx, err := shm.NewRawPipe(mem, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rx, err := ioloop.NewRawPipe(mem, 1, -1)
+	rx, err := shm.NewRawPipe(mem, 1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +40,11 @@ func TestPipeBoxStream(t *testing.T) {
 	var sent, got []byte
 	buf := make([]byte, 3*ring)
 	for i := range 20000 {
-		n := 1 + rng.IntN(ioloop.BoxCap+8)
+		n := 1 + rng.IntN(shm.BoxCap+8)
 		if i%7 == 0 {
 			n = 1 + rng.IntN(ring/2)
 		}
-		b := patterned(uint64(i), n)
+		b := looptest.Patterned(uint64(i), n)
 		w, err := tx.Write(b)
 		if err != nil && !errors.Is(err, unix.EAGAIN) {
 			t.Fatalf("write %d: %v", i, err)
@@ -64,7 +66,7 @@ func TestPipeBoxStream(t *testing.T) {
 		got = append(got, buf[:r]...)
 	}
 	if !bytes.Equal(got, sent) {
-		t.Fatalf("read %d bytes, wrote %d; first difference at %d", len(got), len(sent), firstDiff(got, sent))
+		t.Fatalf("read %d bytes, wrote %d; first difference at %d", len(got), len(sent), looptest.FirstDiff(got, sent))
 	}
 	boxed, ringed := tx.Boxed(), tx.Ringed()
 	if boxed == 0 || ringed == 0 {
@@ -79,20 +81,20 @@ func TestPipeBoxStream(t *testing.T) {
 // nothing (it sliced the slot past its end, and panicked, when it loaded
 // the length again instead of taking the one it checked).
 func TestPipeBoxRewritten(t *testing.T) {
-	const ring = ioloop.MinPipeRing
-	mem := make([]byte, ioloop.PipeSize(ring))
-	if err := ioloop.InitPipe(mem, ring); err != nil {
+	const ring = shm.MinPipeRing
+	mem := make([]byte, shm.PipeSize(ring))
+	if err := shm.InitPipe(mem, ring); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := ioloop.NewRawPipe(mem, 0, -1)
+	tx, err := shm.NewRawPipe(mem, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rx, err := ioloop.NewRawPipe(mem, 1, -1)
+	rx, err := shm.NewRawPipe(mem, 1, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := patterned(1, 40)
+	msg := looptest.Patterned(1, 40)
 	if n, err := tx.Write(msg); n != len(msg) || err != nil || tx.Boxed() != 1 {
 		t.Fatalf("write: %d, %v, %d through the box", n, err, tx.Boxed())
 	}
@@ -101,7 +103,7 @@ func TestPipeBoxRewritten(t *testing.T) {
 		t.Fatalf("first read: %d, %v", n, err)
 	}
 	// Ring 0 is written by side 0: its box's first slot holds the message.
-	word := (*uint64)(unsafe.Pointer(&mem[ioloop.PipeRingAt(ring, 0)+ioloop.PipeBoxOff]))
+	word := (*uint64)(unsafe.Pointer(&mem[shm.PipeRingAt(ring, 0)+shm.PipeBoxOff]))
 	*word = 1<<8 | 5
 	if n, err := rx.Read(buf); !errors.Is(err, ioloop.ErrProtocol) || n != 0 {
 		t.Fatalf("read after the rewrite: %d, %v; want 0 and ErrProtocol", n, err)
@@ -119,21 +121,21 @@ func FuzzPipeBoxRead(f *testing.F) {
 	f.Add(uint64(1<<8|200), uint64(0), uint64(0), uint8(0), []byte{})
 	f.Add(uint64(7<<8|1), uint64(0), uint64(0), uint8(3), []byte{1})
 	f.Add(uint64(1<<8|1), uint64(1<<63), uint64(5), uint8(0), []byte{1})
-	const ring = ioloop.MinPipeRing
-	mem := make([]byte, ioloop.PipeSize(ring))
+	const ring = shm.MinPipeRing
+	mem := make([]byte, shm.PipeSize(ring))
 	f.Fuzz(func(t *testing.T, word, pos, tail uint64, slot uint8, data []byte) {
-		if err := ioloop.InitPipe(mem, ring); err != nil {
+		if err := shm.InitPipe(mem, ring); err != nil {
 			t.Fatal(err)
 		}
 		// Ring 1 is read by side 0.
-		base := ioloop.PipeRingAt(ring, 1)
-		s := base + ioloop.PipeBoxOff + int(slot%ioloop.BoxSlots)*ioloop.BoxSlot
+		base := shm.PipeRingAt(ring, 1)
+		s := base + shm.PipeBoxOff + int(slot%shm.BoxSlots)*shm.BoxSlot
 		*(*uint64)(unsafe.Pointer(&mem[base])) = tail
 		*(*uint64)(unsafe.Pointer(&mem[s])) = word
 		*(*uint64)(unsafe.Pointer(&mem[s+8])) = pos
-		copy(mem[s+16:s+ioloop.BoxSlot], data)
-		copy(mem[base+ioloop.PipeDataOff:base+ioloop.PipeDataOff+ring], data)
-		p, err := ioloop.NewRawPipe(mem, 0, -1)
+		copy(mem[s+16:s+shm.BoxSlot], data)
+		copy(mem[base+shm.PipeDataOff:base+shm.PipeDataOff+ring], data)
+		p, err := shm.NewRawPipe(mem, 0, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,21 +169,21 @@ func FuzzPipeBoxRead(f *testing.F) {
 // writer loads), and a frame that comes while nobody polls is still
 // read, by the late arm, without anybody polling or sleeping on it.
 func TestPipePolledAsksLate(t *testing.T) {
-	leakCheck(t)
-	asks := countHook(t, ioloop.SetTestHookAsk)
-	l := newLoop(t, ioloop.Options{})
-	rx := newTestHandler()
-	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
-	settlePipe(t, ca, cb, rx)
+	looptest.LeakCheck(t)
+	asks := countHook(t, shm.SetTestHookAsk)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
+	ca, cb, _, pb := looptest.Pipes(t, l, 16<<10, 0, looptest.NewHandler(), rx)
+	settlePipe(t, ca, pb, rx)
 	const rounds = 200
 	before := asks.Load()
 	for i := 1; i < rounds; i++ {
 		cb.Polling(true)
 		h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
-		if err := ca.Send(&h, patterned(uint64(i), 8)); err != nil {
+		if err := ca.Send(&h, looptest.Patterned(uint64(i), 8)); err != nil {
 			t.Fatal(err)
 		}
-		for rx.count() <= i {
+		for rx.Count() <= i {
 			cb.Poll()
 		}
 		cb.Polled()
@@ -192,83 +194,83 @@ func TestPipePolledAsksLate(t *testing.T) {
 	if got := asks.Load() - before; got > rounds/20 {
 		t.Errorf("%d asks for a bell in %d rounds stopped with Polled", got, rounds)
 	}
-	waitFor(t, "the late arm to ask for a bell", func() bool { return ioloop.Asked(cb) })
+	looptest.WaitFor(t, "the late arm to ask for a bell", func() bool { return shm.Asked(pb) })
 	// Nobody polls now: a frame is read by the loop, after the bell.
 	h := frame.Header{Kind: frame.KindSend, Aux: rounds}
-	if err := ca.Send(&h, patterned(rounds, 8)); err != nil {
+	if err := ca.Send(&h, looptest.Patterned(rounds, 8)); err != nil {
 		t.Fatal(err)
 	}
-	got := rx.waitFrames(t, rounds+1)
+	got := rx.WaitFrames(t, rounds+1)
 	for i, f := range got {
-		assertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, patterned(uint64(i), 8), false)
+		looptest.AssertFrame(t, f, frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, looptest.Patterned(uint64(i), 8), false)
 	}
-	rx.check(t)
+	rx.Check(t)
 }
 
 // TestPipeLateArmReadsWhatCame: a frame that came after a Polled, before
 // the late arm asked for a bell, is read once it asks: nobody polls or
 // sleeps on the pipe, and no bell rings for it.
 func TestPipeLateArmReadsWhatCame(t *testing.T) {
-	leakCheck(t)
-	l := newLoop(t, ioloop.Options{})
-	rx := newTestHandler()
-	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
-	settlePipe(t, ca, cb, rx)
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
+	ca, cb, _, pb := looptest.Pipes(t, l, 16<<10, 0, looptest.NewHandler(), rx)
+	settlePipe(t, ca, pb, rx)
 	cb.Polling(true)
-	if ioloop.Asked(cb) {
+	if shm.Asked(pb) {
 		t.Fatal("a polled pipe still asks for a bell")
 	}
 	cb.Polled()
 	h := frame.Header{Kind: frame.KindSend, Aux: 1}
 	start := time.Now()
-	if err := ca.Send(&h, patterned(1, 8)); err != nil {
+	if err := ca.Send(&h, looptest.Patterned(1, 8)); err != nil {
 		t.Fatal(err)
 	}
-	got := rx.waitFrames(t, 2)
-	assertFrame(t, got[1], h, patterned(1, 8), false)
+	got := rx.WaitFrames(t, 2)
+	looptest.AssertFrame(t, got[1], h, looptest.Patterned(1, 8), false)
 	t.Logf("read %v after it was sent", time.Since(start))
-	rx.check(t)
+	rx.Check(t)
 }
 
-// settlePipe sends frame 0 from ca to cb, whose handler is rx, and waits
-// for it: the loop has then seen cb's first readiness (a registered
-// socket is reported writable, and the loop looks at both rings for it,
-// whenever it comes to it), and cb asks for a bell.
-func settlePipe(t *testing.T, ca, cb *ioloop.Conn, rx *testHandler) {
+// settlePipe sends frame 0 from ca to cb (pipe pb), whose handler is rx,
+// and waits for it: the loop has then seen cb's first readiness (a
+// registered socket is reported writable, and the loop looks at both
+// rings for it, whenever it comes to it), and cb asks for a bell.
+func settlePipe(t *testing.T, ca *ioloop.Conn, pb *shm.Pipe, rx *looptest.Handler) {
 	t.Helper()
 	h := frame.Header{Kind: frame.KindSend}
-	if err := ca.Send(&h, patterned(0, 8)); err != nil {
+	if err := ca.Send(&h, looptest.Patterned(0, 8)); err != nil {
 		t.Fatal(err)
 	}
-	rx.waitFrames(t, 1)
-	waitFor(t, "the pipe to ask for a bell", func() bool { return ioloop.Asked(cb) })
+	rx.WaitFrames(t, 1)
+	looptest.WaitFor(t, "the pipe to ask for a bell", func() bool { return shm.Asked(pb) })
 }
 
 // TestPipeSettle: what the late arm does once due, after a Polled, asks
 // for a bell at once: the next frame rings it.
 func TestPipeSettle(t *testing.T) {
-	leakCheck(t)
-	bells := countHook(t, ioloop.SetTestHookBell)
-	l := newLoop(t, ioloop.Options{})
-	rx := newTestHandler()
-	ca, cb := pipePair(t, l, 16<<10, newTestHandler(), rx)
+	looptest.LeakCheck(t)
+	bells := countHook(t, shm.SetTestHookBell)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
+	ca, cb, _, pb := looptest.Pipes(t, l, 16<<10, 0, looptest.NewHandler(), rx)
 	cb.Polling(true)
 	cb.Polled()
-	ioloop.Settle(cb)
-	if !ioloop.Asked(cb) {
+	shm.Settle(pb)
+	if !shm.Asked(pb) {
 		t.Fatal("Settle did not ask for a bell")
 	}
 	before := bells.Load()
 	h := frame.Header{Kind: frame.KindSend, Tag: 6}
-	if err := ca.Send(&h, patterned(6, 8)); err != nil {
+	if err := ca.Send(&h, looptest.Patterned(6, 8)); err != nil {
 		t.Fatal(err)
 	}
-	got := rx.waitFrames(t, 1)
-	assertFrame(t, got[0], h, patterned(6, 8), false)
+	got := rx.WaitFrames(t, 1)
+	looptest.AssertFrame(t, got[0], h, looptest.Patterned(6, 8), false)
 	if n := bells.Load() - before; n != 1 {
 		t.Errorf("%d bells for a frame sent after Settle, want 1", n)
 	}
-	rx.check(t)
+	rx.Check(t)
 }
 
 // countHook installs, with set, a hook that counts its calls, removed at

@@ -1,4 +1,4 @@
-package ioloop
+package shm
 
 import (
 	"runtime"

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package ioloop
+package shm
 
 import "sync/atomic"
 

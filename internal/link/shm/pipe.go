@@ -1,29 +1,29 @@
-package ioloop
+package shm
 
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
 
-// A pipe is a connection's byte stream in memory shared with the process
+// A Pipe is a connection's byte stream in memory shared with the process
 // at the other end: two single-producer single-consumer rings, one per
-// direction, in a region both map (RegisterPipe). The Conn reads and
-// writes it as it would a socket, so frames, payloads read straight into
-// their destination, backpressure and deferral work unchanged; only the
-// bytes take no system call. A connected Unix stream socket beside it, the
-// bell, is what the loop polls: a side that is about to sleep arms its
-// ring (it wants a bell), and the other side, seeing the arm after it
-// published bytes (or freed room), writes one byte to the bell. The bell's
-// end is also the other process's end: it is seen at its exit, however it
-// died.
+// direction, in a region both map. It is an ioloop.Stream: the Conn
+// reads and writes it as it would a socket, so frames, payloads read
+// straight into their destination, backpressure and deferral work
+// unchanged; only the bytes take no system call. A connected Unix stream
+// socket beside it, the bell, is what the loop polls (ioloop.Belled): a
+// side that is about to sleep arms its ring (it wants a bell), and the
+// other side, seeing the arm after it published bytes (or freed room),
+// writes one byte to the bell. The bell's end is also the other
+// process's end: it is seen at its exit, however it died.
 //
 // Layout of the region (PipeSize bytes; all words little-endian, each on
 // its own 128-byte line so that the two processes never write one line):
@@ -68,8 +68,8 @@ import (
 // again, and a receive waited for bytes that sat in its ring.
 //
 // The other process is not trusted: a tail or head that claims more than
-// the ring holds fails the connection with ErrProtocol, and bytes are
-// copied out before they are decoded.
+// the ring holds fails the connection with ioloop.ErrProtocol
+// (errCorrupt), and bytes are copied out before they are decoded.
 const (
 	pipeHeader  = 128
 	pipeLine    = 128
@@ -88,6 +88,7 @@ const (
 	MinPipeRing = 4 << 10
 )
 
+
 // PipeSize returns the bytes of shared memory a pipe whose rings hold
 // ring bytes each needs.
 func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+pipeBox+ring) }
@@ -100,10 +101,10 @@ func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+pipeBox+ring) }
 // it before the other side maps it.
 func InitPipe(mem []byte, ring int) error {
 	if ring < MinPipeRing || ring&(ring-1) != 0 {
-		return fmt.Errorf("ioloop: pipe ring of %d bytes: want a power of two of at least %d", ring, MinPipeRing)
+		return fmt.Errorf("shm: pipe ring of %d bytes: want a power of two of at least %d", ring, MinPipeRing)
 	}
 	if len(mem) < PipeSize(ring) {
-		return fmt.Errorf("ioloop: pipe of %d bytes in %d bytes of memory", PipeSize(ring), len(mem))
+		return fmt.Errorf("shm: pipe of %d bytes in %d bytes of memory", PipeSize(ring), len(mem))
 	}
 	// Only the header and each ring's control lines: a ring's bytes are
 	// read only up to its tail, once written. Clearing them too touched
@@ -145,27 +146,30 @@ type ring struct {
 	boxOff     int         // consuming: bytes of the next box message already consumed
 }
 
-// pipe is both directions of a pipe from one side, and its bell.
+// Pipe is both directions of a pipe from one side, and its bell: an
+// ioloop.Stream, and an Attacher, Belled, Poller and DeferLimiter.
 //
-// Lock rule: tx belongs to the holder of the Conn's wr.mu, rx to the
-// holder of rd.mu, but for rx.wantData, which Polling stores under bmu
-// (and armEmpty, which also loads rx's shared words there, and the
-// published box read);
-// the words in shared memory are only touched with atomics (but a box
-// slot's position, published by its word's fenced store); polls, gone,
-// asking, late and seen are atomics.
-type pipe struct {
-	tx, rx ring
-	bell   int // the bell socket: the Conn's fd
+// Lock rule: tx belongs to the Conn's writer (Writev), rx to its reader
+// (Read), but for rx.wantData, which StartPolling stores under bmu (and
+// armEmpty, which also loads rx's shared words there, and the published
+// box read); the words in shared memory are only touched with atomics
+// (but a box slot's position, published by its word's fenced store);
+// polls, writers, gone, asking, late and seen are atomics; conn is set
+// once, by Attach, before anything else.
+type Pipe struct {
+	tx, rx  ring
+	bell    int          // the bell socket: the Conn's descriptor
+	release func()       // Open's, or nil
+	conn    *ioloop.Conn // the Conn the pipe is registered as (Attach)
 	// polls counts in its low 32 bits the goroutines polling the Conn in a
 	// loop (Conn.Polling), in its high 32 the times one began to, ever
 	// (what the late arm watches): one atomic add for both.
 	polls   atomic.Uint64
-	writers atomic.Int32 // senders retrying a write themselves (Conn.spinWrite)
+	writers atomic.Int32 // senders retrying a write themselves (Writing)
 	gone    atomic.Bool  // the bell ended: the other side closed or died
 	// asking is set before this side stores 1 in rx.wantData, cleared when
 	// it stores 0: clear, the word is 0 (only this side sets it), and
-	// Polling need not look at it.
+	// StartPolling need not look at it.
 	asking atomic.Bool
 
 	// The late arm (pipe_late.go): late is whether the timer, which asks
@@ -176,29 +180,60 @@ type pipe struct {
 	timer *time.Timer
 
 	// bmu orders what touches the bell or the shared memory outside the
-	// Conn's rd.mu and wr.mu (the loop draining the bell, Polling) with
-	// the Conn's release, which sets shut under it before it closes the
-	// bell and lets the memory go.
+	// Conn's reader and writer (the loop draining the bell, StartPolling)
+	// with Close, which sets shut under it before it closes the bell and
+	// lets the memory go.
 	bmu  sync.Mutex
 	shut bool
 }
 
-func newPipe(mem []byte, side, bell int) (*pipe, error) {
+var (
+	_ ioloop.Stream       = (*Pipe)(nil)
+	_ ioloop.Attacher     = (*Pipe)(nil)
+	_ ioloop.Belled       = (*Pipe)(nil)
+	_ ioloop.Poller       = (*Pipe)(nil)
+	_ ioloop.DeferLimiter = (*Pipe)(nil)
+)
+
+// Open returns side 0 or 1 of the pipe in mem (InitPipe prepared it; the
+// other process is the other side), whose bell is bell, a connected Unix
+// stream socket to that process, for ioloop.Loop.RegisterStream. The
+// Pipe owns bell from now on, and calls release, if not nil, once
+// nothing will touch mem again (Close), also when Open itself fails.
+func Open(mem []byte, side, bell int, release func()) (*Pipe, error) {
+	p, err := newPipe(mem, side, bell)
+	if err == nil {
+		err = os.NewSyscallError("fcntl", unix.SetNonblock(bell, true))
+	}
+	if err != nil {
+		unix.Close(bell)
+		if release != nil {
+			release()
+		}
+		return nil, err
+	}
+	p.release = release
+	p.timer = time.AfterFunc(time.Hour, p.armLate)
+	p.timer.Stop()
+	return p, nil
+}
+
+func newPipe(mem []byte, side, bell int) (*Pipe, error) {
 	if len(mem) < pipeHeader {
-		return nil, fmt.Errorf("ioloop: pipe memory of %d bytes", len(mem))
+		return nil, fmt.Errorf("shm: pipe memory of %d bytes", len(mem))
 	}
 	size := binary.LittleEndian.Uint64(mem[16:])
 	switch {
 	case binary.LittleEndian.Uint64(mem[0:]) != pipeMagic:
-		return nil, fmt.Errorf("ioloop: pipe memory without the pipe magic")
+		return nil, fmt.Errorf("shm: pipe memory without the pipe magic")
 	case binary.LittleEndian.Uint64(mem[8:]) != pipeVersion:
-		return nil, fmt.Errorf("ioloop: pipe version %d, want %d", binary.LittleEndian.Uint64(mem[8:]), pipeVersion)
+		return nil, fmt.Errorf("shm: pipe version %d, want %d", binary.LittleEndian.Uint64(mem[8:]), pipeVersion)
 	case size < MinPipeRing || size&(size-1) != 0 || size > uint64(len(mem)) || uint64(len(mem)) < uint64(PipeSize(int(size))):
-		return nil, fmt.Errorf("ioloop: pipe ring of %d bytes in %d bytes of memory", size, len(mem))
+		return nil, fmt.Errorf("shm: pipe ring of %d bytes in %d bytes of memory", size, len(mem))
 	case side != 0 && side != 1:
-		return nil, fmt.Errorf("ioloop: pipe side %d, want 0 or 1", side)
+		return nil, fmt.Errorf("shm: pipe side %d, want 0 or 1", side)
 	}
-	p := &pipe{bell: bell}
+	p := &Pipe{bell: bell}
 	p.tx = ringAt(mem, side, int(size))
 	p.rx = ringAt(mem, 1-side, int(size))
 	p.tx.pos = atomic.LoadUint64(p.tx.tail)
@@ -226,12 +261,37 @@ func ringAt(mem []byte, r, size int) ring {
 	}
 }
 
-// writev copies as much of bufs as the ring has room for and publishes
-// it; unix.EAGAIN when there is no room (the other side will ring once it
-// frees some: the room is asked for first, unless a sender retries the
-// write itself, which asks once it stops), unix.EPIPE once the other side
-// is gone.
-func (p *pipe) writev(bufs [][]byte) (int, error) {
+// Attach implements ioloop.Attacher: c is the Conn the pipe is
+// registered as.
+func (p *Pipe) Attach(c *ioloop.Conn) { p.conn = c }
+
+// Fd implements ioloop.Stream: the bell.
+func (p *Pipe) Fd() int { return p.bell }
+
+// Shutdown implements ioloop.Stream: the bell's end is the other side's
+// sign that this side is gone.
+func (p *Pipe) Shutdown() { unix.Shutdown(p.bell, unix.SHUT_RDWR) }
+
+// Close implements ioloop.Stream: nothing reads or writes the pipe's
+// memory or its bell after it.
+func (p *Pipe) Close() error {
+	p.bmu.Lock()
+	p.shut = true
+	p.bmu.Unlock()
+	p.timer.Stop()
+	err := unix.Close(p.bell)
+	if p.release != nil {
+		p.release()
+	}
+	return os.NewSyscallError("close", err)
+}
+
+// Writev implements ioloop.Stream: it copies as much of bufs as the ring
+// has room for and publishes it; unix.EAGAIN when there is no room (the
+// other side will ring once it frees some: the room is asked for first,
+// unless a sender retries the write itself, which asks once it stops),
+// unix.EPIPE once the other side is gone.
+func (p *Pipe) Writev(bufs [][]byte) (int, error) {
 	if p.gone.Load() {
 		return 0, unix.EPIPE
 	}
@@ -245,7 +305,7 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 	if free < size/2 {
 		t.peer = atomic.LoadUint64(t.head)
 		if t.pos-t.peer > size {
-			return 0, errPipeCorrupt
+			return 0, errCorrupt
 		}
 		free = size - (t.pos - t.peer)
 	}
@@ -256,7 +316,7 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 		storeFenced32(t.wantRoom, 1)
 		t.peer = atomic.LoadUint64(t.head)
 		if t.pos-t.peer > size {
-			return 0, errPipeCorrupt
+			return 0, errCorrupt
 		}
 		if free = size - (t.pos - t.peer); free == 0 {
 			return 0, unix.EAGAIN
@@ -282,7 +342,7 @@ func (p *pipe) writev(bufs [][]byte) (int, error) {
 
 // published rings the bell if the consumer asked for one: called after
 // bytes were published with a fenced store.
-func (p *pipe) published() {
+func (p *Pipe) published() {
 	if w := p.tx.wantData; atomic.LoadUint32(w) != 0 && atomic.CompareAndSwapUint32(w, 1, 0) {
 		p.ring()
 	}
@@ -342,17 +402,17 @@ func (r *ring) boxDue(tail *uint64) (at uint64, n int, ok bool, err error) {
 	case seq+boxSlots == r.boxes+1, w == 0 && r.boxes < boxSlots:
 		return 0, 0, false, nil
 	default:
-		return 0, 0, false, errPipeCorrupt
+		return 0, 0, false, errCorrupt
 	}
 	if n = int(w & 0xff); n <= r.boxOff || n > boxCap {
-		return 0, 0, false, errPipeCorrupt
+		return 0, 0, false, errCorrupt
 	}
 	at = atomic.LoadUint64((*uint64)(unsafe.Pointer(&s[8])))
 	if at > *tail {
 		*tail = atomic.LoadUint64(r.tail)
 	}
 	if at < r.pos || at > *tail {
-		return 0, 0, false, errPipeCorrupt
+		return 0, 0, false, errCorrupt
 	}
 	return at, n, true, nil
 }
@@ -379,11 +439,17 @@ func (r *ring) boxEmpty() bool {
 	return atomic.LoadUint64(word)>>8 != i+1
 }
 
-// read copies what the ring holds, up to len(b), and frees its room. When
-// the ring is empty it returns unix.EAGAIN, having first asked for a bell
-// if arm (then only a bell ends the wait, so the ring is looked at once
-// more after asking); or ErrEOF once the bell ended and nothing is left.
-func (p *pipe) read(b []byte, arm bool) (int, error) {
+// Read implements ioloop.Stream: it copies what the ring holds, up to
+// len(b), and frees its room. When the ring is empty it returns
+// unix.EAGAIN, having first asked for a bell if arm and no goroutine
+// polls the Conn in a loop (then only a bell ends the wait, so the ring
+// is looked at once more after asking); or ioloop.ErrEOF once the bell
+// ended and nothing is left.
+func (p *Pipe) Read(b []byte, arm bool) (int, error) {
+	return p.read(b, arm && p.Pollers() == 0)
+}
+
+func (p *Pipe) read(b []byte, arm bool) (int, error) {
 	r := &p.rx
 	size := uint64(len(r.data))
 	tail := atomic.LoadUint64(r.tail) // before the box: see boxDue
@@ -397,7 +463,7 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 		tail = atomic.LoadUint64(r.tail)
 		if due, boxLen, boxed, err = r.boxDue(&tail); tail == r.pos && !boxed && err == nil {
 			if gone {
-				return 0, ErrEOF
+				return 0, ioloop.ErrEOF
 			}
 			return 0, unix.EAGAIN
 		}
@@ -412,7 +478,7 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 	}
 	avail := tail - r.pos
 	if avail > size {
-		return 0, errPipeCorrupt
+		return 0, errCorrupt
 	}
 	n := min(avail, uint64(len(b)))
 	at := r.pos & r.mask
@@ -434,10 +500,10 @@ func (p *pipe) read(b []byte, arm bool) (int, error) {
 // arms the ring itself as it finds it empty. Like read's, the arm comes
 // before the look at tail, and writev stores tail before it looks at the
 // arm, so that no bell is lost.
-func (p *pipe) armEmpty() bool {
+func (p *Pipe) armEmpty() bool {
 	p.bmu.Lock()
 	defer p.bmu.Unlock()
-	if p.shut || p.pollers() != 0 || p.gone.Load() {
+	if p.shut || p.Pollers() != 0 || p.gone.Load() {
 		return false
 	}
 	if testHookAsk != nil {
@@ -448,13 +514,43 @@ func (p *pipe) armEmpty() bool {
 	return atomic.LoadUint64(p.rx.tail) == atomic.LoadUint64(p.rx.head) && p.rx.boxEmpty()
 }
 
-// pollers returns how many goroutines poll the Conn in a loop.
-func (p *pipe) pollers() uint32 { return uint32(p.polls.Load()) }
+// Pollers implements ioloop.Poller.
+func (p *Pipe) Pollers() uint32 { return uint32(p.polls.Load()) }
+
+// StartPolling implements ioloop.Poller. A store to the arm word only if
+// need be: the writer loads its line after every message, and a store
+// takes it from the writer's cache.
+func (p *Pipe) StartPolling() {
+	p.polls.Add(1<<32 | 1)
+	if !p.asking.Load() {
+		return // the word is 0 already
+	}
+	p.bmu.Lock()
+	if !p.shut && atomic.LoadUint32(p.rx.wantData) != 0 {
+		atomic.StoreUint32(p.rx.wantData, 0)
+	}
+	p.asking.Store(false)
+	p.bmu.Unlock()
+}
+
+// StopPolling implements ioloop.Poller: the last poller out asks for a
+// bell, and reports what came meanwhile.
+func (p *Pipe) StopPolling() (drain bool) { return p.stopPolling() == 0 && !p.armEmpty() }
+
+// Writing implements ioloop.Poller: while a sender retries its write
+// itself, a full ring asks for no bell (Writev).
+func (p *Pipe) Writing(on bool) (last bool) {
+	if on {
+		p.writers.Add(1)
+		return false
+	}
+	return p.writers.Add(-1) == 0
+}
 
 // ring writes one byte to the bell. A full bell needs no more: a byte is
 // waiting to be read already. Any other failure is the bell's end, which
 // the loop sees on its own.
-func (p *pipe) ring() {
+func (p *Pipe) ring() {
 	if testHookBell != nil {
 		testHookBell()
 	}
@@ -471,9 +567,20 @@ func (p *pipe) ring() {
 // as armEmpty asks for one.
 var testHookBell, testHookAsk func()
 
+// Rang implements ioloop.Belled: the bell's bytes, or its end, mean look
+// at both rings.
+func (p *Pipe) Rang() error {
+	p.bmu.Lock()
+	defer p.bmu.Unlock()
+	if p.shut {
+		return nil
+	}
+	return p.drainBell()
+}
+
 // drainBell reads the bell's bytes, which only say "look again", and
 // notes its end.
-func (p *pipe) drainBell() error {
+func (p *Pipe) drainBell() error {
 	var buf [64]byte
 	for {
 		n, err := unix.Read(p.bell, buf[:])
@@ -490,25 +597,6 @@ func (p *pipe) drainBell() error {
 			return nil
 		}
 	}
-}
-
-// onBell is what the loop does when a pipe's bell is readable: its bytes,
-// or its end, mean look at both rings.
-func (c *Conn) onBell() {
-	p := c.pipe
-	p.bmu.Lock()
-	if p.shut {
-		p.bmu.Unlock()
-		return
-	}
-	err := p.drainBell()
-	p.bmu.Unlock()
-	if err != nil {
-		c.fail("read", err)
-		return
-	}
-	c.onWritable()
-	c.onReadable()
 }
 
 // copyIn copies src into dst, a part of the ring, as copy does; a long
@@ -581,15 +669,12 @@ func (c *storeChoice) note(n int, ns int64) {
 	c.slow = c.rate < slowRate
 }
 
-// DeferLimit returns the longest payload a handler should leave unread on
-// c (Defer) while the writer may still be writing it: a pipe's ring must
-// hold the rest of the frame without its reader reading, so that a
-// writer never waits for a receive to write a frame it sends eagerly;
-// half its ring. A socket's buffers are the kernel's, and not bounded
-// here.
-func (c *Conn) DeferLimit() uint64 {
-	if c.pipe == nil {
-		return math.MaxUint64
-	}
-	return uint64(len(c.pipe.rx.data)) / 2
-}
+// DeferLimit implements ioloop.DeferLimiter: the ring must hold the rest
+// of a frame without its reader reading, so that a writer never waits
+// for a receive to write a frame it sends eagerly; half the ring.
+func (p *Pipe) DeferLimit() uint64 { return uint64(len(p.rx.data)) / 2 }
+
+// nanotime is a monotonic clock in nanoseconds.
+func nanotime() int64 { return int64(time.Since(epoch)) }
+
+var epoch = time.Now()

@@ -1,4 +1,4 @@
-package ioloop
+package shm
 
 import (
 	"sync/atomic"
@@ -12,24 +12,23 @@ import (
 // write the word the writer loads after every message twice a message,
 // and each write takes that line from the other core: in a ping-pong of
 // 8-byte messages between processes, about a quarter of each round
-// trip. Polled stops without asking; a timer asks once nobody has begun
-// to poll the pipe for lateArm, and reads what came meanwhile, so a
-// message that comes while nobody looks waits at most about twice that
-// (or until somebody polls it). A goroutine that is about to sleep until
-// the pipe brings something stops with Polling, which asks at once.
+// trip. Conn.Polled (StopPolled) stops without asking; a timer asks once
+// nobody has begun to poll the pipe for lateArm, and has the Conn read
+// what came meanwhile, so a message that comes while nobody looks waits
+// at most about twice that (or until somebody polls it). A goroutine
+// that is about to sleep until the pipe brings something stops with
+// Conn.Polling (StopPolling), which asks at once.
 
 // lateArm is how long a pipe nobody polls may go without asking for a
 // bell after Polled. Go's timers fire late by up to a millisecond when
 // the process is idle.
 const lateArm = 200 * time.Microsecond
 
-// Polled is Polling(false) for a goroutine that got what it polled for
-// and is likely to poll again soon: if it was the last poller, the pipe
-// asks for a bell only once nobody has polled it for lateArm, not now.
-// On a socket it does nothing.
-func (c *Conn) Polled() {
-	p := c.pipe
-	if p == nil || p.stopPolling() != 0 {
+// StopPolled implements ioloop.Poller: if the goroutine was the last
+// poller, the pipe asks for a bell only once nobody has polled it for
+// lateArm, not now.
+func (p *Pipe) StopPolled() {
+	if p.stopPolling() != 0 {
 		return
 	}
 	// The count first, then late: armLate clears late before it loads
@@ -40,18 +39,16 @@ func (c *Conn) Polled() {
 }
 
 // stopPolling counts a poller out and returns how many are left.
-func (p *pipe) stopPolling() uint32 { return uint32(p.polls.Add(^uint64(0))) }
+func (p *Pipe) stopPolling() uint32 { return uint32(p.polls.Add(^uint64(0))) }
 
 // settle asks for a bell if nobody polls the pipe and it has not asked,
-// and reads what came before it asked.
-func (c *Conn) settle() {
-	p := c.pipe
-	if p == nil || p.pollers() != 0 || p.asked() {
+// and has the Conn read what came before it asked.
+func (p *Pipe) settle() {
+	if p.Pollers() != 0 || p.asked() {
 		return
 	}
 	if !p.armEmpty() {
-		c.rd.pending.Store(true)
-		c.Progress()
+		p.conn.Look()
 	}
 }
 
@@ -59,8 +56,7 @@ func (c *Conn) settle() {
 // begun to poll the pipe since it last looked, lateArm ago, or looks
 // again in lateArm. So a pipe left by Polled asks within one to two
 // lateArm.
-func (c *Conn) armLate() {
-	p := c.pipe
+func (p *Pipe) armLate() {
 	p.late.Store(false)
 	v := p.polls.Load()
 	n, began := uint32(v), uint32(v>>32)
@@ -73,7 +69,7 @@ func (c *Conn) armLate() {
 			p.timer.Reset(lateArm)
 		}
 	default:
-		c.settle()
+		p.settle()
 	}
 }
 
@@ -81,7 +77,7 @@ func (c *Conn) armLate() {
 // since: whatever came before it asked was found then, and whatever
 // comes after rings. A load, not armEmpty's store: the word's line stays
 // shared with the writer.
-func (p *pipe) asked() bool {
+func (p *Pipe) asked() bool {
 	p.bmu.Lock()
 	defer p.bmu.Unlock()
 	return !p.shut && atomic.LoadUint32(p.rx.wantData) != 0

@@ -1,6 +1,6 @@
 //go:build amd64 && !purego
 
-package ioloop
+package shm
 
 import "unsafe"
 
