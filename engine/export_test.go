@@ -229,3 +229,14 @@ func BytesRead(t *NetTransport, rank int) uint64 {
 	l := t.peers[rank].link
 	return l.bytesRead(laneData) + l.bytesRead(laneCtl)
 }
+
+// SetStreamHook has f wrap the Stream of every TCP connection a
+// transport adopts from now on (rank: the peer's; stream: its index, the
+// control stream's Options.Streams); nil removes it.
+func SetStreamHook(f func(t *NetTransport, rank, stream int, s ioloop.Stream) ioloop.Stream) {
+	if f == nil {
+		testHookStream.Store(nil)
+		return
+	}
+	testHookStream.Store(&f)
+}

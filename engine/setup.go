@@ -335,6 +335,13 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 	if err != nil {
 		return err
 	}
+	medium, err := ioloop.SocketStream(fd)
+	if err != nil {
+		return err
+	}
+	if hook := testHookStream.Load(); hook != nil {
+		medium = (*hook)(t, r, s, medium)
+	}
 	p := t.peers[r]
 	var h ioloop.Handler
 	switch l := p.link.(type) {
@@ -347,7 +354,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 		}
 	}
 	open := false
-	_, err = t.loop.RegisterFunc(fd, r, h, func(c *ioloop.Conn) {
+	_, err = t.loop.RegisterStream(medium, r, h, func(c *ioloop.Conn) {
 		ready := false
 		switch l := p.link.(type) {
 		case *meshLink:
@@ -371,6 +378,11 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 	}
 	return nil
 }
+
+// testHookStream, when set by a test, may wrap the Stream of every
+// connection adopt registers: the transport, the peer's rank and the
+// stream's index (the control stream's is Options.Streams).
+var testHookStream atomic.Pointer[func(t *NetTransport, rank, stream int, s ioloop.Stream) ioloop.Stream]
 
 // tune sets a connection's socket options: TCP_NODELAY, no TCP
 // keepalive, Options.SocketBuffer and Options.Congestion.

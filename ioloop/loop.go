@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
-	"golang.org/x/sys/unix"
 )
 
 // Options configures a Loop. The zero value selects every default.
@@ -113,11 +112,11 @@ func (l *Loop) Register(fd int, id int, h Handler) (*Conn, error) {
 // before the loop can call its handler: whatever ready stores (where the
 // handler will look for the Conn) is seen by every handler call.
 func (l *Loop) RegisterFunc(fd int, id int, h Handler, ready func(*Conn)) (*Conn, error) {
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("fcntl", err)
+	s, err := SocketStream(fd)
+	if err != nil {
+		return nil, err
 	}
-	return l.RegisterStream(newSocketStream(fd), id, h, ready)
+	return l.RegisterStream(s, id, h, ready)
 }
 
 // RegisterStream hands s to the loop as a Conn: Register for a Stream of

@@ -9,7 +9,7 @@ import (
 // Stream is the medium under a Conn, the one place a kind of link plugs
 // in: a byte stream that the Conn reads frames from and writes frames to
 // without blocking, and the descriptor the loop's poller watches for it.
-// A connected socket is one (Register wraps it); a link kind in a package
+// A connected socket is one (SocketStream; Register wraps it); a link kind in a package
 // of its own implements others (a pipe in shared memory,
 // internal/link/shm) and hands them to RegisterStream.
 //
@@ -111,8 +111,16 @@ type socketStream struct {
 
 var _ Stream = (*socketStream)(nil)
 
-func newSocketStream(fd int) *socketStream {
-	return &socketStream{fd: fd, iov: make([]unix.Iovec, 0, maxIovecs)}
+// SocketStream returns fd, a connected stream socket, as a Stream, in
+// non-blocking mode, for a caller that wraps it before RegisterStream
+// (Register does both). The Stream owns fd: it is closed also when
+// SocketStream fails.
+func SocketStream(fd int) (Stream, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return &socketStream{fd: fd, iov: make([]unix.Iovec, 0, maxIovecs)}, nil
 }
 
 func (s *socketStream) Fd() int { return s.fd }

@@ -88,7 +88,6 @@ const (
 	MinPipeRing = 4 << 10
 )
 
-
 // PipeSize returns the bytes of shared memory a pipe whose rings hold
 // ring bytes each needs.
 func PipeSize(ring int) int { return pipeHeader + 2*(pipeCtl+pipeBox+ring) }
