@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"net"
+
+	"github.com/boltmesh/boltmesh/internal/link/tcp"
 )
 
 // Congestion control choices for Options.Congestion.
@@ -33,7 +35,7 @@ func checkCongestion(name string) error {
 	if name == "" || name == CongestionSystem {
 		return nil
 	}
-	if err := probeCongestion(name); err != nil {
+	if err := tcp.Probe(name); err != nil {
 		return fmt.Errorf("%w: Options.Congestion %q: %w", ErrCongestion, name, err)
 	}
 	return nil
@@ -50,25 +52,12 @@ func (t *NetTransport) setCongestion(tc *net.TCPConn) error {
 		return nil
 	case "":
 		if isLoopback(tc.RemoteAddr().String()) {
-			onFD(tc, func(fd int) error { return setFDCongestion(fd, LoopbackCongestion) })
+			tcp.SetCongestion(tc, LoopbackCongestion)
 		}
 		return nil
 	}
-	if err := onFD(tc, func(fd int) error { return setFDCongestion(fd, name) }); err != nil {
+	if err := tcp.SetCongestion(tc, name); err != nil {
 		return fmt.Errorf("%w: %q on the connection with %s: %w", ErrCongestion, name, tc.RemoteAddr(), err)
 	}
 	return nil
-}
-
-// onFD runs f on tc's descriptor.
-func onFD(tc *net.TCPConn, f func(fd int) error) error {
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
 }

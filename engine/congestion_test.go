@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/link/tcp"
 )
 
 // tcpPair returns the two ends of a loopback TCP connection.
@@ -59,8 +61,7 @@ func TestCongestionChoice(t *testing.T) {
 		if err := tr.setCongestion(a); err != nil {
 			t.Fatalf("Congestion %q: %v", opt, err)
 		}
-		var got string
-		err := onFD(a, func(fd int) (err error) { got, err = fdCongestion(fd); return err })
+		got, err := tcp.CongestionOf(a)
 		if err != nil {
 			t.Fatal(err)
 		}

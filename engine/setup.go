@@ -12,9 +12,9 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/link/tcp"
 	"github.com/boltmesh/boltmesh/internal/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
-	"golang.org/x/sys/unix"
 )
 
 // Bind listens on peers[rank] and builds the mesh; see FromListener.
@@ -323,7 +323,8 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 		return err
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
-		if err := t.tune(tc); err != nil {
+		tcp.Tune(tc, t.opts.SocketBuffer) // heartbeats on the control stream watch the link (heartbeat.go)
+		if err := t.setCongestion(tc); err != nil {
 			return err
 		}
 	}
@@ -331,11 +332,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 	if !ok {
 		return fmt.Errorf("boltmesh: connection from %s is a %T, not a socket the event loop can own", nc.RemoteAddr(), nc)
 	}
-	fd, err := dupFD(sc)
-	if err != nil {
-		return err
-	}
-	medium, err := ioloop.SocketStream(fd)
+	medium, err := tcp.Stream(sc)
 	if err != nil {
 		return err
 	}
@@ -383,32 +380,3 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 // connection adopt registers: the transport, the peer's rank and the
 // stream's index (the control stream's is Options.Streams).
 var testHookStream atomic.Pointer[func(t *NetTransport, rank, stream int, s ioloop.Stream) ioloop.Stream]
-
-// tune sets a connection's socket options: TCP_NODELAY, no TCP
-// keepalive, Options.SocketBuffer and Options.Congestion.
-func (t *NetTransport) tune(tc *net.TCPConn) error {
-	tc.SetNoDelay(true)
-	tc.SetKeepAlive(false) // heartbeats on the control stream watch the link (heartbeat.go)
-	if n := t.opts.SocketBuffer; n > 0 {
-		tc.SetReadBuffer(n)
-		tc.SetWriteBuffer(n)
-	}
-	return t.setCongestion(tc)
-}
-
-// dupFD returns a close-on-exec duplicate of the connection's descriptor.
-func dupFD(sc syscall.Conn) (int, error) {
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	fd := -1
-	var derr error
-	err = raw.Control(func(s uintptr) {
-		fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
-	})
-	if err == nil {
-		err = derr
-	}
-	return fd, err
-}

@@ -1,6 +1,6 @@
 //go:build linux || freebsd
 
-package engine
+package tcp
 
 import (
 	"fmt"
