@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
@@ -12,17 +13,26 @@ import (
 // public API (see internal/plumb) are methods of plumbing, a
 // *NetTransport by another name, so that they stay out of NetTransport's
 // method set: plumb.CollOf and plumb.RPCOf find them through the lookup
-// registered here.
+// registered here, for a *NetTransport and for any value that embeds one
+// (a *ThunderboltTransport), whose method set core joins.
 
 func init() {
 	plumb.Register(func(t any) (any, bool) {
-		nt, ok := t.(*NetTransport)
-		if !ok || nt == nil {
+		c, ok := t.(interface{ core() *NetTransport })
+		if v := reflect.ValueOf(t); !ok || v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil, false // (a nil *ThunderboltTransport has no embedded one to ask)
+		}
+		nt := c.core()
+		if nt == nil {
 			return nil, false
 		}
 		return (*plumbing)(nt), true
 	})
 }
+
+// core returns t itself: the transport whose hooks plumb hands out, also
+// through a value that embeds t. A nil t has none.
+func (t *NetTransport) core() *NetTransport { return t }
 
 // plumbing is a NetTransport's hooks; each method forwards to the
 // unexported method of NetTransport that does the work.

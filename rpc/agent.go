@@ -12,7 +12,8 @@ import (
 
 // Transport is the transport an Agent serves on: its place in the world.
 // NewAgent also needs the transport's RPC frames, which
-// *engine.NetTransport carries and no other implementation of Transport
+// *engine.NetTransport carries (and so does a value that embeds one, an
+// *engine.ThunderboltTransport) and no other implementation of Transport
 // does: over another transport, NewAgent fails with
 // ErrUnsupportedTransport.
 type Transport interface {
@@ -84,7 +85,8 @@ type handlerKey struct{}
 
 // NewAgent installs an agent on t and starts serving: requests are read by
 // the transport's event loop and run on a pool of opts.Workers goroutines.
-// t must be an *engine.NetTransport: over any other transport, NewAgent
+// t must be an *engine.NetTransport, or a value that embeds one (an
+// *engine.ThunderboltTransport): over any other transport, NewAgent
 // fails with ErrUnsupportedTransport. A
 // transport carries one agent at a time; another can be installed once
 // this one is closed (before, NewAgent fails with engine.ErrRPCHandlerSet).

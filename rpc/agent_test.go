@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 	"github.com/boltmesh/boltmesh/rpc"
 )
 
@@ -25,4 +26,22 @@ func TestNewAgentUnsupportedTransport(t *testing.T) {
 	}
 	mustCall(t, a, 0, "echo", nil)
 	closeAll(t, []*rpc.Agent{a})
+}
+
+// TestNewAgentThunderbolt: NewAgent takes an *engine.ThunderboltTransport,
+// and calls go both ways over it.
+func TestNewAgentThunderbolt(t *testing.T) {
+	tts := meshtest.Thunderbolt(t, 2, engine.Options{})
+	as := make([]*rpc.Agent, 2)
+	for r, tt := range tts {
+		a, err := rpc.NewAgent(tt, rpc.Options{Handlers: stdHandlers(r)})
+		if err != nil {
+			t.Fatalf("NewAgent over a ThunderboltTransport: %v", err)
+		}
+		as[r] = a
+	}
+	defer closeAll(t, as)
+	for r, a := range as {
+		wantEcho(t, mustCall(t, a, 1-r, "whoami", nil), []byte{byte(1 - r)})
+	}
 }

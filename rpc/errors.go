@@ -41,7 +41,7 @@ var (
 	ErrProtocol = errors.New("rpc: protocol error")
 	// ErrUnsupportedTransport is returned (wrapped) by NewAgent for a
 	// transport that carries no RPC frames: anything but an
-	// *engine.NetTransport.
+	// *engine.NetTransport or a value that embeds one.
 	ErrUnsupportedTransport = errors.New("rpc: transport carries no RPC frames")
 )
 

@@ -21,9 +21,19 @@ func smallConfig() Config {
 // returns each rank's epochs and final weights.
 func runRanks(t *testing.T, n int, cfg Config, trainN, testN int) ([][]Epoch, [][]float32) {
 	t.Helper()
+	var ts []collective.Transport
+	for _, tr := range meshtest.Mesh(t, n, engine.Options{}) {
+		ts = append(ts, tr)
+	}
+	return runOver(t, ts, cfg, trainN, testN)
+}
+
+// runOver is runRanks over the transports ts, one per rank.
+func runOver(t *testing.T, ts []collective.Transport, cfg Config, trainN, testN int) ([][]Epoch, [][]float32) {
+	t.Helper()
+	n := len(ts)
 	trainSet, testSet := loadMNIST(t)
 	trainSet, testSet = trainSet.Head(trainN), testSet.Head(testN)
-	ts := meshtest.Mesh(t, n, engine.Options{})
 	eps := make([][]Epoch, n)
 	params := make([][]float32, n)
 	errs := make([]error, n)
@@ -166,5 +176,20 @@ func TestConfigErrors(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want a ConfigError on %s", c.cfg, err, c.field)
 		}
+	}
+}
+
+// TestThunderbolt: New takes an *engine.ThunderboltTransport, and two
+// ranks over it end with the same weights, bit for bit.
+func TestThunderbolt(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Epochs = 1
+	var ts []collective.Transport
+	for _, tt := range meshtest.Thunderbolt(t, 2, engine.Options{}) {
+		ts = append(ts, tt)
+	}
+	_, params := runOver(t, ts, cfg, 512, 256)
+	if !slices.Equal(params[0], params[1]) {
+		t.Fatal("the two ranks' weights differ")
 	}
 }

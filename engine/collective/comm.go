@@ -169,8 +169,9 @@ func defaultChunk(t Transport) int {
 	return LoopbackChunk
 }
 
-// New returns a Comm over t, which must be an *engine.NetTransport: over
-// any other transport, it fails with ErrUnsupportedTransport. Use one
+// New returns a Comm over t, which must be an *engine.NetTransport or a
+// value that embeds one (an *engine.ThunderboltTransport): over any
+// other transport, it fails with ErrUnsupportedTransport. Use one
 // Comm per transport: Comms number their calls independently, so two on
 // one transport would take the same tags and could receive each other's
 // messages.

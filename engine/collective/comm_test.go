@@ -2,6 +2,7 @@ package collective_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
@@ -28,5 +29,35 @@ func TestNewUnsupportedTransport(t *testing.T) {
 	data := []float32{1, 2}
 	if err := collective.AllReduce(c, data, collective.Sum); err != nil || data[1] != 2 {
 		t.Errorf("AllReduce over 1 rank: %v %v", data, err)
+	}
+}
+
+// TestNewThunderbolt: New takes an *engine.ThunderboltTransport, the
+// transport this project is named after, and so does any value that
+// embeds an *engine.NetTransport; a nil one it refuses.
+func TestNewThunderbolt(t *testing.T) {
+	tts := meshtest.Thunderbolt(t, 2, engine.Options{})
+	if c, err := collective.New((*engine.ThunderboltTransport)(nil), collective.Options{}); !errors.Is(err, collective.ErrUnsupportedTransport) || c != nil {
+		t.Errorf("New(nil *ThunderboltTransport) = %v, %v: want ErrUnsupportedTransport", c, err)
+	}
+	got, errs := make([][]float32, 2), make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			c, err := collective.New(tts[r], collective.Options{})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer c.Close()
+			got[r] = []float32{float32(r + 1), 10}
+			errs[r] = collective.AllReduce(c, got[r], collective.Sum)
+		})
+	}
+	wg.Wait()
+	for r := range 2 {
+		if errs[r] != nil || got[r][0] != 3 || got[r][1] != 20 {
+			t.Errorf("rank %d: AllReduce over a ThunderboltTransport: %v, %v; want [3 20]", r, got[r], errs[r])
+		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package meshtest builds loopback meshes for the tests of boltmesh's
 // packages: listeners on ephemeral ports, and n-rank NetTransports in one
-// process that close at the test's cleanup (Mesh, Star) or when the
+// process that close at the test's cleanup (Mesh, Star, Thunderbolt) or when the
 // caller says (Open, for fuzz targets that keep a mesh across
 // iterations).
 package meshtest
@@ -88,6 +88,24 @@ func Star(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 		}
 		return engine.WorkerDial(r, n, addrs[0], opts)
 	})
+}
+
+// Thunderbolt builds an n-rank mesh of ThunderboltTransports in this
+// process (engine.ThunderboltFromListener: its defaults on loopback),
+// every rank with opts, and closes it at cleanup.
+func Thunderbolt(t testing.TB, n int, opts engine.Options) []*engine.ThunderboltTransport {
+	t.Helper()
+	lns, addrs := Listeners(t, n)
+	tts := make([]*engine.ThunderboltTransport, n)
+	build(t, n, func(r int) (*engine.NetTransport, error) {
+		tt, err := engine.ThunderboltFromListener(r, n, lns[r], addrs, opts)
+		if err != nil {
+			return nil, err
+		}
+		tts[r] = tt
+		return tt.NetTransport, nil
+	})
+	return tts
 }
 
 // build runs rank(r) for every rank at once, closes every transport built
