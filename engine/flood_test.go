@@ -311,6 +311,26 @@ func (f *floodRun) growth() (after, peak int64) {
 	return heapInuse() - f.before, f.peak.Load() - f.before
 }
 
+// checkMemory waits until the flooder blocks and checks, against rank
+// 0's window and the slack, what the flood made it hold after a GC, what
+// it made it allocate, garbage included, and, if peak, the heap's peak.
+func (f *floodRun) checkMemory(t testing.TB, name string, window int64, peak bool) {
+	t.Helper()
+	blocked := f.waitBlocked(t)
+	alloc := f.allocated()
+	after, top := f.growth()
+	t.Logf("%s: the flooder blocked after %d messages; heap +%d KiB after GC, peak +%d KiB, %d KiB allocated (window %d KiB)", name, blocked, after>>10, top>>10, alloc>>10, window>>10)
+	for _, c := range []struct {
+		what string
+		n    int64
+		on   bool
+	}{{"the heap after a GC grew", after, true}, {"the flood made rank 0 allocate, garbage included,", alloc, true}, {"the heap's peak grew", top, peak}} {
+		if c.on && c.n > window+floodSlack {
+			t.Errorf("%s by %d KiB, want at most %d KiB (window) + %d KiB", c.what, c.n>>10, window>>10, floodSlack>>10)
+		}
+	}
+}
+
 // allocated returns the bytes allocated since the flood began: what it
 // made this process hold, and the garbage it left on the way.
 func (f *floodRun) allocated() int64 { return int64(totalAlloc() - f.alloc) }
@@ -405,16 +425,7 @@ func TestFloodBounded(t *testing.T) {
 					other <- err
 				}()
 			}
-			blocked := f.waitBlocked(t)
-			alloc := f.allocated()
-			after, peak := f.growth()
-			t.Logf("%s: the flooder blocked after %d messages; heap +%d KiB after GC, peak +%d KiB, %d KiB allocated (window %d KiB)", s.name, blocked, after>>10, peak>>10, alloc>>10, floodWindow>>10)
-			if after > floodWindow+floodSlack {
-				t.Errorf("heap grew by %d KiB, want at most %d KiB (window) + %d KiB", after>>10, floodWindow>>10, floodSlack>>10)
-			}
-			if alloc > floodWindow+floodSlack {
-				t.Errorf("the flood made rank 0 allocate %d KiB, garbage included; want at most %d KiB (window) + %d KiB", alloc>>10, floodWindow>>10, floodSlack>>10)
-			}
+			f.checkMemory(t, s.name, floodWindow, false)
 			n := drainFlood(t, f, s)
 			if n != int64(s.msgs) && s.rdv == 0 {
 				t.Errorf("received %d messages, want %d", n, s.msgs)
@@ -493,16 +504,7 @@ func TestFloodPeak(t *testing.T) {
 	for _, s := range peakShapes {
 		t.Run(s.name, func(t *testing.T) {
 			f := startFloodWindow(t, s.name, window)
-			blocked := f.waitBlocked(t)
-			alloc := f.allocated()
-			after, peak := f.growth()
-			t.Logf("%s: the flooder blocked after %d messages; heap +%d KiB after GC, peak +%d KiB, %d KiB allocated (window %d KiB)", s.name, blocked, after>>10, peak>>10, alloc>>10, window>>10)
-			if peak > window+floodSlack {
-				t.Errorf("the heap's peak grew by %d KiB, want at most %d KiB (window) + %d KiB", peak>>10, window>>10, floodSlack>>10)
-			}
-			if alloc > window+floodSlack {
-				t.Errorf("the flood made rank 0 allocate %d KiB, garbage included; want at most %d KiB (window) + %d KiB", alloc>>10, window>>10, floodSlack>>10)
-			}
+			f.checkMemory(t, s.name, window, true)
 			if n := drainFlood(t, f, s); n != int64(s.msgs) {
 				t.Errorf("received %d messages, want %d", n, s.msgs)
 			}
