@@ -8,6 +8,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -30,6 +31,8 @@ type NetTransport struct {
 	topo     topology      // a star or a full mesh
 	door     door          // the listener after formation, and what it refuses
 	beat     heartbeatLoop // heartbeat.go
+
+	carrier // the hooks of packages collective and rpc (plumb.go)
 }
 
 // closeState says that Close ran, or runs; once makes it run once.
@@ -92,6 +95,7 @@ var _ Transport = (*NetTransport)(nil)
 
 func newNetTransport(rank, world int, o Options) *NetTransport {
 	t := &NetTransport{rank: rank, world: world, opts: o}
+	plumb.Attach(&t.carrier, (*plumbing)(t), (*plumbing)(t))
 	t.gone.init()
 	t.pools.reqs.New = newRecvReq
 	t.pools.gets.New = newGetReq

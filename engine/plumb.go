@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"reflect"
 	"sync"
 	"time"
 
@@ -12,27 +11,16 @@ import (
 // The hooks that package collective and package rpc need beyond the
 // public API (see internal/plumb) are methods of plumbing, a
 // *NetTransport by another name, so that they stay out of NetTransport's
-// method set: plumb.CollOf and plumb.RPCOf find them through the lookup
-// registered here, for a *NetTransport and for any value that embeds one
-// (a *ThunderboltTransport), whose method set core joins.
+// method set. A NetTransport carries them in the plumb.Carrier it embeds
+// under the unexported name carrier: that makes *NetTransport, and any
+// value that embeds one (a *ThunderboltTransport), a plumb.Source, which
+// the constructors of those packages take.
 
-func init() {
-	plumb.Register(func(t any) (any, bool) {
-		c, ok := t.(interface{ core() *NetTransport })
-		if v := reflect.ValueOf(t); !ok || v.Kind() == reflect.Pointer && v.IsNil() {
-			return nil, false // (a nil *ThunderboltTransport has no embedded one to ask)
-		}
-		nt := c.core()
-		if nt == nil {
-			return nil, false
-		}
-		return (*plumbing)(nt), true
-	})
-}
+// carrier is plumb.Carrier under a name that keeps the embedded field
+// unexported.
+type carrier = plumb.Carrier
 
-// core returns t itself: the transport whose hooks plumb hands out, also
-// through a value that embeds t. A nil t has none.
-func (t *NetTransport) core() *NetTransport { return t }
+var _ plumb.Source = (*NetTransport)(nil)
 
 // plumbing is a NetTransport's hooks; each method forwards to the
 // unexported method of NetTransport that does the work.

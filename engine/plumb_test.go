@@ -30,7 +30,7 @@ func hooks(tr *engine.NetTransport) allHooks {
 
 // TestPlumbingHidden: NetTransport's method set holds none of the hooks
 // of packages collective and rpc, and plumb finds them for a
-// *NetTransport (every one) and for nothing else.
+// *NetTransport (every one) and for nothing else (a nil one).
 func TestPlumbingHidden(t *testing.T) {
 	plumbing := regexp.MustCompile(`Coll($|[A-Z])|RPC`)
 	typ := reflect.TypeFor[*engine.NetTransport]()
@@ -47,7 +47,7 @@ func TestPlumbingHidden(t *testing.T) {
 	if r, ok := plumb.RPCOf(tr); !ok || r == nil {
 		t.Errorf("RPCOf(*NetTransport) = %v, %v", r, ok)
 	}
-	for _, v := range []any{nil, (*engine.NetTransport)(nil), struct{ engine.Transport }{tr}, 7} {
+	for _, v := range []plumb.Source{nil, (*engine.NetTransport)(nil), (*engine.ThunderboltTransport)(nil)} {
 		if c, ok := plumb.CollOf(v); ok {
 			t.Errorf("CollOf(%T) = %T, want none", v, c)
 		}
@@ -56,3 +56,10 @@ func TestPlumbingHidden(t *testing.T) {
 		}
 	}
 }
+
+// Only a transport is a plumb.Source, and a ThunderboltTransport is one:
+// the friends' constructors take these, checked as the program compiles.
+var (
+	_ plumb.Source = (*engine.NetTransport)(nil)
+	_ plumb.Source = (*engine.ThunderboltTransport)(nil)
+)

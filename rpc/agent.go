@@ -10,17 +10,17 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// Transport is the transport an Agent serves on: its place in the world.
-// NewAgent also needs the transport's RPC frames, which
-// *engine.NetTransport carries (and so does a value that embeds one, an
-// *engine.ThunderboltTransport) and no other implementation of Transport
-// does: over another transport, NewAgent fails with
-// ErrUnsupportedTransport.
+// Transport is the transport an Agent serves on: an
+// *engine.NetTransport, or a value that embeds one (an
+// *engine.ThunderboltTransport). Its unexported method hands NewAgent the
+// transport's RPC frames; only those types have it, so passing anything
+// else fails to compile.
 type Transport interface {
 	// Rank is this process's rank in [0, WorldSize()).
 	Rank() int
 	// WorldSize is the number of ranks.
 	WorldSize() int
+	plumb.Source
 }
 
 var _ Transport = (*engine.NetTransport)(nil)
@@ -85,9 +85,7 @@ type handlerKey struct{}
 
 // NewAgent installs an agent on t and starts serving: requests are read by
 // the transport's event loop and run on a pool of opts.Workers goroutines.
-// t must be an *engine.NetTransport, or a value that embeds one (an
-// *engine.ThunderboltTransport): over any other transport, NewAgent
-// fails with ErrUnsupportedTransport. A
+// A nil t fails with ErrUnsupportedTransport. A
 // transport carries one agent at a time; another can be installed once
 // this one is closed (before, NewAgent fails with engine.ErrRPCHandlerSet).
 func NewAgent(t Transport, opts Options) (*Agent, error) {

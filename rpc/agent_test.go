@@ -9,23 +9,25 @@ import (
 	"github.com/boltmesh/boltmesh/rpc"
 )
 
-// TestNewAgentUnsupportedTransport: NewAgent refuses a transport that
-// carries no RPC frames (anything but an *engine.NetTransport, here one
-// hidden behind the Transport interface) with ErrUnsupportedTransport,
-// and installs nothing: an agent on the transport itself works after.
+// TestNewAgentUnsupportedTransport: NewAgent refuses a nil transport with
+// ErrUnsupportedTransport (no other kind compiles), and installs
+// nothing: an agent on the transport works after, also one given the
+// transport behind the Transport interface in a wrapper.
 func TestNewAgentUnsupportedTransport(t *testing.T) {
 	ts := newMesh(t, 1)
-	for _, tr := range []rpc.Transport{struct{ rpc.Transport }{ts[0]}, (*engine.NetTransport)(nil)} {
+	for _, tr := range []rpc.Transport{nil, (*engine.NetTransport)(nil)} {
 		if a, err := rpc.NewAgent(tr, rpc.Options{}); !errors.Is(err, rpc.ErrUnsupportedTransport) || a != nil {
 			t.Errorf("NewAgent(%T) = %v, %v: want ErrUnsupportedTransport", tr, a, err)
 		}
 	}
-	a, err := rpc.NewAgent(ts[0], rpc.Options{Handlers: stdHandlers(0)})
-	if err != nil {
-		t.Fatal(err)
+	for _, tr := range []rpc.Transport{ts[0], struct{ rpc.Transport }{ts[0]}} {
+		a, err := rpc.NewAgent(tr, rpc.Options{Handlers: stdHandlers(0)})
+		if err != nil {
+			t.Fatalf("NewAgent(%T): %v", tr, err)
+		}
+		mustCall(t, a, 0, "echo", nil)
+		closeAll(t, []*rpc.Agent{a})
 	}
-	mustCall(t, a, 0, "echo", nil)
-	closeAll(t, []*rpc.Agent{a})
 }
 
 // TestNewAgentThunderbolt: NewAgent takes an *engine.ThunderboltTransport,

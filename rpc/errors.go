@@ -40,8 +40,8 @@ var (
 	// ErrProtocol means a peer sent a frame this agent cannot parse.
 	ErrProtocol = errors.New("rpc: protocol error")
 	// ErrUnsupportedTransport is returned (wrapped) by NewAgent for a
-	// transport that carries no RPC frames: anything but an
-	// *engine.NetTransport or a value that embeds one.
+	// transport that carries no RPC frames: a nil one (Transport's type
+	// keeps every other kind out as the program compiles).
 	ErrUnsupportedTransport = errors.New("rpc: transport carries no RPC frames")
 )
 

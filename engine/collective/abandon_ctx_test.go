@@ -127,10 +127,12 @@ type collHooks interface {
 // can end a rank's ctx after exactly k of them, or hold a rank before its
 // k-th. Set the hooks and reset the count between calls only. It is the
 // rank's transport, and wraps its collective tag space (collHooks), which
-// New finds on it (plumb.CollOf).
+// New finds on it (plumb.CollOf): its own plumb.Carrier, shallower than
+// the NetTransport's, hands out the wrapper.
 type stepTransport struct {
 	*engine.NetTransport
 	collHooks
+	plumb.Carrier
 	ops    int         // operations begun in this call
 	before func(k int) // runs as operation k begins (k from 0)
 	after  func(k int) // runs once operation k has returned
@@ -142,7 +144,9 @@ func newStepTransport(tr *engine.NetTransport) *stepTransport {
 	if !ok {
 		panic("no collective hooks for a *engine.NetTransport")
 	}
-	return &stepTransport{NetTransport: tr, collHooks: c.(collHooks)}
+	s := &stepTransport{NetTransport: tr, collHooks: c.(collHooks)}
+	plumb.Attach(&s.Carrier, s, nil)
+	return s
 }
 
 func (s *stepTransport) step(op func()) {

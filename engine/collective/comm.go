@@ -12,16 +12,17 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// Transport is the transport a Comm runs over: its place in the world.
-// New also needs the transport's collective tag space, messaging apart
-// from users' tags, which *engine.NetTransport has and no other
-// implementation of Transport does: over another transport, New fails
-// with ErrUnsupportedTransport.
+// Transport is the transport a Comm runs over: an *engine.NetTransport,
+// or a value that embeds one (an *engine.ThunderboltTransport). Its
+// unexported method hands New the transport's collective tag space,
+// messaging apart from users' tags; only those types have it, so passing
+// anything else fails to compile.
 type Transport interface {
 	// Rank is this process's rank in [0, WorldSize()).
 	Rank() int
 	// WorldSize is the number of ranks.
 	WorldSize() int
+	plumb.Source
 }
 
 // tagsPerCall is the collective tags one call may use; calls take turns
@@ -169,9 +170,8 @@ func defaultChunk(t Transport) int {
 	return LoopbackChunk
 }
 
-// New returns a Comm over t, which must be an *engine.NetTransport or a
-// value that embeds one (an *engine.ThunderboltTransport): over any
-// other transport, it fails with ErrUnsupportedTransport. Use one
+// New returns a Comm over t; a nil t fails with ErrUnsupportedTransport.
+// Use one
 // Comm per transport: Comms number their calls independently, so two on
 // one transport would take the same tags and could receive each other's
 // messages.

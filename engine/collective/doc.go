@@ -52,9 +52,9 @@
 // # Collectives and algorithms
 //
 // A Comm (New) runs collectives over an engine.NetTransport (or a value
-// that embeds one, an engine.ThunderboltTransport), on a tag space of
-// their own apart from users' tags (New refuses any other transport with
-// ErrUnsupportedTransport): AllReduce,
+// that embeds one, an engine.ThunderboltTransport; Transport's type keeps
+// any other out as the program compiles), on a tag space of their own
+// apart from users' tags: AllReduce,
 // AllReduceDeadline (bounded staleness: late ranks are left out and every
 // rank learns who contributed; Mean divides by that count), Broadcast,
 // ReduceTo, AllGather, ReduceScatter, Gather, Scatter and AllToAll, all

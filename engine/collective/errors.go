@@ -275,6 +275,6 @@ func errOp(fn string, o Op) error       { return fmt.Errorf("%w (%s: %v)", ErrOp
 func errCount(fn string, n int) error   { return fmt.Errorf("%w (%s: n = %d)", ErrCount, fn, n) }
 
 // ErrUnsupportedTransport is returned (wrapped) by New for a transport
-// without a collective tag space: anything but an *engine.NetTransport or
-// a value that embeds one (an *engine.ThunderboltTransport).
+// without a collective tag space: a nil one (Transport's type keeps every
+// other kind out as the program compiles).
 var ErrUnsupportedTransport = errors.New("boltmesh: collective: transport has no collective tag space")

@@ -1,55 +1,74 @@
 // Package plumb holds the hooks that package engine/collective and package
 // rpc need from a transport beyond its public API: messaging on the
-// collective tag space (Coll, CollOwned, CollOwner, CollAsync) and RPC frames (RPC,
-// RPCBatcher, RPCSpinner), with the plain types their signatures use.
-// Being internal, it keeps them out of the API of engine: no importer
-// outside this module can name or call them.
+// collective tag space (Coll, CollOwned, CollOwner, CollAsync) and RPC
+// frames (RPC, RPCBatcher, RPCSpinner), with the plain types their
+// signatures use. Being internal, it keeps them out of the API of engine:
+// no importer outside this module can name or call them.
 //
-// A transport hands its hooks out through the lookup it registers with
-// Register: package engine registers one that maps an *engine.NetTransport
-// to them. CollOf and RPCOf are how the layers above get them.
+// A transport carries its hooks in a Carrier it embeds (package engine's
+// transports embed one under an unexported name), which makes it a
+// Source: a type checked when the program compiles, not a registry of
+// values looked up at run time. The interface's one method is unexported,
+// so only a type that embeds a Carrier (or a value embedding such a type,
+// as an *engine.ThunderboltTransport embeds an *engine.NetTransport) is a
+// Source. CollOf and RPCOf are how the layers above get the hooks.
 package plumb
 
-// lookup is the function Register installed, or nil.
-var lookup func(t any) (any, bool)
+import "reflect"
 
-// Register installs f as the lookup of CollOf and RPCOf: f(t) returns the
-// hooks of transport t (a value implementing Coll, RPC, or both), and
-// false when t has none. Package engine calls it once, from an init
-// function; a later call replaces the earlier lookup.
-func Register(f func(t any) (any, bool)) { lookup = f }
-
-// hooks returns what the registered lookup gives for t.
-func hooks(t any) (any, bool) {
-	if lookup == nil || t == nil {
-		return nil, false
-	}
-	return lookup(t)
+// Carrier holds a transport's hooks. The zero Carrier holds none; Attach
+// fills it. A type embeds it to become a Source; a wrapper that embeds a
+// transport and its own Carrier (as tests write) hands out the wrapper's
+// hooks instead, the shallower embedding winning.
+type Carrier struct {
+	coll Coll
+	rpc  RPC
 }
 
-// CollOf returns t's collective hooks: t itself if it implements Coll
-// (a wrapper around another transport's hooks, as tests write), else
-// those the registered lookup finds for it. ok is false when t has none.
-// The optional CollOwned and CollAsync are found on the returned Coll by
-// type assertion.
-func CollOf(t any) (c Coll, ok bool) { return hooksOf[Coll](t) }
+// Attach makes c hand out coll and rpc (either may be nil: none).
+// Package engine calls it once, as it makes a transport, before the
+// transport is shared.
+func Attach(c *Carrier, coll Coll, rpc RPC) {
+	c.coll, c.rpc = coll, rpc
+}
 
-// RPCOf returns t's RPC hooks: t itself if it implements RPC, else those
-// the registered lookup finds for it. ok is false when t has none. The
-// optional RPCBatcher and RPCSpinner are found on the returned RPC by
-// type assertion.
-func RPCOf(t any) (r RPC, ok bool) { return hooksOf[RPC](t) }
+// plumbHooks returns what c holds.
+func (c *Carrier) plumbHooks() *Carrier { return c }
 
-// hooksOf is CollOf and RPCOf for hooks of type T.
-func hooksOf[T any](t any) (T, bool) {
-	if v, ok := t.(T); ok {
-		return v, true
+// Source is a transport that carries hooks: a type that embeds a Carrier.
+type Source interface {
+	plumbHooks() *Carrier
+}
+
+// carrierOf returns s's Carrier, or nil for a nil s or an s that is a nil
+// pointer (a nil *engine.NetTransport has no Carrier to ask: asking would
+// dereference it).
+func carrierOf(s Source) *Carrier {
+	if s == nil {
+		return nil
 	}
-	var none T
-	h, ok := hooks(t)
-	if !ok {
-		return none, false
+	if v := reflect.ValueOf(s); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
 	}
-	v, ok := h.(T)
-	return v, ok
+	return s.plumbHooks()
+}
+
+// CollOf returns s's collective hooks; ok is false when s has none (a nil
+// s). The optional CollOwned and CollAsync are found on the returned Coll
+// by type assertion.
+func CollOf(s Source) (c Coll, ok bool) {
+	if h := carrierOf(s); h != nil && h.coll != nil {
+		return h.coll, true
+	}
+	return nil, false
+}
+
+// RPCOf returns s's RPC hooks; ok is false when s has none (a nil s). The
+// optional RPCBatcher and RPCSpinner are found on the returned RPC by type
+// assertion.
+func RPCOf(s Source) (r RPC, ok bool) {
+	if h := carrierOf(s); h != nil && h.rpc != nil {
+		return h.rpc, true
+	}
+	return nil, false
 }
