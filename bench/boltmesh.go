@@ -57,8 +57,8 @@ func (e *boltEndpoint) RecvInto(from int, dst []byte) (int, error) {
 func (e *boltEndpoint) Barrier() error { return e.t.Barrier() }
 
 // AllReduceSum uses AllReduceBytes with ctx, not the generic AllReduce:
-// the collective restores the goroutine's labels from the context it is
-// given, and AllReduce gives it context.Background().
+// the call's profile labels go over those of the context it is given,
+// and AllReduce has none.
 func (e *boltEndpoint) AllReduceSum(ctx context.Context, data []float32) error {
 	return e.comm.AllReduceBytes(ctx, collective.Float32, collective.AsBytes(data), collective.Sum)
 }

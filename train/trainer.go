@@ -25,6 +25,7 @@ type Epoch struct {
 type Trainer struct {
 	cfg         Config
 	comm        *collective.Comm
+	ownComm     bool // New made comm, and Close closes it
 	rank, world int
 	model       *Model
 	trainSet    *Dataset
@@ -52,9 +53,29 @@ type shard struct {
 const tail = 3
 
 // New returns rank t.Rank()'s trainer over t, with a model from
-// cfg.Seed. Every rank must call it with the same data and Config.
+// cfg.Seed, and a Comm of its own over t (cfg.Algorithm), which Close
+// closes. Every rank must call it with the same data and Config.
 func New(t collective.Transport, trainSet, testSet *Dataset, cfg Config) (*Trainer, error) {
-	world := t.WorldSize()
+	comm, err := collective.New(t, collective.Options{Algorithm: cfg.Algorithm})
+	if err != nil {
+		return nil, err
+	}
+	tr, err := NewOn(comm, trainSet, testSet, cfg)
+	if err != nil {
+		comm.Close()
+		return nil, err
+	}
+	tr.ownComm = true
+	return tr, nil
+}
+
+// NewOn is New over the caller's Comm c, whose Options apply
+// (cfg.Algorithm is not used; a Deadline allreduce is rooted at c's
+// Root): the trainer's calls take their turns with the caller's own on c
+// and on any other Comm over its transport, so every rank must make its
+// calls in the same order around the training's. Close leaves c open.
+func NewOn(c *collective.Comm, trainSet, testSet *Dataset, cfg Config) (*Trainer, error) {
+	world := c.WorldSize()
 	cfg, err := cfg.withDefaults(world)
 	if err != nil {
 		return nil, err
@@ -62,12 +83,8 @@ func New(t collective.Transport, trainSet, testSet *Dataset, cfg Config) (*Train
 	if trainSet.Len() < cfg.Batch {
 		return nil, &ConfigError{Field: "Batch", Reason: fmt.Sprintf("%d is more than the %d training samples", cfg.Batch, trainSet.Len())}
 	}
-	comm, err := collective.New(t, collective.Options{Algorithm: cfg.Algorithm})
-	if err != nil {
-		return nil, err
-	}
 	tr := &Trainer{
-		cfg: cfg, comm: comm, rank: t.Rank(), world: world,
+		cfg: cfg, comm: c, rank: c.Rank(), world: world,
 		model: NewModel(cfg.Seed), trainSet: trainSet, testSet: testSet,
 		perm: make([]int, trainSet.Len()), shardRows: cfg.Batch / cfg.Shards,
 		grad: make([]float32, NumParams+tail), check: make([]int64, 3),
@@ -84,8 +101,13 @@ func New(t collective.Transport, trainSet, testSet *Dataset, cfg Config) (*Train
 	return tr, nil
 }
 
-// Close releases the trainer's Comm; the transport stays open.
-func (tr *Trainer) Close() { tr.comm.Close() }
+// Close releases the trainer's Comm if New made it (a Comm given to NewOn
+// stays open); the transport stays open.
+func (tr *Trainer) Close() {
+	if tr.ownComm {
+		tr.comm.Close()
+	}
+}
 
 // Params returns the model's parameters (the Model layout), valid until
 // the next step.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime/pprof"
+
+	"github.com/boltmesh/boltmesh/internal/proflabel"
 )
 
 // AllReduce reduces data element-wise across all ranks with op, in place:
@@ -63,8 +65,7 @@ func (c *Comm) AllReduceBytes(ctx context.Context, dt DType, data []byte, op Op)
 	}
 	tag := c.begin(kindAllReduce, dt, op)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(c.labels(algo, len(data)))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, c.labels(algo, len(data))))
 	switch algo {
 	case AlgorithmOneSided:
 		return c.oneSided(ctx, tag, dt, data, op)
@@ -152,7 +153,7 @@ var sizeClasses = [...]struct {
 
 // labels returns the profile labels of an allreduce (op, algorithm, size
 // class), made once per Comm so that labelling a call allocates nothing.
-// They replace the goroutine's own labels for the duration of the call.
+// They go over the labels of the call's ctx for its duration (labels.go).
 func (c *Comm) labels(algo Algorithm, size int) context.Context {
 	s := 0
 	for size >= sizeClasses[s].below {

@@ -40,16 +40,26 @@ import (
 //     in order without completing it (Closed), since that peer will never
 //     send its part.
 
+// Every Comm over one transport shares its calls: they take their numbers
+// from it (next), in turn, so that a second Comm over a transport (one
+// with other Options, or train's beside the caller's) numbers its calls
+// after the first's, and the ranks agree on every number as long as they
+// make the same calls in the same order, whichever Comm makes them.
+
 // callSlots is the number of calls the collective tag space holds.
 const callSlots = collTags / tagsPerCall
 
 // calls is the owner of a transport's collective tags (plumb.CollOwner).
 //
-// Lock rule: cur, done and notes are atomics; mu guards abandoned. The
+// Lock rule: cur, done and notes are atomics; mu guards abandoned; turn is
+// held from a call's number (next) to its end (release), and guards seq.
+// A Comm takes turn with its own mu held, never the reverse. The
 // plumb.CollOwner methods run with an engine peer's lock held: they take
 // mu only, and call nothing.
 type calls struct {
 	owned plumb.CollOwned
+	turn  sync.Mutex    // the call in progress's, by any Comm over the transport
+	seq   uint32        // the last call number handed out
 	cur   atomic.Uint32 // the call in progress (0: none began)
 	done  atomic.Uint32 // the last call completed
 	notes atomic.Int32  // the notes in abandoned, so that Posting takes no lock without one
@@ -76,6 +86,20 @@ func callsOf(owned plumb.CollOwned, n int) *calls {
 	c, _ := o.(*calls)
 	return c
 }
+
+// next waits for the call in progress, by any Comm over the transport, to
+// end, and returns the next call number; release ends the turn.
+func (cs *calls) next() uint32 {
+	cs.turn.Lock()
+	cs.seq++
+	if cs.seq == 0 { // 0 is no call: 2^32-1 is followed by 1
+		cs.seq = 1
+	}
+	return cs.seq
+}
+
+// release ends the turn next began.
+func (cs *calls) release() { cs.turn.Unlock() }
 
 // begin records that this rank began call number call; calls must not
 // overlap. The messages of the calls before it are dropped from then on,

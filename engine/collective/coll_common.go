@@ -83,7 +83,8 @@ var collLabelCtx = func() (t [collKinds][len(sizeClasses)]context.Context) {
 }()
 
 // collLabels returns the profile labels of a call of kind k moving size
-// bytes. Like AllReduce's, they replace the goroutine's labels for the call.
+// bytes. Like AllReduce's, they go over the labels of the call's ctx for
+// its duration (labels.go).
 func collLabels(k collKind, size int) context.Context {
 	s := 0
 	for size >= sizeClasses[s].below {

@@ -83,6 +83,19 @@ func TestCallNumbersSkipZero(t *testing.T) {
 	}
 }
 
+// TestSharedCallNumbersSkipZero: the call numbers that Comms over one
+// transport share (calls.next) go round from 2^32-1 to 1 too.
+func TestSharedCallNumbersSkipZero(t *testing.T) {
+	cs := &calls{seq: math.MaxUint32 - 1}
+	for _, want := range []uint32{math.MaxUint32, 1, 2} {
+		got := cs.next()
+		cs.release()
+		if got != want {
+			t.Fatalf("call %d, want %d", got, want)
+		}
+	}
+}
+
 // TestRingMinDefault: by default the ring starts at 64 KiB, at 512 KiB
 // over a power of two from 4 ranks, and with 2 ranks at 2 pieces; a
 // RingMin that is set applies at every world size.
@@ -163,5 +176,34 @@ func TestHalvingChoice(t *testing.T) {
 		if got, err := c.allReduceAlgo(8, tc.size); err != nil || got != tc.want {
 			t.Errorf("HalvingMin %d, %d bytes: %v %v, want %v", tc.min, tc.size, got, err, tc.want)
 		}
+	}
+}
+
+// TestLabelsOverCallers: a call's labels go over those of the ctx it was
+// given, made once per ctx: the same ctx again allocates nothing, and a
+// ctx without labels takes the call's own set.
+func TestLabelsOverCallers(t *testing.T) {
+	var lc labelCache
+	call := collLabels(kindGather, 4096)
+	if got := lc.over(context.Background(), call); got != call {
+		t.Error("a ctx without labels did not take the call's own set")
+	}
+	ctx := pprof.WithLabels(context.Background(), pprof.Labels("phase", "forward"))
+	m := lc.over(ctx, call)
+	for k, want := range map[string]string{"phase": "forward", "op": "gather", "algorithm": "linear"} {
+		if v, _ := pprof.Label(m, k); v != want {
+			t.Errorf("label %s = %q, want %q", k, v, want)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		if lc.over(ctx, call) != m || lc.over(context.Background(), call) != call {
+			panic("labels changed")
+		}
+	}); a != 0 {
+		t.Errorf("labelling over the same ctx allocates %v times", a)
+	}
+	other := pprof.WithLabels(context.Background(), pprof.Labels("phase", "backward"))
+	if v, _ := pprof.Label(lc.over(other, call), "phase"); v != "backward" {
+		t.Errorf("over another ctx: phase = %q", v)
 	}
 }

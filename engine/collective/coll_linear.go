@@ -3,7 +3,8 @@ package collective
 import (
 	"context"
 	"fmt"
-	"runtime/pprof"
+
+	"github.com/boltmesh/boltmesh/internal/proflabel"
 )
 
 // Gather concatenates every rank's in, in rank order, into root's out:
@@ -26,8 +27,7 @@ func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []by
 	r := c.t.Rank()
 	tag := c.begin(kindGather, dt, 0)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(collLabels(kindGather, total))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, collLabels(kindGather, total)))
 	if r != root {
 		return c.send(ctx, root, tag, in)
 	}
@@ -97,8 +97,7 @@ func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []b
 	r := c.t.Rank()
 	tag := c.begin(kindScatter, dt, 0)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(collLabels(kindScatter, total))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, collLabels(kindScatter, total)))
 	if r != root {
 		m, err := c.recv(ctx, root, tag, out)
 		if err == nil {
@@ -165,8 +164,7 @@ func (c *Comm) AllToAllBytes(ctx context.Context, dt DType, in []byte, inCounts 
 	}
 	tag := c.begin(kindAllToAll, dt, 0)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(collLabels(kindAllToAll, inTotal))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, collLabels(kindAllToAll, inTotal)))
 	inOff, outOff := collOffset(inCounts, r, esz), collOffset(outCounts, r, esz)
 	copy(out[outOff:outOff+outCounts[r]*esz], in[inOff:inOff+inCounts[r]*esz])
 	// to = r+s walks up from r+1, from = r-s down from r-1 (mod n); the

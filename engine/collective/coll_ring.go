@@ -2,7 +2,8 @@ package collective
 
 import (
 	"context"
-	"runtime/pprof"
+
+	"github.com/boltmesh/boltmesh/internal/proflabel"
 )
 
 // AllGather concatenates every rank's in, in rank order, into every rank's
@@ -41,8 +42,7 @@ func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, cou
 	}
 	tag := c.begin(kindAllGather, dt, 0)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(collLabels(kindAllGather, total))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, collLabels(kindAllGather, total)))
 	off := collOffset(counts, r, esz)
 	copy(out[off:off+len(in)], in)
 	if n == 1 {
@@ -115,8 +115,7 @@ func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, co
 	}
 	tag := c.begin(kindReduceScatter, dt, op)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(collLabels(kindReduceScatter, total))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, collLabels(kindReduceScatter, total)))
 	off := collOffset(counts, r, esz)
 	mine := data[off : off+counts[r]*esz]
 	if n > 1 {

@@ -2,7 +2,8 @@ package collective
 
 import (
 	"context"
-	"runtime/pprof"
+
+	"github.com/boltmesh/boltmesh/internal/proflabel"
 )
 
 // Broadcast copies root's data to every rank: on return every rank's data
@@ -33,8 +34,7 @@ func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) (err e
 	}
 	tag := c.begin(kindBroadcast, 0, 0)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(collLabels(kindBroadcast, len(data)))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, collLabels(kindBroadcast, len(data))))
 	if c.t.WorldSize() >= 3 && len(data) >= c.opts.BcastScatterMin {
 		return c.scatterBcast(ctx, tag, root, data)
 	}
@@ -175,8 +175,7 @@ func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byt
 	}
 	tag := c.begin(kindReduce, dt, op)
 	defer c.end(&err)
-	pprof.SetGoroutineLabels(collLabels(kindReduce, len(data)))
-	defer pprof.SetGoroutineLabels(ctx)
+	defer proflabel.Restore(c.label(ctx, collLabels(kindReduce, len(data))))
 	if err := c.binomialReduce(ctx, tag, root, dt, data, op); err != nil {
 		return err
 	}

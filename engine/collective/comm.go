@@ -77,7 +77,11 @@ type Options struct {
 
 // Comm runs collectives over a transport. Every rank must call the same
 // collectives in the same order. A Comm's methods may be called from one
-// goroutine at a time; calls are serialized.
+// goroutine at a time; calls are serialized. Several Comms over one
+// transport (with other Options, or train's beside the caller's) share
+// one sequence of calls: every rank must make the same calls in the same
+// order whichever Comm makes them, and calls on different Comms of a rank
+// take turns.
 type Comm struct {
 	t     Transport
 	coll  plumb.Coll         // t's collective tag space
@@ -85,7 +89,7 @@ type Comm struct {
 	calls *calls             // the owner of coll's tags, if they can have one; else nil
 	opts  Options
 	mu    sync.Mutex // serializes calls
-	seq   uint32     // calls so far
+	seq   uint32     // the call in progress's number (calls.next), or the last
 	buf   []byte     // receive scratch, grown once to the largest need
 	meta  uint32     // the call in progress's meta (see callMeta)
 	kind  collKind   // the call in progress
@@ -99,6 +103,7 @@ type Comm struct {
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
 
 	labelCtx [algorithms][len(sizeClasses)]context.Context // profile labels, made once
+	labelled labelCache                                    // labels merged over a caller's (labels.go)
 	stale    []staleContribution                           // late deadline contributions still to drop (root)
 	dl       deadlineState                                 // the deadline allreduce's results on their way (root)
 	dlHdr    [deadlineHeaderSize]byte                      // a deadline allreduce's header, sent or received
@@ -171,10 +176,8 @@ func defaultChunk(t Transport) int {
 }
 
 // New returns a Comm over t; a nil t fails with ErrUnsupportedTransport.
-// Use one
-// Comm per transport: Comms number their calls independently, so two on
-// one transport would take the same tags and could receive each other's
-// messages.
+// A Comm over a transport that already has one shares its sequence of
+// calls (see Comm).
 func New(t Transport, opts Options) (*Comm, error) {
 	coll, ok := plumb.CollOf(t)
 	if !ok {
@@ -224,6 +227,12 @@ func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	c.reduceChunk = c.pipeChunk
 	return c
 }
+
+// Rank is this process's rank in the Comm's world: its transport's.
+func (c *Comm) Rank() int { return c.t.Rank() }
+
+// WorldSize is the number of ranks: its transport's.
+func (c *Comm) WorldSize() int { return c.t.WorldSize() }
 
 // Close releases the Comm; it holds no goroutine or connection of its own,
 // so this only waits for a call in progress. The transport stays open, and
@@ -294,8 +303,9 @@ func (c *Comm) tryRecv(from int, tag uint32, dst []byte) (int, bool, error) {
 func (c *Comm) begin(k collKind, dt DType, op Op) uint32 {
 	c.mu.Lock()
 	c.meta = callMeta(k, dt, op)
-	c.seq++
-	if c.seq == 0 { // 0 is no call (calls.go): 2^32-1 is followed by 1
+	if c.calls != nil {
+		c.seq = c.calls.next() // shared by every Comm over the transport
+	} else if c.seq++; c.seq == 0 { // 0 is no call (calls.go): 2^32-1 is followed by 1
 		c.seq = 1
 	}
 	base := ((c.seq - 1) % callSlots) * tagsPerCall
@@ -336,6 +346,9 @@ func (c *Comm) end(err *error) {
 	}
 	if *err != nil && !c.even {
 		*err = c.partial(*err)
+	}
+	if c.calls != nil {
+		c.calls.release()
 	}
 	c.mu.Unlock()
 }

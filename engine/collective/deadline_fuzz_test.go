@@ -93,9 +93,15 @@ type deadlineWorld struct {
 
 // sync brings both Comms to the call number of the one ahead.
 func (w *deadlineWorld) sync() {
-	s := max(w.comms[0].seq, w.comms[1].seq)
-	w.comms[0].seq, w.comms[1].seq = s, s
+	s := max(lastCall(w.comms[0]), lastCall(w.comms[1]))
+	for _, c := range w.comms {
+		c.seq, c.calls.seq = s, s
+	}
 }
+
+// lastCall is the number of the last call begun over c's transport, by
+// any Comm (calls.next).
+func lastCall(c *Comm) uint32 { return c.calls.seq }
 
 type deadlineMesh struct {
 	mu sync.Mutex
@@ -153,7 +159,7 @@ type deadlineRun struct {
 
 // call is the next call's first tag and meta.
 func (d *deadlineRun) call(c *Comm) (seq, tag, meta uint32) {
-	seq = c.seq + 1
+	seq = lastCall(c) + 1
 	if seq == 0 {
 		seq = 1
 	}

@@ -108,7 +108,10 @@
 // Collective calls label their CPU profile samples with op (allreduce,
 // broadcast, ...), algorithm (recursive-doubling, ring, ...) and size:
 // record with runtime/pprof or net/http/pprof and read the file with
-// "boltmesh profile" or "go tool pprof -tagfocus op=allreduce".
+// "boltmesh profile" or "go tool pprof -tagfocus op=allreduce". The
+// labels go over those of the ctx a call is given (the forms without a
+// ctx have none), and the goroutine gets its own labels back exactly as
+// the call returns, however they were set.
 //
 // # Failed calls
 //
