@@ -141,6 +141,9 @@ func (h *plumbing) PostRPC(to int, f plumb.RPCFrame, p []byte) error {
 	return h.t().postRPC(to, f, p)
 }
 
+// RPCRequestMax implements plumb.RPC.
+func (h *plumbing) RPCRequestMax(to int) (uint64, bool) { return h.t().rpcRequestMaxTo(to) }
+
 // QueueRPC implements plumb.RPCBatcher.
 func (h *plumbing) QueueRPC(to int, f plumb.RPCFrame, p []byte) error {
 	return h.t().queueRPC(to, f, p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -138,6 +139,9 @@ func (t *NetTransport) rpcCredit(pr *peer, f plumb.RPCFrame, n int, cancel <-cha
 	if err != nil {
 		return 0, err
 	}
+	if err := rpcFits(pr.rank, n, window); err != nil {
+		return 0, err
+	}
 	cost := rpcCost(uint64(n), window)
 	return cost, t.acquire(pr, cost, cancel, "rpc")
 }
@@ -148,11 +152,50 @@ func (t *NetTransport) tryRPCCredit(pr *peer, f plumb.RPCFrame, n int) (uint64, 
 		return 0, nil
 	}
 	window := pr.out.known.Load()
+	if window == 0 {
+		return 0, ErrNoCredit
+	}
+	if err := rpcFits(pr.rank, n, window); err != nil {
+		return 0, err
+	}
 	cost := rpcCost(uint64(n), window)
-	if window == 0 || !pr.out.take(cost) {
+	if !pr.out.take(cost) {
 		return 0, ErrNoCredit
 	}
 	return cost, nil
+}
+
+// rpcFits returns a *plumb.RequestSizeError for a request of n bytes to
+// rank to, whose window is window, above what that rank holds.
+func rpcFits(to, n int, window uint64) error {
+	if max := rpcRequestMax(window); uint64(n) > max {
+		return &plumb.RequestSizeError{Rank: to, Size: uint64(n), Limit: max}
+	}
+	return nil
+}
+
+// rpcRequestMax is the largest RPC request payload that a rank granting
+// window holds: the largest n whose frame.Cost is at most half the
+// window. A larger one is discarded unread on arrival (rpcCost), so an
+// honest sender refuses it before sending (rpcFits).
+func rpcRequestMax(window uint64) uint64 {
+	half := window / 2
+	if half <= frame.MsgOverhead {
+		return 0
+	}
+	return 1 << (bits.Len64(half-frame.MsgOverhead) - 1)
+}
+
+// rpcRequestMaxTo is plumb.RPC.RPCRequestMax.
+func (t *NetTransport) rpcRequestMaxTo(to int) (uint64, bool) {
+	if to == t.rank {
+		return rpcRequestMax(uint64(t.opts.MaxQueuedBytes)), true
+	}
+	if to < 0 || to >= len(t.peers) {
+		return 0, false
+	}
+	w := t.peers[to].out.known.Load()
+	return rpcRequestMax(w), w != 0
 }
 
 // rpcCost is the credit of an RPC request of n bytes to a peer whose

@@ -35,8 +35,8 @@ func (a *Agent) check(c *Call, args []byte) error {
 		return c.fail(&engine.UnknownRankError{Rank: c.dst, NumRanks: a.world})
 	case len(c.name) == 0 || len(c.name) > MaxNameLen:
 		return c.fail(ErrBadName)
-	case len(c.name)+len(args) > a.opts.MaxRequestSize:
-		return c.fail(&SizeError{What: "request", Size: len(c.name) + len(args), Limit: a.opts.MaxRequestSize})
+	case len(c.name)+len(args) > a.requestLimit(c.dst):
+		return c.fail(&SizeError{What: "request", Size: len(c.name) + len(args), Limit: a.requestLimit(c.dst)})
 	case c.dst != a.rank && a.gone[c.dst].Load():
 		return c.fail(ErrClosed)
 	}
@@ -101,8 +101,23 @@ func (a *Agent) send(ctx context.Context, c *Call, args []byte, deadline time.Ti
 	}
 }
 
-// sendErr turns a transport error into the call's error.
+// requestLimit is the largest request (name and arguments) rank dst
+// takes: Options.MaxRequestSize, or less where dst's transport holds less
+// (plumb.RPC.RPCRequestMax; not yet known: SendRPC checks it).
+func (a *Agent) requestLimit(dst int) int {
+	limit := a.opts.MaxRequestSize
+	if m, ok := a.t.RPCRequestMax(dst); ok && m < uint64(limit) {
+		limit = int(m)
+	}
+	return limit
+}
+
+// sendErr turns a transport error into the call's error: a request that
+// its receiver's transport cannot hold into a *SizeError.
 func (c *Call) sendErr(err error) error {
+	if se, ok := errors.AsType[*plumb.RequestSizeError](err); ok {
+		return &SizeError{What: "request", Size: int(se.Size), Limit: int(se.Limit)}
+	}
 	e := &CallError{Rank: c.dst, Name: c.name, Err: err}
 	switch {
 	case errors.Is(err, engine.ErrPeerLost):

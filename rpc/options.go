@@ -23,7 +23,11 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// MaxRequestSize bounds a request: function name plus arguments, in
 	// bytes. Checked by the caller before sending and by the server on
-	// arrival. Default 64 MiB.
+	// arrival. Default 64 MiB. A request to another rank is also bounded
+	// by what that rank's transport holds: the largest payload whose
+	// frame.Cost is at most half its engine.Options.MaxQueuedBytes (16
+	// MiB with the default 64 MiB). The smaller bound is the one checked,
+	// before anything is sent, and the one a *SizeError reports.
 	MaxRequestSize int
 	// MaxReplySize bounds a reply in bytes, checked by the server before
 	// sending and by the caller on arrival. Default 64 MiB.

@@ -34,7 +34,7 @@ func (r *receiver) Accept(from int, f plumb.RPCFrame, n uint64) bool {
 	case !f.Reply && f.Tag >= ctlBase:
 		return n <= maxErrorText
 	case !f.Reply:
-		return n <= uint64(a.opts.MaxRequestSize)
+		return n <= uint64(a.requestLimit(a.rank))
 	case f.Error && n > maxErrorText, !f.Error && n > uint64(a.opts.MaxReplySize):
 		return false
 	}
@@ -155,13 +155,13 @@ func (a *Agent) onRequest(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
 		a.refuse(from, f.ID, p, statusClosed, nil)
 		return
 	case f.Dropped > 0:
-		a.refuse(from, f.ID, p, statusRequestTooLarge, putPair(nil, f.Dropped, uint64(a.opts.MaxRequestSize)))
+		a.refuse(from, f.ID, p, statusRequestTooLarge, putPair(nil, f.Dropped, uint64(a.requestLimit(a.rank))))
 		return
 	case n == 0 || n > len(b):
 		a.refuse(from, f.ID, p, statusBadRequest, nil)
 		return
-	case len(b) > a.opts.MaxRequestSize:
-		a.refuse(from, f.ID, p, statusRequestTooLarge, putPair(nil, uint64(len(b)), uint64(a.opts.MaxRequestSize)))
+	case len(b) > a.requestLimit(a.rank):
+		a.refuse(from, f.ID, p, statusRequestTooLarge, putPair(nil, uint64(len(b)), uint64(a.requestLimit(a.rank))))
 		return
 	}
 	h := a.lookup(b[:n])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
@@ -141,5 +142,39 @@ func TestStats(t *testing.T) {
 	}
 	if s := as[1].Stats(); s.Requests != 3 || s.RequestErrors != 2 || s.Running != 0 || s.Queued != 0 {
 		t.Fatalf("server %+v", s)
+	}
+}
+
+// TestTransportRequestLimit: with the default MaxRequestSize (64 MiB), a
+// request to another rank is bounded by what that rank's transport holds
+// (16 MiB with the default window), and that is the limit enforced and
+// reported: a request of exactly it is served, one byte more fails before
+// sending with a *SizeError naming it, on the direct path and on the
+// batched one. Before, the caller sent the request whole, the server
+// discarded it unread, and the *SizeError reported 64 MiB.
+func TestTransportRequestLimit(t *testing.T) {
+	as := newAgents(t, 2, rpc.Options{Logger: quiet})
+	defer closeAll(t, as)
+	const want = 16 << 20
+	name := "echo"
+	got := mustCall(t, as[0], 1, name, make([]byte, want-len(name)))
+	if len(got) != want-len(name) {
+		t.Fatalf("echo of the largest request: %d bytes back", len(got))
+	}
+	var served atomic.Int64
+	as[1].Register("count", func(_ context.Context, args []byte) ([]byte, error) {
+		served.Add(1)
+		return nil, nil
+	})
+	for _, size := range []int{want + 1, 20 << 20} {
+		_, err := as[0].Call(context.Background(), 1, "count", make([]byte, size-len("count")))
+		var se *rpc.SizeError
+		if !errors.As(err, &se) || !errors.Is(err, rpc.ErrTooLarge) || se.What != "request" || se.Limit != want || se.Size != size {
+			t.Errorf("a request of %d bytes: %v, want a request *SizeError of %d bytes, limit %d", size, err, size, want)
+		}
+	}
+	mustCall(t, as[0], 1, "count", nil)
+	if n := served.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want 1", n)
 	}
 }

@@ -27,6 +27,13 @@ type RPC interface {
 	// must not block. Frames keep their order with those of SendRPC. A
 	// request fails with engine.ErrNoCredit rather than wait for credit.
 	PostRPC(to int, f RPCFrame, p []byte) error
+	// RPCRequestMax returns the largest request payload rank to holds
+	// (for this rank: the largest it holds): the largest whose frame.Cost
+	// is at most half the window it grants (engine.Options.MaxQueuedBytes;
+	// 16 MiB with the default 64 MiB). ok is false while rank to's window
+	// is not known yet. A larger request fails SendRPC, PostRPC and
+	// QueueRPC with a *RequestSizeError, and nothing is sent.
+	RPCRequestMax(to int) (max uint64, ok bool)
 }
 
 // RPCBatcher is implemented by an RPC that can leave frames unwritten
