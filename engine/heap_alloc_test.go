@@ -52,6 +52,19 @@ func heapSteadyStateAllocs(t *testing.T, opts engine.Options) {
 		}); a != 0 {
 			t.Errorf("Get of %d bytes: %v allocations, want 0", size, a)
 		}
+		// Quiet after a put waits for it, one fence round trip per peer
+		// put to: once warm, that allocates nothing either.
+		if a := testing.AllocsPerRun(200, func() {
+			e := ts[0].Put(dst, src)
+			if e == nil {
+				e = ts[0].Quiet()
+			}
+			if e != nil && err == nil {
+				err = e
+			}
+		}); a != 0 {
+			t.Errorf("Put and Quiet of %d bytes: %v allocations, want 0", size, a)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -186,7 +186,11 @@ func (t *NetTransport) Quiet() error {
 		if err == nil {
 			p.fenceDone(target)
 		}
-		errs = append(errs, err, p.takePutErr())
+		for _, e := range [2]error{err, p.takePutErr()} {
+			if e != nil { // an append of nils would allocate on every Quiet
+				errs = append(errs, e)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

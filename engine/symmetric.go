@@ -55,8 +55,10 @@ func (t *NetTransport) NumRanks() int { return t.world }
 // ThisRank implements SymmetricTransport.
 func (t *NetTransport) ThisRank() int { return t.rank }
 
-// Heap returns this rank's symmetric heap.
-func (t *NetTransport) Heap() *heap.Heap { return t.heap }
+// Heap returns a view of this rank's symmetric heap: its size, memory and
+// what is in use. The transport owns the heap: it allocates in it (Alloc,
+// Free) and closes it with itself, and the view cannot.
+func (t *NetTransport) Heap() heap.View { return t.heap.View() }
 
 // Alloc allocates size bytes aligned to align (0: heap.DefaultAlign) in
 // this rank's heap. Ranks that make the same sequence of Alloc and Free
