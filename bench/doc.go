@@ -15,8 +15,8 @@
 // failures.
 //
 // Suites are registered by name with Register, one file per suite
-// (suite_p2p.go, suite_putget.go, suite_barrier.go, suite_allreduce.go,
-// suite_rpc.go).
+// (suite_p2p.go, suite_msgrate.go, suite_putget.go, suite_barrier.go,
+// suite_allreduce.go, suite_broadcast.go, suite_rpc.go).
 // Adding a suite is adding one such file: a Suite value with its ops,
 // registered in an init function.
 package bench

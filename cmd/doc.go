@@ -2,14 +2,17 @@
 // boltmesh bench (the benchmark against the stdnet baseline, on local
 // processes or across machines), boltmesh rank (a participant that joins
 // a mesh and follows rank 0), boltmesh train (data-parallel MNIST
-// training over the allreduce), boltmesh profile (where a CPU profile's
-// time went) and boltmesh keygen (a new mesh key). "boltmesh COMMAND
-// --help" lists each command's flags; the README has the recipes.
+// training over the allreduce), boltmesh soak (many ranks in an allreduce
+// and barrier loop, reporting their setup time and resources), boltmesh
+// profile (where a CPU profile's time went) and boltmesh keygen (a new
+// mesh key). "boltmesh COMMAND --help" lists each command's flags; the
+// README has the recipes.
 //
 // # Launching
 //
-// bench, rank and train take the same launch flags. With none, bench and
-// train start 2 ranks (--ranks N) as local processes on loopback. Across
+// bench, rank, train and soak take the same launch flags. With none, bench
+// and train start 2 ranks and soak 32 (--ranks N) as local processes on
+// loopback. Across
 // machines every rank gets --rank and --world, and either --peers (every
 // rank's host:port, in rank order), --rendezvous (rank 0's rendezvous
 // address) or --coordinator (a star: rank 0 listens there, the others

@@ -48,7 +48,8 @@ func joinErr(a, b error) error {
 	return errors.Join(a, b)
 }
 
-// BarrierContext implements Transport.
+// BarrierContext implements Transport. ctx bounds the barrier's exchange
+// only: the Quiet that runs first does not watch it.
 func (t *NetTransport) BarrierContext(ctx context.Context) error {
 	qerr := t.Quiet()
 	w := ctxWait(ctx, "barrier")

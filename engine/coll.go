@@ -153,12 +153,10 @@ var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
 
 // CollWindow is how many pieces of a chunked collective exchange
 // (exchangeCollChunks) may be in flight in each direction beyond the one
-// being received. Measured on loopback (2 cores, raw non-blocking
-// sockets): exchanging 1 MiB both ways at once took 540-620 µs, four
-// exchanges of 256 KiB one after the other 240-300 µs, because a full
-// socket buffer stalls the sender. With one piece in flight the buffers
-// never fill, and the reduction of one piece still overlaps the transfer
-// of the next.
+// being received. It is 1 because a full socket buffer stalls the sender:
+// with one piece in flight the buffers never fill, and the reduction of
+// one piece still overlaps the transfer of the next (bench/RESULTS.md,
+// "Figures moved out of code comments", CollWindow).
 const CollWindow = 1
 
 // exchangeCollChunks is exchangeColl in pieces: out is sent as consecutive
@@ -303,8 +301,9 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 // there: sends a step's data, or reduces the piece before. What the
 // neighbour publishes meanwhile then rings no bell, which would wake
 // this process's event loop for bytes this goroutine reads itself
-// anyway (between neighbours, bells took 12% of a 1 MiB allreduce's
-// time). releasePolling ends it, and must come before any sleep: a
+// anyway, at a cost that shows in a collective's time between neighbours
+// (bench/RESULTS.md, "Figures moved out of code comments", holdPolling).
+// releasePolling ends it, and must come before any sleep: a
 // wait's own spin holds the lane while it polls, and asks for a bell
 // before it sleeps.
 // holdPolling reports whether it held the lane.

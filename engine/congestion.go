@@ -11,16 +11,11 @@ import (
 const (
 	// LoopbackCongestion is the TCP congestion control boltmesh asks for
 	// on loopback connections when Options.Congestion is empty; other
-	// connections keep the system's. Measured on this project's 2-core VM,
-	// whose kernel default is BBR (2 ranks, float32 Sum allreduce,
-	// 2026-11-29): on loopback BBR's pacing spreads every burst over timer
-	// ticks, and a 16 MiB allreduce took 9.4-11.6 ms with BBR against
-	// 4.5-5.0 ms with cubic (OpenMPI on the same loopback: 10.1-11.5 ms
-	// against 4.8-6.5 ms), while one 1 MiB call in two took twice the usual
-	// time. Between network namespaces joined by veth (MTU 9000), the
-	// opposite: the 16 MiB allreduce's busbw was 1.34-1.37 GB/s with BBR
-	// and 0.88-0.99 with cubic, and sends swung from 0.76 to 5.2 GB/s, so
-	// real links keep the system's choice.
+	// connections keep the system's. On loopback BBR's pacing spreads
+	// every burst over timer ticks, which made allreduces slower than under
+	// cubic, while between network namespaces over veth BBR was the faster,
+	// so real links keep the system's choice (bench/RESULTS.md,
+	// "Figures moved out of code comments", LoopbackCongestion).
 	LoopbackCongestion = "cubic"
 	// CongestionSystem keeps the kernel's default congestion control
 	// (sysctl net.ipv4.tcp_congestion_control on Linux) on every

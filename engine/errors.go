@@ -92,7 +92,7 @@ var (
 	// was reading its connection: the link went silent without a FIN, RST or
 	// ICMP error (host gone, cable pulled, link down), or the peer's process
 	// stopped (SIGSTOP, a debugger, a hung machine) with its sockets open.
-	ErrNoHeartbeat = errors.New("nothing heard from the peer within 4*KeepAlive")
+	ErrNoHeartbeat = errors.New("boltmesh: nothing heard from the peer within 4*KeepAlive")
 	// ErrCongestion means the congestion control that Options.Congestion names
 	// could not be set on a connection: the kernel does not have it, does not
 	// allow it (net.ipv4.tcp_allowed_congestion_control), or this system

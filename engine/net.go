@@ -12,8 +12,13 @@ import (
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
-// NetTransport is a full mesh of TCP connections, one per pair of ranks,
-// driven by an ioloop.Loop. Build one with Bind or FromListener.
+// NetTransport is a transport driven by an ioloop.Loop. As a full mesh
+// (Bind, FromListener), each pair of ranks is joined by Options.Streams
+// TCP data connections plus one control connection (frame/spec.md,
+// "Streams and striping"), and neighbours on one host move their frames
+// through shared memory instead (Options.SharedMemory). As a star (CoordinatorListen,
+// WorkerDial), each worker has one TCP connection to the coordinator,
+// which forwards the frames between workers.
 type NetTransport struct {
 	rank  int
 	world int

@@ -10,8 +10,10 @@ import (
 	"github.com/boltmesh/boltmesh/frame"
 )
 
-// Options configures a NetTransport. The zero value selects every default;
-// New validates it once and names the first bad field.
+// Options configures a NetTransport. The zero value selects every default.
+// The constructors (Bind, FromListener, CoordinatorListen, WorkerDial)
+// validate it once and return an error naming the first bad field;
+// Options.Validate makes the same check without building anything.
 type Options struct {
 	// MaxFrame bounds a frame's payload in bytes; longer sends fail and a
 	// peer that sends one is dropped. Default 1 GiB.
@@ -70,19 +72,24 @@ type Options struct {
 	// (receives, collective steps, barrier rounds) outlasted Spin, so that
 	// spinning would not have spared them a wake-up, waits on it spin
 	// only 10 µs, and they spin Spin again after a few that came sooner.
-	// 200 µs rather than 50: between two emulated hosts (network
-	// namespaces over veth, a core each) a 16 MiB allreduce took 10-14 ms
-	// in 4 runs of 4 with 200 µs, but 23-25 ms in 1 of 4 with 50 µs and in
-	// 2 of 4 with 100 µs (every one of its pieces then waits for a
-	// wake-up), and 23-32 ms with no spinning.
+	// The default is 200 µs rather than less because with shorter spins
+	// some runs of a large allreduce between emulated hosts were much
+	// slower, every one of its pieces waiting for a wake-up (bench/RESULTS.md,
+	// "Figures moved out of code comments", Options.Spin).
 	Spin time.Duration
-	// Streams is the number of TCP connections between each pair of ranks
-	// of a full mesh (1 to MaxStreams; a star always uses 1). A SEND of at
-	// least StripeMin bytes is split into one piece per stream, sent at
-	// once and reassembled in order at the receiver, straight into the
-	// receive's buffer; smaller messages and every other frame take the
-	// first stream, so their latency does not change. Every rank must use
-	// the same value. Default 1 (ThunderboltTransport picks its own).
+	// Streams is the number of TCP data connections between each pair of
+	// ranks of a full mesh (1 to MaxStreams); each pair also has one control
+	// connection, so a rank holds Streams+1 TCP sockets per peer, neighbours
+	// included (count them when sizing file descriptor limits). A star
+	// always uses one connection per worker. A SEND of at least StripeMin
+	// bytes is split into one piece per data stream, sent at once and
+	// reassembled in order at the receiver, straight into the receive's
+	// buffer; smaller messages, and the announcements of rendezvous
+	// messages, take the first data stream, so their latency does not
+	// change, and frames other than messages take the control connection
+	// (frame/spec.md, "Streams and striping"). Every rank must use the
+	// same value.
+	// Default 1 (ThunderboltTransport picks its own).
 	Streams int
 	// StripeMin is the size in bytes from which a SEND is striped across
 	// Streams. Default 1 MiB.

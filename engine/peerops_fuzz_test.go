@@ -163,7 +163,7 @@ func (r *peerRun) opData() {
 // unknown one): on data stream 0, behind its RTS, without credit; or, in
 // a mesh when the script says so, on the control stream, credited, where
 // it may overtake its RTS and leave a tombstone that drops the RTS when it
-// comes (frame/spec.md, "Streams"). A tombstone of an unknown send holds
+// comes (frame/spec.md, "Streams and striping"). A tombstone of an unknown send holds
 // its credit for good: the raw rank's model counts it used.
 func (r *peerRun) opWithdraw() {
 	t, which, how := r.target(r.u8()), r.u8(), r.u8()

@@ -193,7 +193,7 @@ func (rp *rawPeer) conn(to, s int, h frame.Header) *rawStream {
 
 // rawDataKind reports whether h goes on a data stream. The raw rank sends
 // its withdrawals (RTS|Error) there too, behind their RTS, where they use
-// no credit and leave no tombstone (frame/spec.md, "Streams"), unless the
+// no credit and leave no tombstone (frame/spec.md, "Streams and striping"), unless the
 // script sends one on the control stream (opWithdraw).
 func rawDataKind(h frame.Header) bool {
 	switch h.Kind {

@@ -121,7 +121,11 @@ type ThunderboltTransport struct {
 	Links []LinkInfo
 }
 
-// Thunderbolt defaults, chosen by measurement (see the README's figures).
+// Thunderbolt defaults. They are meant for real hosts joined by
+// Thunderbolt and have not yet been measured on a Thunderbolt link: the
+// only streams figures so far are from emulated one-core hosts, where more
+// streams do not help (bench/RESULTS.md, "2026-11-29 22:00: star, streams,
+// emulated hosts, RPC across processes").
 const (
 	// ThunderboltStreams is the default number of streams per pair.
 	ThunderboltStreams = 2

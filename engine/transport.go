@@ -50,9 +50,11 @@ type Transport interface {
 	RecvIntoContext(ctx context.Context, from, tag int, dst []byte) (int, error)
 	// Barrier returns when every rank has entered it, in O(log n) rounds.
 	Barrier() error
-	// BarrierContext is Barrier that gives up when ctx ends. The barrier
-	// then stays in progress on this rank and the next Barrier call
-	// resumes it, so that ranks stay in step.
+	// BarrierContext is Barrier whose exchange with the other ranks gives
+	// up when ctx ends. The barrier then stays in progress on this rank
+	// and the next Barrier call resumes it, so that ranks stay in step.
+	// ctx bounds only that exchange: on a NetTransport the Quiet that runs
+	// first (the wait for this rank's puts to complete) does not watch ctx.
 	BarrierContext(ctx context.Context) error
 	// Close releases the transport; blocked operations return ErrClosed.
 	// Peers see ErrPeerLost with cause ErrPeerClosed for it.

@@ -45,7 +45,10 @@ func (e *RangeError) Unwrap() error { return ErrOutOfBounds }
 
 // AllocError reports a failed New, Alloc, Free, Bytes or Map call and the
 // arguments it was given. Err is one of the package's sentinels, or a
-// system call error from New or Map, or (Map) a shm.ObjectError.
+// system call error from New or Map, or (Map) the refusal of the
+// neighbour's object: not sealed against resizing, or not of the size
+// given, with a message naming what was found and what was wanted. Such
+// a refusal matches none of the package's sentinels.
 type AllocError struct {
 	Op     string // "new", "alloc", "free", "bytes" or "map"
 	Offset uint64 // Buffer.Offset for "free" and "bytes"; 0 otherwise

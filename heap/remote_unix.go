@@ -10,12 +10,13 @@ import (
 
 // Map maps a neighbour's heap, received as fd (its Heap.FD, passed over a
 // Unix socket), whose size is size bytes (its Heap.Size). It first checks
-// with shm.Check that the object is exactly size bytes and, where the
-// system has seals, that it cannot be shrunk or grown; then maps it
-// read-write, shared. Map takes ownership of fd: the Remote closes it at
-// Close, and Map closes it at once if it fails. Errors are *AllocError
-// values (Op "map") wrapping ErrZeroSize, ErrNoSpace, shm.ErrNotSealed,
-// shm.ErrSize or a system call error.
+// that the object is exactly size bytes and, where the system has seals,
+// that it cannot be shrunk or grown; then maps it read-write, shared. Map
+// takes ownership of fd: the Remote closes it at Close, and Map closes it
+// at once if it fails. Errors are *AllocError values (Op "map") wrapping
+// ErrZeroSize, ErrNoSpace (errors.Is finds them), a system call error, or
+// the refusal of an object of the wrong size or without the seals (see
+// AllocError).
 func Map(fd int, size uint64) (*Remote, error) {
 	var err error
 	switch {

@@ -21,7 +21,9 @@ Reads a CPU profile (boltmesh bench --cpuprofile FILE, go test -cpuprofile,
 /debug/pprof/profile) and prints where the time went: the top functions,
 the shares of system calls (read, write, epoll, kevent), memory copy,
 reduction arithmetic and the Go runtime, and the share of each value of
-the profile labels (op, impl, suite, size) that boltmesh sets.
+every profile label in FILE: boltmesh bench labels its cases with op,
+suite, impl and size, and the collectives label their calls with op,
+algorithm and size.
 
 With --http ADDR it serves pprof's web UI for FILE instead.
 `

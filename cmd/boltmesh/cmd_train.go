@@ -70,7 +70,7 @@ func (f *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.epochs, "epochs", 1, fmt.Sprintf("passes over the training set (%d with --quick)", quickEpochs))
 	fs.IntVar(&f.batch, "batch", 64, "global batch: samples per step across all ranks")
 	fs.Float64Var(&f.lr, "lr", 0.1, "SGD learning rate")
-	fs.Uint64Var(&f.seed, "seed", 1, "seed of the initial weights and of every epoch's order")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the initial weights and of every epoch's order (train.Config's default Seed is 0, not 1:\npass --seed 0 to reproduce a library run whose Config leaves Seed unset)")
 	fs.IntVar(&f.shards, "shards", 0, "pieces each global batch is cut into, fixing the gradient's reduction order (default: the world size)")
 	fs.IntVar(&f.checkEvery, "check-every", 100, "steps between checks that every rank holds the same weights")
 	fs.IntVar(&f.samples, "samples", 0, fmt.Sprintf("train on the first `n` samples (default all 60000; %d with --quick)", quickSamples))

@@ -19,7 +19,7 @@ type meshFlags struct {
 	transport   string // auto, shm, tcp or thunderbolt
 	keyFile     string // file holding the mesh key
 	heap        string // symmetric heap size
-	streams     int    // TCP connections per pair of ranks
+	streams     int    // TCP data connections per pair of ranks (plus one control connection)
 	stripeMin   string // size from which sends are striped
 	sockBuf     string // SO_SNDBUF/SO_RCVBUF
 	congestion  string // TCP congestion control
@@ -29,7 +29,7 @@ type meshFlags struct {
 }
 
 func (f *meshFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.rank, "rank", -1, "this process's rank (with --world and --peers, or --rendezvous)")
+	fs.IntVar(&f.rank, "rank", -1, "this process's rank (with --world and one of --peers, --rendezvous or --coordinator)")
 	fs.IntVar(&f.world, "world", -1, "number of ranks in the mesh")
 	fs.StringVar(&f.peers, "peers", "", "every rank's `host:port`, comma-separated, in rank order")
 	fs.StringVar(&f.rendezvous, "rendezvous", "", "rank 0's rendezvous `host:port`: rank 0 listens there, the others send their address and get the peer list\n(default $BOLTMESH_RENDEZVOUS, else MASTER_ADDR:MASTER_PORT, or torchrun's TCPStore there,\nunder srun the step's first node at a port from SLURM_JOB_ID and SLURM_STEP_ID, else "+defaultRendezvous+")")
@@ -37,7 +37,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bind, "bind", "", "this rank's listen `address` (default: from --peers, else 127.0.0.1:0 for a loopback rendezvous, else :0)")
 	fs.StringVar(&f.transport, "transport", transportAuto, transportHelp)
 	fs.StringVar(&f.keyFile, "key-file", "", "`file` holding the mesh key (every connection proves it; default $BOLTMESH_KEY,\nelse in a local run a new key of the run's own, else none)")
-	fs.IntVar(&f.streams, "streams", 0, "TCP connections per pair of ranks; sends from --stripe-min are split across them (default 1, thunderbolt 2)")
+	fs.IntVar(&f.streams, "streams", 0, "TCP data connections per pair of ranks, each pair also having one control connection; sends from --stripe-min are split\nacross the data connections (default 1, thunderbolt 2; a star always uses one connection per worker)")
 	fs.StringVar(&f.stripeMin, "stripe-min", "", "`size` from which a send is striped across --streams (default 1M)")
 	fs.StringVar(&f.sockBuf, "socket-buffer", "", "SO_SNDBUF and SO_RCVBUF `size` of every connection (default: the kernel's auto-tuning; thunderbolt 4M)")
 	fs.StringVar(&f.congestion, "congestion", "", "TCP congestion control of every connection, e.g. cubic, reno, bbr, or system for the kernel's default\n(default "+engine.LoopbackCongestion+" on loopback, the kernel's default on other links)")

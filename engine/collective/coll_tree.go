@@ -43,12 +43,10 @@ func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) (err e
 
 // BcastScatterMin is the smallest broadcast, in bytes, that scatters and
 // gathers rather than running a binomial tree (in worlds of 3 ranks or
-// more). Measured (bench/RESULTS.md, 2026-12-03 19:30), 1 MiB on emulated
-// hosts: 0.67, 0.58 and 0.55 of the link rate at 4, 8 and 16 hosts,
-// against 0.50, 0.34 and 0.23 for the tree; 4 ranks over shared memory
-// on 2 cores, p50: 64 KiB 297-299 µs against 7.1-7.4 (the tree's one
-// step beats the chain's seven), 256 KiB 26-30 against 110-131, 1 MiB
-// 320-334 against 522-555, 16 MiB 9.1-9.6 ms against 7.7-9.4.
+// more). Below it the tree's fewer steps win; from it the scatter and
+// chain were the faster on emulated hosts, and over shared memory at
+// 256 KiB and 1 MiB (bench/RESULTS.md, "Figures moved out of code
+// comments", BcastScatterMin).
 const BcastScatterMin = 256 << 10
 
 // bcastSeg is segment i of n of a broadcast of size bytes: [lo, hi).

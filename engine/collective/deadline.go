@@ -38,9 +38,11 @@ type staleContribution struct {
 // every rank. Mean divides by the number of contributors. A rank that
 // misses the deadline still receives the round's result, sees itself left
 // out in the returned set, and its late contribution is discarded. The
-// root must not be the late one: the others wait for its result (up to
-// ctx). A root that fails the call (a contribution of the wrong length,
-// its own refused arguments, its ctx) abandons it, so that the others
+// root must not be the late one: the others wait for its result, without
+// a time limit here (the call runs under context.Background()) and up to
+// their ctx in AllReduceDeadlineBytes. A root that fails the call (a
+// contribution of the wrong length, its own refused arguments, or in
+// AllReduceDeadlineBytes its ctx ending) abandons it, so that the others
 // fail with ErrAbandoned at once.
 //
 // Over an engine.NetTransport the root never waits for a rank after the
@@ -49,11 +51,9 @@ type staleContribution struct {
 // round's result when the root finishes a round (a stopped or very slow
 // rank) gets ErrBehind for that round instead, so that it catches up. A
 // lost rank is left out of the rounds that follow, as a late one is; a
-// lost root fails the others' calls with engine.ErrPeerLost. (Over other
-// transports a lost peer fails the call with engine.ErrPeerLost, and the
-// root sends each result in turn.) A leaf fails with ErrMismatch on a
-// contributor set from the root that lacks the root or names ranks outside
-// the world.
+// lost root fails the others' calls with engine.ErrPeerLost. A leaf fails
+// with ErrMismatch on a contributor set from the root that lacks the root
+// or names ranks outside the world.
 func AllReduceDeadline[T Elem](c *Comm, data []T, op Op, deadline time.Time) (Contributors, error) {
 	return c.AllReduceDeadlineBytes(context.Background(), DTypeOf[T](), AsBytes(data), op, deadline)
 }

@@ -1,8 +1,8 @@
-// Package collective holds the element-wise reduction layer of boltmesh's
-// collectives (allreduce, reduce-scatter, reduce): the kernels that
-// combine a received buffer into a local one, dst[i] = dst[i] op src[i].
-// The communication algorithms, run by a Comm over an engine.NetTransport,
-// build on it.
+// Package collective holds boltmesh's collectives: the Comm, which runs
+// them (AllReduce, Broadcast, ReduceScatter, AllGather, ...) over an
+// engine.NetTransport, the communication algorithms it chooses from, and
+// the element-wise reduction kernels they build on, which combine a
+// received buffer into a local one, dst[i] = dst[i] op src[i].
 //
 // # Types and operators
 //

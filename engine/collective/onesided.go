@@ -60,9 +60,9 @@ const (
 	// rank order, the same on every call; after a second barrier, every
 	// rank gets each reduced block straight into its data. Each block is
 	// reduced by one rank only, so every rank ends with the same bits. It
-	// uses gets rather than puts because engine's Quiet, which a barrier
-	// after puts runs, allocates; with gets a call allocates nothing once
-	// the area exists.
+	// uses gets rather than puts, a choice made while engine's Quiet (which
+	// a barrier after puts runs) still allocated; with gets a call
+	// allocates nothing once the area exists.
 	//
 	// Every rank needs an area of about the message size plus 64 bytes
 	// per rank in its symmetric heap (engine.Options.HeapSize; a
@@ -78,23 +78,12 @@ const (
 	// ErrOneSidedFailed), so that no later call can mix its heap traffic
 	// with the failed one's.
 	//
-	// Measured with BenchmarkAllReduceOneSided against BenchmarkAllReduce
-	// (AlgorithmAuto) in the same runs, 2 ranks in 2 processes on 2 cores,
-	// loopback TCP, float32 Sum, median ns/op of 5 runs of 200 calls,
-	// one-sided against Auto: 8 B 149 µs against 38 µs, 64 KiB 146 µs
-	// against 61 µs, 256 KiB 224 µs against 121 µs, 512 KiB 303 µs
-	// against 253 µs, 1 MiB 576-728 µs against 419-685 µs, 4 MiB 3.2 ms
-	// against 1.7 ms, 16 MiB 18 ms against 8 ms; with 4 ranks, 8 B 0.9 ms
-	// against 0.15 ms and 1 MiB 2.4-3.2 ms against 1.5-1.9 ms. Two
-	// barriers and two get round trips, each get served by the target's
-	// event loop, cost more than doubling's exchanges, and staging the
-	// blocks is a copy the ring does not make, so it is slower at every
-	// size measured and AlgorithmAuto never picks it. Since each call
-	// also agrees on the area's size (one more small exchange, so that
-	// ranks whose lengths differ all fail instead of waiting for one
-	// another), 2 ranks, 2 runs, median ns/op, one-sided against Auto: 8 B
-	// 93-102 µs against 15-17 µs, 64 KiB 129-136 µs against 40-41 µs,
-	// 1 MiB 454-474 µs against 396-413 µs (cubic on loopback for both).
+	// Two barriers and two get round trips, each get served by the
+	// target's event loop, cost more than doubling's exchanges, and staging
+	// the blocks is a copy the ring does not make, so it was slower than
+	// AlgorithmAuto at every size measured, and AlgorithmAuto never picks
+	// it (bench/RESULTS.md, "Figures moved out of code comments",
+	// AlgorithmOneSided).
 	AlgorithmOneSided
 	// AlgorithmStar reduces at a star's coordinator, then broadcasts from
 	// it (see engine.CoordinatorListen): every worker sends its data to the
