@@ -71,6 +71,10 @@ type link interface {
 	// asks for a bell only once nobody has polled it for a moment
 	// (ioloop.Conn.Polled); other streams stop as with polling.
 	polled(l lane)
+	// cheapPolls reports whether a poll of lane l costs less than a system
+	// call (a pipe in shared memory): a spin on it then yields by the
+	// clock rather than every few polls (spinPolls).
+	cheapPolls(l lane) bool
 	// bytesRead sums the bytes read on the data lanes, or the control lane.
 	bytesRead(l lane) uint64
 	// width is the number of data lanes: how many pieces a striped
@@ -131,6 +135,8 @@ func (o *oneStream) poll(lane) { o.conn.Poll() }
 func (o *oneStream) polling(lane, bool) {} // TCP: nothing to tell
 
 func (o *oneStream) polled(lane) {}
+
+func (o *oneStream) cheapPolls(lane) bool { return false } // a socket's read is a system call
 
 func (o *oneStream) bytesRead(lane) uint64 { return o.conn.BytesRead() }
 

@@ -280,8 +280,8 @@ func (t *NetTransport) spinOn(p *peer, r *recvReq) bool {
 // arrived from p for Options.Spin: a message, small or large, that arrives
 // at wire speed is read straight from the socket by the waiting goroutine
 // with no wake-up in its path, and a receive that waits for a slow peer
-// burns at most Spin of CPU before it sleeps. Every spinYield it yields,
-// so that it does not starve goroutines of its own process.
+// burns at most Spin of CPU before it sleeps. It yields now and then (see
+// spinYield), so that it does not starve goroutines of its own process.
 func (t *NetTransport) spin(p *peer, state *atomic.Uint32, on lane) bool {
 	return t.spinUntil(p, on, func() bool { return state.Load() == reqDone })
 }
@@ -318,6 +318,7 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 	// time since start at which bytes last moved and at which it last
 	// yielded.
 	seen, moved := p.link.bytesRead(on), false
+	cheap := p.link.cheapPolls(on)
 	var start time.Time
 	var quiet, yielded time.Duration
 	for i := 1; ; i++ {
@@ -343,17 +344,30 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 		if t.topo.crowded.Load() {
 			runtime.Gosched()
 			yieldCore()
-		} else if el-yielded >= spinYield {
+		} else if yieldDue(cheap, el, yielded) {
 			runtime.Gosched()
 			yielded = el
 		}
 	}
 }
 
-// spinYield is how long a spin runs between yields. A yield is not free:
-// with a P idle it wakes a thread to look for work, which takes a core
-// from the other end of an exchange on the same host; so a spin that
-// ends within a few microseconds, as a small message's does, yields never.
+// yieldDue reports whether a spin whose polls are cheap (or system
+// calls), el into its timing and last yielding at yielded, yields at this
+// 8th poll (see spinYield).
+func yieldDue(cheap bool, el, yielded time.Duration) bool {
+	return !cheap || el-yielded >= spinYield
+}
+
+// spinYield is how long a spin on pipes (link.cheapPolls) runs between
+// yields. A yield is not free: with a P idle it wakes a thread to look
+// for work, which takes a core from the other end of an exchange on the
+// same host; so a spin on a pipe that ends within a few microseconds, as
+// a small message's does, yields never. A spin on sockets yields every 8
+// polls, as it did before pipes: each poll is a system call, a small
+// message's wait there lasts several of them, and a goroutine of this
+// process that waits for the spinner's P (the other end of an exchange
+// within one process, an event loop) then runs within one wait instead
+// of after it.
 const spinYield = 10 * time.Microsecond
 
 // withdraw takes r back after a give-up. A receive whose payload is already
