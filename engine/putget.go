@@ -164,6 +164,28 @@ func (t *NetTransport) waitGet(p *peer, g *getReq) error {
 	return err
 }
 
+// waitGetCancel is waitGet that stops waiting when cancel is closed: a
+// get whose reply has not begun to arrive is withdrawn (its reply, when
+// it comes, is discarded unread) and it returns ioloop.ErrCanceled; one
+// whose reply is being read is waited for.
+func (t *NetTransport) waitGetCancel(p *peer, g *getReq, cancel <-chan struct{}) error {
+	t.spin(p, &g.state, laneCtl)
+	select {
+	case <-g.done:
+	case <-cancel:
+		if p.removeGet(g) {
+			g.reset()
+			t.pools.gets.Put(g)
+			return ioloop.ErrCanceled
+		}
+		<-g.done
+	}
+	err := g.err
+	g.reset()
+	t.pools.gets.Put(g)
+	return err
+}
+
 // Quiet implements SymmetricTransport: a zero-length get to every peer
 // with puts not yet covered by a completed fence is a fence, since each
 // connection is processed in order, and a refusal of an earlier put
