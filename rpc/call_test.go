@@ -196,9 +196,9 @@ func TestDeadline(t *testing.T) {
 		return []byte("too late"), nil
 	})
 	const d = 100 * time.Millisecond
+	start := time.Now() // before the deadline is set: it runs from here
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	start := time.Now()
 	_, err := as[0].Call(ctx, 1, "slow", nil)
 	took := time.Since(start)
 	wantCallError(t, err, context.DeadlineExceeded, 1, "slow")
