@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/boltmesh/boltmesh/heap"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below wrap
@@ -24,8 +26,9 @@ var (
 	// ErrSelfRPC: an RPC frame was addressed to this rank; the RPC layer
 	// (package rpc) answers calls to its own rank without the transport.
 	ErrSelfRPC = errors.New("boltmesh: RPC frames cannot be sent to this rank")
-	// ErrClosed means the transport was closed locally.
-	ErrClosed = errors.New("boltmesh: transport closed")
+	// ErrClosed means the transport was closed locally. It is heap.ErrClosed
+	// and rpc.ErrClosed: one value for whatever boltmesh object was closed.
+	ErrClosed = heap.ErrClosed
 	// ErrTimeout means RecvTimeout gave up. It also matches
 	// context.DeadlineExceeded under errors.Is.
 	ErrTimeout error = timeoutError{}
@@ -77,11 +80,6 @@ var (
 	// the flow-control credit this rank granted it (see
 	// Options.MaxQueuedBytes).
 	ErrFlowControl = errors.New("boltmesh: flow-control credit exceeded")
-	// ErrInFlight means a receive that may give up while its message is
-	// being read in (the deadline allreduce of package collective) did:
-	// the buffer stays the transport's until the message is in or its
-	// sender is lost, and the caller must not touch it.
-	ErrInFlight = errors.New("boltmesh: receive given up while its message was being read in")
 	// ErrNoCredit means a frame that must not wait (an RPC request sent
 	// from the event loop, a short collective message) found no
 	// flow-control credit for it: the peer holds Options.MaxQueuedBytes of
@@ -104,10 +102,6 @@ var (
 	// ErrAllocMismatch means ranks disagree about a collective allocation:
 	// they did not make the same sequence of Alloc and Free calls.
 	ErrAllocMismatch = errors.New("boltmesh: ranks disagree on a symmetric allocation")
-	// ErrCollAbandoned means another rank gave up the collective call in
-	// progress: it found that the ranks' calls differ, refused its arguments,
-	// ran out of time, or was itself told.
-	ErrCollAbandoned = errors.New("boltmesh: another rank gave up the collective call")
 	// ErrRPCHandlerSet is returned when an RPC handler is installed on a
 	// transport that already has one (a second rpc.Agent on it).
 	ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
@@ -291,64 +285,6 @@ func (e *OptionError) Error() string {
 // Unwrap returns ErrOptions.
 func (e *OptionError) Unwrap() error { return ErrOptions }
 
-// ErrCollMismatch means a collective message came from a call that does
-// not match this rank's: another collective, element type or reduction
-// (*CollMismatchError), or another length (*CollLengthError). The ranks
-// called their collectives differently; nothing was mixed.
-var ErrCollMismatch = errors.New("boltmesh: collective calls differ between ranks")
-
-// CollMismatchError is a collective message whose call meta (the word the
-// collective layer derives from its call) differs from the one expected.
-type CollMismatchError struct {
-	Rank      int    // the sender
-	Tag       uint32 // collective tag of its message
-	Want, Got uint32 // metas
-	// OtherStep means the sender is at another step of the same call:
-	// this rank waited for tag WantTag instead.
-	OtherStep bool
-	WantTag   uint32
-}
-
-func (e *CollMismatchError) Error() string {
-	if e.OtherStep {
-		return fmt.Sprintf("boltmesh: collective message from rank %d has tag %d (meta %#x) while this rank waits for tag %d (meta %#x) of the same call: %v", e.Rank, e.Tag, e.Got, e.WantTag, e.Want, ErrCollMismatch)
-	}
-	return fmt.Sprintf("boltmesh: collective message from rank %d (tag %d) has meta %#x, this rank's call has %#x: %v", e.Rank, e.Tag, e.Got, e.Want, ErrCollMismatch)
-}
-
-// Unwrap returns ErrCollMismatch.
-func (e *CollMismatchError) Unwrap() error { return ErrCollMismatch }
-
-// CollLengthError is a collective message whose length differs from the
-// one this rank's call expects.
-type CollLengthError struct {
-	Rank      int    // the sender
-	Tag       uint32 // collective tag
-	Want, Got int    // bytes
-}
-
-func (e *CollLengthError) Error() string {
-	return fmt.Sprintf("boltmesh: collective message from rank %d (tag %d) has %d bytes, this rank expects %d: %v", e.Rank, e.Tag, e.Got, e.Want, ErrCollMismatch)
-}
-
-// Unwrap returns ErrCollMismatch.
-func (e *CollLengthError) Unwrap() error { return ErrCollMismatch }
-
-// InFlightError is the error of a receive that gave up (Err: its ctx's
-// error, or ErrTimeout) while rank Rank's message was being read into its
-// buffer. It wraps ErrInFlight and Err.
-type InFlightError struct {
-	Rank int
-	Err  error
-}
-
-func (e *InFlightError) Error() string {
-	return fmt.Sprintf("recv rank %d: %v: %v", e.Rank, ErrInFlight, e.Err)
-}
-
-// Unwrap returns ErrInFlight and the cause.
-func (e *InFlightError) Unwrap() []error { return []error{ErrInFlight, e.Err} }
-
 // AllocMismatchError reports the first rank whose allocation differs from
 // this rank's.
 type AllocMismatchError struct {
@@ -363,18 +299,3 @@ func (e *AllocMismatchError) Error() string {
 
 // Unwrap returns ErrAllocMismatch.
 func (e *AllocMismatchError) Unwrap() error { return ErrAllocMismatch }
-
-// CollAbandonError is the error of a collective receive whose sender gave
-// up the call. It wraps ErrCollAbandoned.
-type CollAbandonError struct {
-	Rank int    // the rank that gave up
-	Tag  uint32 // the receive's collective tag
-	Why  uint64 // what the rank said made it give up (its ABANDON's), 0 if nothing
-}
-
-func (e *CollAbandonError) Error() string {
-	return fmt.Sprintf("boltmesh: rank %d gave up the collective call of tag %d: %v", e.Rank, e.Tag, ErrCollAbandoned)
-}
-
-// Unwrap returns ErrCollAbandoned.
-func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }

@@ -11,8 +11,10 @@ var (
 	// ErrOutOfBounds means a requested range does not lie inside the heap,
 	// or its end overflows uint64.
 	ErrOutOfBounds = errors.New("heap: range out of bounds")
-	// ErrClosed means the Heap has been closed.
-	ErrClosed = errors.New("heap: closed")
+	// ErrClosed means the Heap has been closed. It is the one ErrClosed of
+	// packages heap, engine and rpc (engine.ErrClosed, rpc.ErrClosed): a
+	// closed heap, transport or RPC agent all match it.
+	ErrClosed = errors.New("boltmesh: closed")
 	// ErrNoSpace means no free range of the heap can hold the allocation,
 	// or (from New) the requested heap does not fit the address space.
 	ErrNoSpace = errors.New("heap: no space")

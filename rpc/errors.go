@@ -20,7 +20,8 @@ var (
 	// ErrClosed means this agent, or the agent of the rank called, is
 	// closed (or closing and no longer taking calls); the *CallError's Rank
 	// says which. A call still pending when its agent closes fails with it.
-	ErrClosed = errors.New("rpc: agent closed")
+	// It is engine.ErrClosed (and heap.ErrClosed).
+	ErrClosed = engine.ErrClosed
 	// ErrBusy means the rank called had its request queue full: the call
 	// was refused without running. Retrying later may succeed.
 	ErrBusy = errors.New("rpc: server busy")
