@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // TestBarrierMail: between neighbours every barrier round goes through
@@ -161,7 +162,7 @@ func TestBarrierBesideCollectives(t *testing.T) {
 		wg.Go(func() {
 			in := make([]byte, 8)
 			for i := range rounds {
-				tag := uint32(i*64+5) % engine.CollTags
+				tag := uint32(i*64+5) % plumb.CollTags
 				if _, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), i, 8), in); err != nil {
 					errs[2+r] = fmt.Errorf("rank %d, exchange %d: %w", r, i, err)
 					return

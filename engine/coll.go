@@ -5,29 +5,27 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
 // collTagBase is the start of the tag space that collectives own:
-// CollTags tags in the reserved range, apart from users' tags and from the
+// plumb.CollTags tags in the reserved range, apart from users' tags and from the
 // barrier's.
 const collTagBase = TagReservedBase + 0x0100_0000
-
-// CollTags is the number of tags in the collective tag space.
-const CollTags = 1 << 24
 
 // Every collective message carries its call's meta (a word the collective
 // layer derives from the operation, element type and reduction) in the
 // frame header's Aux field, and every collective receive names the meta it
 // expects: a message with another one fails the receive with a
-// *CollMismatchError, so that ranks which called different collectives, or
+// *plumb.CollMismatchError, so that ranks which called different collectives, or
 // the same one with different types, learn of it instead of mixing bytes.
 
-// sendColl is Send on the collective tag space: tag is in [0, CollTags),
+// sendColl is Send on the collective tag space: tag is in [0, plumb.CollTags),
 // and meta travels with the message. It is what package engine/collective
 // builds on.
 func (t *NetTransport) sendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return ErrReservedTag
 	}
 	if err := ctx.Err(); err != nil {
@@ -51,7 +49,7 @@ func collWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
 // gives up as soon as any peer is lost, with ErrPeerLost naming the first
 // rank lost (see PeerError.ClosedAfter).
 func (t *NetTransport) recvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
 	n, _, err := t.recv(from, collTagBase+tag, dst, true, collWait(t, ctx, meta))
@@ -66,7 +64,7 @@ func collErr(err error) error {
 	}
 	var te *TruncatedError
 	if errors.As(err, &te) {
-		return &CollLengthError{Rank: te.From, Tag: uint32(te.Tag) - collTagBase, Want: te.Cap, Got: te.Len}
+		return &plumb.CollLengthError{Rank: te.From, Tag: uint32(te.Tag) - collTagBase, Want: te.Cap, Got: te.Len}
 	}
 	return err
 }
@@ -74,7 +72,7 @@ func collErr(err error) error {
 // tryRecvCollInto takes a message from rank from under collective tag tag
 // into dst if one has arrived, without waiting: ok is false if none has.
 func (t *NetTransport) tryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error) {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return 0, false, ErrReservedTag
 	}
 	w := waitOpts{op: "collective", try: true, meta: meta, checkMeta: true}
@@ -91,13 +89,13 @@ func (t *NetTransport) tryRecvCollInto(from int, tag, meta uint32, dst []byte) (
 // exchanging large messages therefore never wait for each other, and no
 // goroutine hand-off sits in a step's latency.
 func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err // nothing is sent for a step whose ctx has ended
 	}
-	if to == from && max(len(out), len(in)) <= MailboxMax {
+	if to == from && max(len(out), len(in)) <= plumb.MailboxMax {
 		if mb := t.mailboxOf(to); mb != nil {
 			return t.exchangeMail(ctx, t.peers[to], mb, tag, meta, out, in)
 		}
@@ -151,25 +149,17 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
 
-// CollWindow is how many pieces of a chunked collective exchange
-// (exchangeCollChunks) may be in flight in each direction beyond the one
-// being received. It is 1 because a full socket buffer stalls the sender:
-// with one piece in flight the buffers never fill, and the reduction of
-// one piece still overlaps the transfer of the next (bench/RESULTS.md,
-// "Figures moved out of code comments", CollWindow).
-const CollWindow = 1
-
 // exchangeCollChunks is exchangeColl in pieces: out is sent as consecutive
 // frames of at most outChunk bytes, and in is received in frames of at
 // most inChunk (the sender's outChunk, with the same length). Every piece's receive is
 // posted at once, so the event loop reads each one straight into its place
-// in in as it arrives; at most CollWindow pieces are in flight each way.
+// in in as it arrives; at most plumb.CollWindow pieces are in flight each way.
 // After each piece has arrived, in order, onChunk(off, n) runs on this
 // goroutine while the next ones travel: the reduction of one piece
 // overlaps the transfer of the next. An error from onChunk stops the
 // exchange and is returned.
 func (t *NetTransport) exchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return ErrReservedTag
 	}
 	if outChunk <= 0 {
@@ -191,7 +181,7 @@ func (t *NetTransport) exchangeCollChunks(ctx context.Context, to, from int, tag
 	held := t.holdPolling(t.peers[from], laneData)
 	err := t.postChunks(st, from, collTagBase+tag, meta, in, inChunk)
 	if err == nil {
-		err = t.sendUpTo(st, CollWindow)
+		err = t.sendUpTo(st, plumb.CollWindow)
 	}
 	t.releasePolling(t.peers[from], laneData, held)
 	if err == nil {
@@ -277,12 +267,12 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 		case err != nil:
 			return collErr(err)
 		case aux != meta:
-			return &CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: meta, Got: aux}
+			return &plumb.CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: meta, Got: aux}
 		case n != want:
-			return &CollLengthError{Rank: from, Tag: tag - collTagBase, Want: want, Got: n}
+			return &plumb.CollLengthError{Rank: from, Tag: tag - collTagBase, Want: want, Got: n}
 		}
 		held := t.holdPolling(p, laneData)
-		err = t.sendUpTo(st, i+1+CollWindow)
+		err = t.sendUpTo(st, i+1+plumb.CollWindow)
 		if err == nil && n > 0 {
 			if err = onChunk(i*chunk, n); err != nil {
 				st.local = true
@@ -345,4 +335,4 @@ func (t *NetTransport) dropChunks(st *chunkState, from int) {
 }
 
 // isCollTag reports whether a wire tag is in the collective tag space.
-func isCollTag(tag uint32) bool { return tag-collTagBase < CollTags }
+func isCollTag(tag uint32) bool { return tag-collTagBase < plumb.CollTags }

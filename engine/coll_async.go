@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -27,7 +28,7 @@ type collSend struct {
 // Wait or Drop returns. A message above the eager limit waits at the
 // receiver, unread, until a receive takes it.
 func (t *NetTransport) startCollSend(ctx context.Context, to int, tag, meta uint32, p []byte) (collSend, error) {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return collSend{}, ErrReservedTag
 	}
 	o, err := t.startColl(ctx, to, tag, meta, p)
@@ -84,7 +85,7 @@ func (s collSend) Drop() {
 // ErrNoCredit if the receiver holds so much of this rank's that there is
 // no credit left for it.
 func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return ErrReservedTag
 	}
 	if err := t.checkRank(to); err != nil {
@@ -112,7 +113,7 @@ func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
 // ranks that left. If it gives up while the message's bytes are being
 // read into dst, it waits for them until inFlightUntil (zero: for as long
 // as they take); once that passes too (a sender stopped halfway), it
-// returns an *InFlightError, and dst stays the transport's until the
+// returns an *plumb.InFlightError, and dst stays the transport's until the
 // message is in or from is lost. Times rather than contexts, so that a
 // deadline allreduce allocates nothing.
 func (t *NetTransport) recvCollFromPeer(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
@@ -131,7 +132,7 @@ func (t *NetTransport) tryRecvCollFrom(from int, tag, meta uint32, dst []byte, i
 }
 
 func (t *NetTransport) recvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time, try bool) (int, error) {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
 	w := waitOpts{op: "collective", meta: meta, checkMeta: true, try: try}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // mailboxOf returns the mailbox of rank r's link if r is a neighbour, or
@@ -21,7 +22,7 @@ func (t *NetTransport) mailboxOf(r int) *mailbox {
 }
 
 // exchangeMail is exchangeColl with a neighbour that is both to and
-// from, when both out and in are at most MailboxMax bytes, through the
+// from, when both out and in are at most plumb.MailboxMax bytes, through the
 // pair's mailbox (mailbox.go): this rank's part is written there, and the
 // neighbour's waited for there, for Options.Spin, then asleep: a receive
 // for the step is posted too, and the neighbour's writer, seeing this side
@@ -29,7 +30,7 @@ func (t *NetTransport) mailboxOf(r int) *mailbox {
 // frame receive would (the neighbour gave the call up, is at another
 // step, closed or was lost). A frame that arrives for it wins over the
 // mailbox: the neighbour exchanged by frames (its in was longer than
-// MailboxMax), so this rank's part follows as a frame too.
+// plumb.MailboxMax), so this rank's part follows as a frame too.
 //
 // On a crowded machine (more ranks than cores) the mailbox is watched for
 // crowdedSpin, and the core given up between looks (yieldCore): a look
@@ -74,9 +75,9 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, t
 func mailResult(from int, tag, meta uint32, n int, got uint32, in []byte) (int, error) {
 	switch {
 	case n > len(in):
-		return 0, &CollLengthError{Rank: from, Tag: tag, Want: len(in), Got: n}
+		return 0, &plumb.CollLengthError{Rank: from, Tag: tag, Want: len(in), Got: n}
 	case got != meta:
-		return 0, &CollMismatchError{Rank: from, Tag: tag, Want: meta, Got: got}
+		return 0, &plumb.CollMismatchError{Rank: from, Tag: tag, Want: meta, Got: got}
 	}
 	return n, nil
 }

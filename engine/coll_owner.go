@@ -116,7 +116,7 @@ func (p *peer) collPosting(tag, meta uint32) error {
 // abandonColl sends an ABANDON for collective tag tag with why to every
 // peer that is up, on the control stream, without waiting.
 func (t *NetTransport) abandonColl(tag uint32, why uint64) {
-	if tag >= CollTags {
+	if tag >= plumb.CollTags {
 		return
 	}
 	for _, p := range t.peers {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // collPair runs f on ranks 0 and 1 of ts at once and joins their errors.
@@ -76,15 +77,15 @@ func TestCollMetaMismatch(t *testing.T) {
 		_, err := hooks(ts[1]).RecvCollInto(ctx, 0, 5, 0xBB, make([]byte, 5))
 		return err
 	})
-	var me *engine.CollMismatchError
-	if !errors.As(err, &me) || !errors.Is(err, engine.ErrCollMismatch) || me.Want != 0xBB || me.Got != 0xAA || me.Rank != 0 {
+	var me *plumb.CollMismatchError
+	if !errors.As(err, &me) || !errors.Is(err, plumb.ErrCollMismatch) || me.Want != 0xBB || me.Got != 0xAA || me.Rank != 0 {
 		t.Fatalf("meta mismatch: got %v", err)
 	}
 	err = collPair(func(r int) error {
 		return hooks(ts[r]).ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, 64, func(int, int) error { return nil })
 	})
-	var le *engine.CollLengthError
-	if !errors.As(err, &le) || !errors.Is(err, engine.ErrCollMismatch) {
+	var le *plumb.CollLengthError
+	if !errors.As(err, &le) || !errors.Is(err, plumb.ErrCollMismatch) {
 		t.Fatalf("length mismatch: got %v", err)
 	}
 }
@@ -112,7 +113,7 @@ func TestCollLengthMismatchRendezvous(t *testing.T) {
 				}
 				return err
 			})
-			var le *engine.CollLengthError
+			var le *plumb.CollLengthError
 			if !errors.As(short, &le) || le.Want != 4000 || le.Got != 3000 {
 				t.Fatalf("the receiver of the shorter piece: got %v, want a *CollLengthError of 3000 bytes for 4000", short)
 			}

@@ -24,8 +24,8 @@ func concRanges(t *testing.T, tr *engine.NetTransport, b engine.SymmetricBuffer,
 			size = 0
 		}
 		off := i * stride
-		fillPattern(view[off:off+size], tr.ThisRank(), 0, 0, i)
-		rs[i] = engine.SymmetricBuffer{Rank: tr.ThisRank(), Offset: b.Offset + uint64(off), Len: uint64(size)}
+		fillPattern(view[off:off+size], tr.Rank(), 0, 0, i)
+		rs[i] = engine.SymmetricBuffer{Rank: tr.Rank(), Offset: b.Offset + uint64(off), Len: uint64(size)}
 	}
 	return rs
 }

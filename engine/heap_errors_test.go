@@ -134,7 +134,7 @@ func TestHeapErrorsLocal(t *testing.T) {
 	// Nothing was refused remotely: the local checks kept it all off the wire.
 	for _, tr := range ts {
 		if err := tr.Quiet(); err != nil {
-			t.Errorf("rank %d: Quiet after local refusals: %v", tr.ThisRank(), err)
+			t.Errorf("rank %d: Quiet after local refusals: %v", tr.Rank(), err)
 		}
 	}
 	barrierAll(t, ts)

@@ -4,10 +4,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // A mailbox is where two neighbours exchange a collective step's small
-// message (exchangeColl between one peer and this rank, at most MailboxMax
+// message (exchangeColl between one peer and this rank, at most plumb.MailboxMax
 // bytes each way) without a frame: each side writes its part into one of
 // its two slots in memory the pair shares, and reads the other's from
 // there (coll_mailbox.go). Recursive doubling's steps, which are such
@@ -24,7 +26,7 @@ import (
 //	             own): the last barrier signal it gave (barrier_mail.go)
 //	slot 0, 1:   a 128-byte header line (gen u64, tag u32, length u32,
 //	             meta u32, then up to mailInline bytes of data) and
-//	             MailboxMax bytes of data
+//	             plumb.MailboxMax bytes of data
 //
 // A part of at most mailInline bytes is in the header's first cache line,
 // after the header, so that the reader, which watches gen there, finds it
@@ -71,13 +73,9 @@ type mailbox struct {
 // writing.
 const mailDropEvery = 1024
 
-// MailboxMax is the longest part of an exchange that goes through a
-// mailbox; longer ones are frames.
-const MailboxMax = 4096
-
 const (
 	mailLine = 128
-	mailSlot = mailLine + MailboxMax
+	mailSlot = mailLine + plumb.MailboxMax
 	mailArea = mailLine + 2*mailSlot
 	// mailboxSize is the shared memory of a pair's mailbox: both areas.
 	mailboxSize = 2 * mailArea
@@ -123,7 +121,7 @@ const (
 )
 
 // slotData is where a part of n bytes is in slot s (n at most
-// MailboxMax).
+// plumb.MailboxMax).
 func slotData(s []byte, n int) []byte {
 	if n <= mailInline {
 		return s[offInline : offInline+n]
@@ -136,7 +134,7 @@ func slotOf(area []byte, i int) []byte { return area[mailLine+i*mailSlot : mailL
 // post writes this side's part of the exchange on tag: p with meta, in
 // the slot written longest ago. It reports whether the neighbour is
 // asleep waiting for it (then it must be woken). xmu is held; p is at
-// most MailboxMax bytes.
+// most plumb.MailboxMax bytes.
 func (m *mailbox) post(tag, meta uint32, p []byte) (asleep, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -180,7 +178,7 @@ func (m *mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found,
 			continue
 		}
 		n, meta = int(*word(s, offLen)), *word(s, offMeta)
-		if n <= len(dst) && n <= MailboxMax {
+		if n <= len(dst) && n <= plumb.MailboxMax {
 			copy(dst, slotData(s, n))
 		}
 		if !settled(s, g) {

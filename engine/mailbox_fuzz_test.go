@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"unsafe"
+
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // FuzzMailboxTake: whatever bytes a neighbour leaves in its mailbox area,
@@ -17,7 +19,7 @@ func FuzzMailboxTake(f *testing.F) {
 		binary.LittleEndian.PutUint32(b[offTag:], tag)
 		binary.LittleEndian.PutUint32(b[offLen:], n)
 		binary.LittleEndian.PutUint32(b[offMeta:], meta)
-		copy(slotData(b, int(min(n, MailboxMax))), data)
+		copy(slotData(b, int(min(n, plumb.MailboxMax))), data)
 		return b
 	}
 	f.Add(uint32(5), 16, slot(2, 5, 8, 1, []byte("abcdefgh")), slot(0, 0, 0, 0, nil))
@@ -25,7 +27,7 @@ func FuzzMailboxTake(f *testing.F) {
 	f.Add(uint32(9), 4096, slot(2, 8, 8, 1, nil), slot(6, 9, 4096, 2, bytes.Repeat([]byte{7}, 4096)))
 	f.Add(uint32(7), 64, slot(2, 7, 40, 1, bytes.Repeat([]byte{3}, 40)), slot(4, 7, 41, 1, bytes.Repeat([]byte{5}, 41)))
 	f.Fuzz(func(t *testing.T, tag uint32, dstLen int, s0, s1 []byte) {
-		if dstLen < 0 || dstLen > 2*MailboxMax {
+		if dstLen < 0 || dstLen > 2*plumb.MailboxMax {
 			return
 		}
 		// Page-aligned like the real mapping: uint64 words.

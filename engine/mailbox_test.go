@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // mailSizes are the part sizes a mailbox exchange test goes through:
 // empty, small, the longest kept beside the header and one beyond it, the
 // mailbox's limit and one beyond it (frames).
-var mailSizes = []int{0, 1, 8, engine.MailboxInline, engine.MailboxInline + 1, 100, 1024, engine.MailboxMax, engine.MailboxMax + 1}
+var mailSizes = []int{0, 1, 8, engine.MailboxInline, engine.MailboxInline + 1, 100, 1024, plumb.MailboxMax, plumb.MailboxMax + 1}
 
 // TestMailboxExchange: between neighbours, ExchangeColl of parts up to
 // MailboxMax goes through the mailbox (no frame), longer ones by frames,
@@ -43,10 +44,10 @@ func TestMailboxExchange(t *testing.T) {
 			small := 0
 			for k := range rounds {
 				size := mailSizes[k%len(mailSizes)]
-				if size <= engine.MailboxMax {
+				if size <= plumb.MailboxMax {
 					small++
 				}
-				tag := uint32(k*64+3) % engine.CollTags
+				tag := uint32(k*64+3) % plumb.CollTags
 				err := collPair(func(r int) error {
 					if c.late && r == k%2 {
 						time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
@@ -88,15 +89,15 @@ func TestMailboxMismatch(t *testing.T) {
 	var errs [2]error
 	var ns [2]int
 	collPair(func(r int) error { ns[r], errs[r] = xc(r, 1, uint32(10+r), 8, 8); return nil })
-	var me *engine.CollMismatchError
+	var me *plumb.CollMismatchError
 	for r := range 2 {
-		if !errors.As(errs[r], &me) || !errors.Is(errs[r], engine.ErrCollMismatch) || me.Want != uint32(10+r) || me.Got != uint32(11-r) {
+		if !errors.As(errs[r], &me) || !errors.Is(errs[r], plumb.ErrCollMismatch) || me.Want != uint32(10+r) || me.Got != uint32(11-r) {
 			t.Fatalf("rank %d, metas differ: got %v", r, errs[r])
 		}
 	}
 	collPair(func(r int) error { ns[r], errs[r] = xc(r, 65, 1, 8+8*r, 8+8*r); return nil })
-	var le *engine.CollLengthError
-	if !errors.As(errs[0], &le) || !errors.Is(errs[0], engine.ErrCollMismatch) || le.Got != 16 || le.Want != 8 {
+	var le *plumb.CollLengthError
+	if !errors.As(errs[0], &le) || !errors.Is(errs[0], plumb.ErrCollMismatch) || le.Got != 16 || le.Want != 8 {
 		t.Fatalf("rank 0, a longer part: got %v", errs[0])
 	}
 	if errs[1] != nil || ns[1] != 8 {
@@ -107,13 +108,13 @@ func TestMailboxMismatch(t *testing.T) {
 	defer cancel()
 	collPair(func(r int) error {
 		if r == 1 {
-			_, errs[1] = hooks(ts[1]).ExchangeColl(dctx, 0, 0, 129, 1, make([]byte, engine.MailboxMax+8), make([]byte, engine.MailboxMax+8))
+			_, errs[1] = hooks(ts[1]).ExchangeColl(dctx, 0, 0, 129, 1, make([]byte, plumb.MailboxMax+8), make([]byte, plumb.MailboxMax+8))
 		} else {
 			ns[0], errs[0] = xc(0, 129, 1, 8, 8)
 		}
 		return nil
 	})
-	if !errors.As(errs[0], &le) || le.Got != engine.MailboxMax+8 {
+	if !errors.As(errs[0], &le) || le.Got != plumb.MailboxMax+8 {
 		t.Fatalf("rank 0, a part sent by frame: got %v", errs[0])
 	}
 	if !errors.Is(errs[1], context.DeadlineExceeded) {
@@ -184,7 +185,7 @@ func TestMailboxUnevenBuffers(t *testing.T) {
 	defer cancel()
 	for k, tag := range []uint32{1, 65, 129} {
 		err := collPair(func(r int) error {
-			in := make([]byte, []int{8, 2 * engine.MailboxMax}[r])
+			in := make([]byte, []int{8, 2 * plumb.MailboxMax}[r])
 			n, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), k, 8), in)
 			if err == nil && (n != 8 || !bytes.Equal(in[:n], pattern(1-r, r, int(tag), k, 8))) {
 				err = fmt.Errorf("rank %d, exchange %d: got %d bytes, not the 8 sent", r, k, n)

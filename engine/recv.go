@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // waitOpts says when a blocked receive gives up besides completing.
@@ -17,7 +19,7 @@ type waitOpts struct {
 	epoch     uint64          // barrier: give up when a peer closes before completing it
 	collClose bool            // collective: give up when a peer closed leaving it unanswerable (closedInColl)
 	try       bool            // take a queued message or fail with errNotQueued; never wait
-	leave     bool            // give up the wait for a message being read in once inflight closes, or at leaveAt (ErrInFlight)
+	leave     bool            // give up the wait for a message being read in once inflight closes, or at leaveAt (plumb.ErrInFlight)
 	inflight  <-chan struct{} // with leave: closes when the wait for a message being read in ends
 	leaveAt   time.Time       // with leave and no inflight: when it ends (zero: never)
 	meta      uint32          // with checkMeta: the Aux the message must carry
@@ -101,7 +103,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 // recvDone ends receive r, whose wait ended with err (nil: r's own
 // outcome stands), and recycles it.
 func (t *NetTransport) recvDone(r *recvReq, err error, w waitOpts) (int, []byte, error) {
-	if errors.Is(err, ErrInFlight) {
+	if errors.Is(err, plumb.ErrInFlight) {
 		return 0, nil, err // r and its buffer are the transport's until the message is in
 	}
 	n, data := r.n, r.data
@@ -109,7 +111,7 @@ func (t *NetTransport) recvDone(r *recvReq, err error, w waitOpts) (int, []byte,
 		err = r.err
 	}
 	if err == nil && w.checkMeta && r.aux != w.meta {
-		err = &CollMismatchError{Rank: r.from, Tag: uint32(r.tag) - collTagBase, Want: w.meta, Got: r.aux}
+		err = &plumb.CollMismatchError{Rank: r.from, Tag: uint32(r.tag) - collTagBase, Want: w.meta, Got: r.aux}
 	}
 	t.recycle(r)
 	return n, data, err
@@ -187,7 +189,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 // leave is withdraw for a wait that may give up even while the message is
 // being read in: it waits for the bytes until inflight closes, and then r
 // is left to the transport, which completes it when the message is in (or
-// the peer is lost) with nobody waiting, and the error wraps ErrInFlight.
+// the peer is lost) with nobody waiting, and the error wraps plumb.ErrInFlight.
 func (t *NetTransport) leave(p *peer, r *recvReq, cause error, w waitOpts) error {
 	p.mu.Lock()
 	if p.m.withdraw(r) {
@@ -202,7 +204,7 @@ func (t *NetTransport) leave(p *peer, r *recvReq, cause error, w waitOpts) error
 	case <-r.done:
 		return nil
 	case <-w.inflight:
-		return &InFlightError{Rank: p.rank, Err: cause}
+		return &plumb.InFlightError{Rank: p.rank, Err: cause}
 	}
 }
 
@@ -216,7 +218,7 @@ func (t *NetTransport) leaveAt(p *peer, r *recvReq, cause error, at time.Time) e
 		case <-r.done:
 			return nil
 		default:
-			return &InFlightError{Rank: p.rank, Err: cause}
+			return &plumb.InFlightError{Rank: p.rank, Err: cause}
 		}
 	}
 	if r.timer == nil {
@@ -229,7 +231,7 @@ func (t *NetTransport) leaveAt(p *peer, r *recvReq, cause error, at time.Time) e
 	case <-r.done:
 		return nil
 	case <-r.timer.C:
-		return &InFlightError{Rank: p.rank, Err: cause}
+		return &plumb.InFlightError{Rank: p.rank, Err: cause}
 	}
 }
 

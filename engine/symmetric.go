@@ -21,10 +21,10 @@ func (b SymmetricBuffer) On(rank int) SymmetricBuffer {
 // in OpenSHMEM: a rank writes (Put) into and reads (Get) from another
 // rank's heap without that rank taking part.
 type SymmetricTransport interface {
-	// NumRanks is the number of ranks.
-	NumRanks() int
-	// ThisRank is this process's rank.
-	ThisRank() int
+	// Rank is this process's rank in [0, WorldSize()).
+	Rank() int
+	// WorldSize is the number of ranks.
+	WorldSize() int
 	// Put writes src into dst (dst.Len == len(src)). It returns when src may
 	// be reused; the data is visible at the target after Quiet or Barrier.
 	// A put the target refuses fails the next Quiet or Barrier.
@@ -48,12 +48,6 @@ type SymmetricTransport interface {
 }
 
 var _ SymmetricTransport = (*NetTransport)(nil)
-
-// NumRanks implements SymmetricTransport.
-func (t *NetTransport) NumRanks() int { return t.world }
-
-// ThisRank implements SymmetricTransport.
-func (t *NetTransport) ThisRank() int { return t.rank }
 
 // Heap returns a view of this rank's symmetric heap: its size, memory and
 // what is in use. The transport owns the heap: it allocates in it (Alloc,

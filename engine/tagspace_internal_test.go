@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // TestTagSpaceSpec pins frame/spec.md's table of the tag space (its
@@ -20,7 +22,7 @@ func TestTagSpaceSpec(t *testing.T) {
 		{"the application", 0, TagReservedBase - 1},
 		{"`Barrier`", tagBarrier, tagAlloc - 1},
 		{"`AllocCollective`", tagAlloc, tagAlloc},
-		{"collectives", collTagBase, collTagBase + CollTags - 1},
+		{"collectives", collTagBase, collTagBase + plumb.CollTags - 1},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("the spec's tag space has %d rows, the engine %d: %+v", len(rows), len(want), rows)

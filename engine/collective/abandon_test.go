@@ -9,6 +9,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/engine/collective"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // TestMismatchReachesEveryRank: with more than 2 ranks, a mismatch is
@@ -29,7 +30,7 @@ func TestMismatchReachesEveryRank(t *testing.T) {
 				})
 				found := 0
 				for r, err := range errs {
-					var ae *engine.CollAbandonError
+					var ae *plumb.CollAbandonError
 					switch {
 					case errors.Is(err, collective.ErrMismatch):
 						found++

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
@@ -23,7 +22,7 @@ import (
 //     on their way, and its tags come round again after callSlots calls;
 //   - a message for one step of a call while this rank waits for another
 //     step of the same call from the same rank fails the wait with a
-//     *engine.CollMismatchError (Conflict): the ranks chose different
+//     *plumb.CollMismatchError (Conflict): the ranks chose different
 //     algorithms or called different collectives, and the wait would last
 //     forever;
 //   - a rank that gives up a call that the others may still be in (its
@@ -31,7 +30,7 @@ import (
 //     anything but a lost peer, which every rank sees itself) tells every
 //     peer (abandon, an ABANDON frame on the call's abandonStep tag, with
 //     why); a peer fails its receives from that rank for the call, those
-//     waiting and those posted later, with a *engine.CollAbandonError
+//     waiting and those posted later, with a *plumb.CollAbandonError
 //     (Posting). A peer notes every call that a rank gave up until it has
 //     left that call behind itself: a rank whose ctx has ended may give
 //     up several calls in a row before a slower peer reaches the first;
@@ -153,7 +152,7 @@ func sameCall(t, u uint32) bool { return t/tagsPerCall == u/tagsPerCall }
 func (cs *calls) Wanted(_ int, tag uint32) bool { return !pastCall(cs.cur.Load(), tag) }
 
 // Posting implements plumb.CollOwner: a receive from a rank that gave up
-// the call fails with a *engine.CollAbandonError.
+// the call fails with a *plumb.CollAbandonError.
 func (cs *calls) Posting(from int, tag, _ uint32) error {
 	if cs.notes.Load() == 0 {
 		return nil
@@ -168,7 +167,7 @@ func (cs *calls) Posting(from int, tag, _ uint32) error {
 	if i < 0 {
 		return nil
 	}
-	return &engine.CollAbandonError{Rank: from, Tag: tag, Why: notes[i].why}
+	return &plumb.CollAbandonError{Rank: from, Tag: tag, Why: notes[i].why}
 }
 
 // Conflict implements plumb.CollOwner: a message for another step of the
@@ -178,7 +177,7 @@ func (cs *calls) Conflict(from int, tag, postedMeta, arrived, arrivedMeta uint32
 	if !sameCall(tag, arrived) {
 		return nil
 	}
-	return &engine.CollMismatchError{Rank: from, Tag: arrived, Want: postedMeta, Got: arrivedMeta, OtherStep: true, WantTag: tag}
+	return &plumb.CollMismatchError{Rank: from, Tag: arrived, Want: postedMeta, Got: arrivedMeta, OtherStep: true, WantTag: tag}
 }
 
 // Abandoned implements plumb.CollOwner: the call that owns tag is noted

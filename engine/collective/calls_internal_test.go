@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
@@ -25,9 +24,9 @@ func TestAbandonedNotes(t *testing.T) {
 	// Call k owns slot k-1 of the tag space.
 	tag := func(call, step uint32) uint32 { return (call-1)%callSlots*tagsPerCall + step }
 	abandoned := func(call uint32) bool {
-		var ae *engine.CollAbandonError
+		var ae *plumb.CollAbandonError
 		err := tr.Posting(3, tag(call, 2), 0)
-		if err != nil && (!errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, engine.ErrCollAbandoned)) {
+		if err != nil && (!errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, plumb.ErrCollAbandoned)) {
 			t.Fatalf("call %d: %v, want a *CollAbandonError from rank 3", call, err)
 		}
 		return err != nil
@@ -35,7 +34,7 @@ func TestAbandonedNotes(t *testing.T) {
 	tr.begin(5)
 	tr.Abandoned(3, tag(8, tagsPerCall-1), 0)
 	tr.Abandoned(3, tag(9, tagsPerCall-1), 7)
-	var ae *engine.CollAbandonError
+	var ae *plumb.CollAbandonError
 	if !errors.As(tr.Posting(3, tag(9, 0), 0), &ae) || ae.Why != 7 {
 		t.Fatalf("call 9's abandon: %+v, want the why it carried (7)", ae)
 	}

@@ -48,8 +48,8 @@ type Options struct {
 	RingMin int
 	// Chunk is the size in bytes of the pieces large messages are sent
 	// in: each piece is reduced as soon as it arrives, while the next one
-	// is on the wire, and at most one more is in flight (see
-	// engine.CollWindow), so that socket buffers never fill. Default, by
+	// is on the wire, and at most one more is in flight, so that socket
+	// buffers never fill. Default, by
 	// pair: NeighbourChunk (512 KiB) between neighbours (ranks on one
 	// host that share memory), else LoopbackChunk (256 KiB) when every
 	// rank is on this machine, else LinkChunk (64 KiB), as measured (see

@@ -138,7 +138,7 @@ func (c *Comm) deadlineGatherAsync(ctx context.Context, dl plumb.CollAsync, tag 
 			}
 		}
 		switch {
-		case errors.Is(err, engine.ErrInFlight):
+		case errors.Is(err, plumb.ErrInFlight):
 			c.buf = nil // the transport's until that message is in
 			continue
 		case errors.Is(err, engine.ErrPeerLost):

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // The errors of package collective: its sentinels, grouped by where they
@@ -15,16 +15,16 @@ import (
 var (
 	// ErrMismatch means the ranks called their collectives differently:
 	// another collective, element type or reduction (*MismatchError), or
-	// another length (then the error also wraps ErrLengthMismatch). It is
-	// engine.ErrCollMismatch, which transports report; nothing was
-	// combined.
-	ErrMismatch = engine.ErrCollMismatch
+	// another length (then the error also wraps ErrLengthMismatch). The
+	// transport reports it too, as it finds a message of another call;
+	// nothing was combined.
+	ErrMismatch = plumb.ErrCollMismatch
 	// ErrAbandoned means another rank gave up the call in progress: it
 	// found that the ranks' calls differ, refused its arguments, ran out
 	// of time (its ctx), or was told so by a third; this rank's part of it
-	// could never complete. It is engine.ErrCollAbandoned; errors wrapping
-	// it are *engine.CollAbandonError, which names the rank.
-	ErrAbandoned = engine.ErrCollAbandoned
+	// could never complete. The transport's errors wrapping it name the
+	// rank (see AbandonedError).
+	ErrAbandoned = plumb.ErrCollAbandoned
 	// ErrMayHaveCompleted means a collective call failed on this rank after
 	// this rank had sent part of its data (or in a collective where other
 	// ranks may complete without this rank's data): other ranks may have
@@ -165,7 +165,7 @@ func (e *MismatchError) Unwrap() error { return e.Err }
 type CallLengthError struct {
 	Rank      int   // the sender
 	Want, Got int   // bytes
-	Err       error // the transport's error (*engine.CollLengthError), or nil
+	Err       error // the transport's error, or nil
 }
 
 func (e *CallLengthError) Error() string {
@@ -181,12 +181,12 @@ func (e *CallLengthError) Unwrap() []error {
 }
 
 // AbandonedError is the error of a call that another rank gave up because
-// the ranks' calls or lengths differ: it wraps the transport's
-// *engine.CollAbandonError (so ErrAbandoned) and ErrMismatch, and
+// the ranks' calls or lengths differ: it wraps the transport's error,
+// which names the rank that gave up (so ErrAbandoned), and ErrMismatch, and
 // ErrLengthMismatch for lengths, as the call would have failed had this
 // rank received the other's messages before its abandon.
 type AbandonedError struct {
-	Err *engine.CollAbandonError
+	Err *plumb.CollAbandonError
 }
 
 func (e *AbandonedError) Error() string {
@@ -249,7 +249,7 @@ func (e *HeapError) Unwrap() []error {
 // sameCallSteps is the error of ranks at different steps of the same
 // collective: they passed different lengths, and so chose different
 // algorithms or segment sizes.
-type sameCallSteps struct{ err *engine.CollMismatchError }
+type sameCallSteps struct{ err *plumb.CollMismatchError }
 
 func (e sameCallSteps) Error() string {
 	return fmt.Sprintf("boltmesh: collective: rank %d is at another step of this %s: the ranks passed different lengths: %v", e.err.Rank, metaString(e.err.Want), ErrMismatch)

@@ -3,10 +3,10 @@ package collective
 import (
 	"errors"
 
-	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// Why a rank gave up a call, as its abandon says (engine.CollAbandonError's
+// Why a rank gave up a call, as its abandon says (plumb.CollAbandonError's
 // Why: the code in the low byte, the rank's call meta in the high 32
 // bits). The abandon may arrive before the messages in which its peers
 // would have found the same cause (it travels apart from them), so it
@@ -35,7 +35,7 @@ func (c *Comm) abandonWhy(err error) uint64 {
 // *MismatchError that names both calls if the abandoning rank's call
 // differs from this one's; other errors pass unchanged.
 func (c *Comm) withCause(err error) error {
-	var ae *engine.CollAbandonError
+	var ae *plumb.CollAbandonError
 	var done *AbandonedError
 	if !errors.As(err, &ae) || errors.As(err, &done) {
 		return err
@@ -56,14 +56,14 @@ func explain(err error) error {
 	if err == nil {
 		return nil
 	}
-	var me *engine.CollMismatchError
+	var me *plumb.CollMismatchError
 	if errors.As(err, &me) && me.OtherStep && me.Want == me.Got {
 		return sameCallSteps{me}
 	}
 	if errors.As(err, &me) {
 		return &MismatchError{Rank: me.Rank, Want: metaString(me.Want), Got: metaString(me.Got), Err: err}
 	}
-	var le *engine.CollLengthError
+	var le *plumb.CollLengthError
 	if errors.As(err, &le) {
 		return &CallLengthError{Rank: le.Rank, Want: le.Want, Got: le.Got, Err: err}
 	}

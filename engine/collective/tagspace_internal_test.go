@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // TestTagSpaceSpec: the collective layer numbers its calls' tags as
@@ -25,9 +25,9 @@ func TestTagSpaceSpec(t *testing.T) {
 	per, _ := strconv.Atoi(string(m[1]))
 	slots, _ := strconv.Atoi(string(m[2]))
 	per2, _ := strconv.Atoi(string(m[3]))
-	if per != tagsPerCall || per2 != tagsPerCall || slots != collTags/tagsPerCall || collTags != engine.CollTags || abandonStep != tagsPerCall-1 {
+	if per != tagsPerCall || per2 != tagsPerCall || slots != collTags/tagsPerCall || collTags != plumb.CollTags || abandonStep != tagsPerCall-1 {
 		t.Errorf("spec: %d tags per call, %d slots; collective: %d per call, %d slots, %d tags (engine %d), abandon at step %d",
-			per, slots, tagsPerCall, collTags/tagsPerCall, collTags, engine.CollTags, abandonStep)
+			per, slots, tagsPerCall, collTags/tagsPerCall, collTags, plumb.CollTags, abandonStep)
 	}
 	c := &Comm{} // no transport: it tracks no calls
 	for _, k := range []uint32{1, 2, 65536, 65537} {

@@ -156,3 +156,18 @@ type CollSend interface {
 	// reused.
 	Drop()
 }
+
+// CollTags is the number of tags in the collective tag space.
+const CollTags = 1 << 24
+
+// CollWindow is how many pieces of a chunked collective exchange
+// (exchangeCollChunks) may be in flight in each direction beyond the one
+// being received. It is 1 because a full socket buffer stalls the sender:
+// with one piece in flight the buffers never fill, and the reduction of
+// one piece still overlaps the transfer of the next (bench/RESULTS.md,
+// "Figures moved out of code comments", CollWindow).
+const CollWindow = 1
+
+// MailboxMax is the longest part of an exchange that goes through a
+// mailbox; longer ones are frames.
+const MailboxMax = 4096
