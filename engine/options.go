@@ -89,7 +89,7 @@ type Options struct {
 	// change, and frames other than messages take the control connection
 	// (frame/spec.md, "Streams and striping"). Every rank must use the
 	// same value.
-	// Default 1 (ThunderboltTransport picks its own).
+	// Default 1 (package thunderbolt picks its own).
 	Streams int
 	// StripeMin is the size in bytes from which a SEND is striped across
 	// Streams. Default 1 MiB.

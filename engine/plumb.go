@@ -13,7 +13,7 @@ import (
 // *NetTransport by another name, so that they stay out of NetTransport's
 // method set. A NetTransport carries them in the plumb.Carrier it embeds
 // under the unexported name carrier: that makes *NetTransport, and any
-// value that embeds one (a *ThunderboltTransport), a plumb.Source, which
+// value that embeds one (a *thunderbolt.Transport), a plumb.Source, which
 // the constructors of those packages take.
 
 // carrier is plumb.Carrier under a name that keeps the embedded field

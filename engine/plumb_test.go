@@ -7,6 +7,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/plumb"
+	"github.com/boltmesh/boltmesh/thunderbolt"
 )
 
 // allHooks is every hook of internal/plumb, as a *NetTransport has them.
@@ -47,7 +48,7 @@ func TestPlumbingHidden(t *testing.T) {
 	if r, ok := plumb.RPCOf(tr); !ok || r == nil {
 		t.Errorf("RPCOf(*NetTransport) = %v, %v", r, ok)
 	}
-	for _, v := range []plumb.Source{nil, (*engine.NetTransport)(nil), (*engine.ThunderboltTransport)(nil)} {
+	for _, v := range []plumb.Source{nil, (*engine.NetTransport)(nil), (*thunderbolt.Transport)(nil)} {
 		if c, ok := plumb.CollOf(v); ok {
 			t.Errorf("CollOf(%T) = %T, want none", v, c)
 		}
@@ -57,9 +58,9 @@ func TestPlumbingHidden(t *testing.T) {
 	}
 }
 
-// Only a transport is a plumb.Source, and a ThunderboltTransport is one:
+// Only a transport is a plumb.Source, and a thunderbolt.Transport is one:
 // the friends' constructors take these, checked as the program compiles.
 var (
 	_ plumb.Source = (*engine.NetTransport)(nil)
-	_ plumb.Source = (*engine.ThunderboltTransport)(nil)
+	_ plumb.Source = (*thunderbolt.Transport)(nil)
 )

@@ -12,7 +12,7 @@ import (
 
 // Transport is the transport an Agent serves on: an
 // *engine.NetTransport, or a value that embeds one (an
-// *engine.ThunderboltTransport). Its unexported method hands NewAgent the
+// *thunderbolt.Transport). Its unexported method hands NewAgent the
 // transport's RPC frames; only those types have it, so passing anything
 // else fails to compile.
 type Transport interface {

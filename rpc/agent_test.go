@@ -30,7 +30,7 @@ func TestNewAgentUnsupportedTransport(t *testing.T) {
 	}
 }
 
-// TestNewAgentThunderbolt: NewAgent takes an *engine.ThunderboltTransport,
+// TestNewAgentThunderbolt: NewAgent takes an *thunderbolt.Transport,
 // and calls go both ways over it.
 func TestNewAgentThunderbolt(t *testing.T) {
 	tts := meshtest.Thunderbolt(t, 2, engine.Options{})
@@ -38,7 +38,7 @@ func TestNewAgentThunderbolt(t *testing.T) {
 	for r, tt := range tts {
 		a, err := rpc.NewAgent(tt, rpc.Options{Handlers: stdHandlers(r)})
 		if err != nil {
-			t.Fatalf("NewAgent over a ThunderboltTransport: %v", err)
+			t.Fatalf("NewAgent over a thunderbolt.Transport: %v", err)
 		}
 		as[r] = a
 	}

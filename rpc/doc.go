@@ -3,7 +3,7 @@
 // (Agent.Go), with deadlines, correlation by request id and clean failure.
 //
 // An Agent sits on an *engine.NetTransport or a value that embeds one (an
-// *engine.ThunderboltTransport); Transport's type keeps any other out as
+// *thunderbolt.Transport); Transport's type keeps any other out as
 // the program compiles. Requests and replies are distinct
 // frame kinds (RPC_REQ, RPC_REPLY), each one length-prefixed frame, so a
 // rank serves and calls the same peer at once. The transport's event loop

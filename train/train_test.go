@@ -179,7 +179,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestThunderbolt: New takes an *engine.ThunderboltTransport, and two
+// TestThunderbolt: New takes an *thunderbolt.Transport, and two
 // ranks over it end with the same weights, bit for bit.
 func TestThunderbolt(t *testing.T) {
 	cfg := smallConfig()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/bench"
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/thunderbolt"
 )
 
 // joined is this rank's place in a built mesh.
@@ -178,7 +179,7 @@ func engineOptions(f *meshFlags, m membership) (engine.Options, error) {
 	case transportTCP:
 		o.SharedMemory = engine.SharedMemoryOff
 	case transportThunderbolt:
-		o = engine.ThunderboltOptions(o)
+		o = thunderbolt.Options(o)
 	}
 	if err := o.Validate(); err != nil {
 		return o, optionFlagErr(f, err)
@@ -223,9 +224,9 @@ func parseSizeFlag(flag, val, example string) (int, error) {
 // warnThunderbolt prints the MTU advice for this machine's Thunderbolt
 // interfaces, if any need it.
 func warnThunderbolt() {
-	links, _ := engine.ThunderboltInterfaces()
+	links, _ := thunderbolt.Interfaces()
 	for _, l := range links {
-		if w := engine.MTUWarning(l); w != "" {
+		if w := thunderbolt.MTUWarning(l); w != "" {
 			fmt.Fprintln(os.Stderr, w)
 		}
 	}

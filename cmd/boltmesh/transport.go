@@ -20,7 +20,7 @@ const (
 	transportShm = "shm"
 	// transportTCP: TCP between every pair (engine.SharedMemoryOff).
 	transportTCP = "tcp"
-	// transportThunderbolt is transportAuto with engine.ThunderboltOptions
+	// transportThunderbolt is transportAuto with thunderbolt.Options
 	// for the TCP links.
 	transportThunderbolt = "thunderbolt"
 )

@@ -13,7 +13,7 @@ import (
 )
 
 // Transport is the transport a Comm runs over: an *engine.NetTransport,
-// or a value that embeds one (an *engine.ThunderboltTransport). Its
+// or a value that embeds one (an *thunderbolt.Transport). Its
 // unexported method hands New the transport's collective tag space,
 // messaging apart from users' tags; only those types have it, so passing
 // anything else fails to compile.

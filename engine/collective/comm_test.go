@@ -8,6 +8,7 @@ import (
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/engine/collective"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/thunderbolt"
 )
 
 // TestNewUnsupportedTransport: New refuses a nil transport with
@@ -33,13 +34,13 @@ func TestNewUnsupportedTransport(t *testing.T) {
 	}
 }
 
-// TestNewThunderbolt: New takes an *engine.ThunderboltTransport, the
+// TestNewThunderbolt: New takes an *thunderbolt.Transport, the
 // transport this project is named after, and so does any value that
 // embeds an *engine.NetTransport; a nil one it refuses.
 func TestNewThunderbolt(t *testing.T) {
 	tts := meshtest.Thunderbolt(t, 2, engine.Options{})
-	if c, err := collective.New((*engine.ThunderboltTransport)(nil), collective.Options{}); !errors.Is(err, collective.ErrUnsupportedTransport) || c != nil {
-		t.Errorf("New(nil *ThunderboltTransport) = %v, %v: want ErrUnsupportedTransport", c, err)
+	if c, err := collective.New((*thunderbolt.Transport)(nil), collective.Options{}); !errors.Is(err, collective.ErrUnsupportedTransport) || c != nil {
+		t.Errorf("New(nil *thunderbolt.Transport) = %v, %v: want ErrUnsupportedTransport", c, err)
 	}
 	got, errs := make([][]float32, 2), make([]error, 2)
 	var wg sync.WaitGroup
@@ -58,7 +59,7 @@ func TestNewThunderbolt(t *testing.T) {
 	wg.Wait()
 	for r := range 2 {
 		if errs[r] != nil || got[r][0] != 3 || got[r][1] != 20 {
-			t.Errorf("rank %d: AllReduce over a ThunderboltTransport: %v, %v; want [3 20]", r, got[r], errs[r])
+			t.Errorf("rank %d: AllReduce over a thunderbolt.Transport: %v, %v; want [3 20]", r, got[r], errs[r])
 		}
 	}
 }

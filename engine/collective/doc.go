@@ -52,7 +52,7 @@
 // # Collectives and algorithms
 //
 // A Comm (New) runs collectives over an engine.NetTransport (or a value
-// that embeds one, an engine.ThunderboltTransport; Transport's type keeps
+// that embeds one, an thunderbolt.Transport; Transport's type keeps
 // any other out as the program compiles), on a tag space of their own
 // apart from users' tags: AllReduce,
 // AllReduceDeadline (bounded staleness: late ranks are left out and every

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/thunderbolt"
 )
 
 // Listeners binds n loopback listeners on ephemeral ports and returns
@@ -90,15 +91,15 @@ func Star(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 	})
 }
 
-// Thunderbolt builds an n-rank mesh of ThunderboltTransports in this
-// process (engine.ThunderboltFromListener: its defaults on loopback),
+// Thunderbolt builds an n-rank mesh of thunderbolt.Transports in this
+// process (thunderbolt.FromListener: its defaults on loopback),
 // every rank with opts, and closes it at cleanup.
-func Thunderbolt(t testing.TB, n int, opts engine.Options) []*engine.ThunderboltTransport {
+func Thunderbolt(t testing.TB, n int, opts engine.Options) []*thunderbolt.Transport {
 	t.Helper()
 	lns, addrs := Listeners(t, n)
-	tts := make([]*engine.ThunderboltTransport, n)
+	tts := make([]*thunderbolt.Transport, n)
 	build(t, n, func(r int) (*engine.NetTransport, error) {
-		tt, err := engine.ThunderboltFromListener(r, n, lns[r], addrs, opts)
+		tt, err := thunderbolt.FromListener(r, n, lns[r], addrs, opts)
 		if err != nil {
 			return nil, err
 		}

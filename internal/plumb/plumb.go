@@ -10,7 +10,7 @@
 // Source: a type checked when the program compiles, not a registry of
 // values looked up at run time. The interface's one method is unexported,
 // so only a type that embeds a Carrier (or a value embedding such a type,
-// as an *engine.ThunderboltTransport embeds an *engine.NetTransport) is a
+// as an *thunderbolt.Transport embeds an *engine.NetTransport) is a
 // Source. CollOf and RPCOf are how the layers above get the hooks.
 package plumb
 

@@ -1,4 +1,4 @@
-package engine
+package thunderbolt
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestSysfsThunderbolt: interfaces are recognised by their driver or
+// TestSysfsLinks: interfaces are recognised by their driver or
 // their name, with their MTU; others are left out.
-func TestSysfsThunderbolt(t *testing.T) {
+func TestSysfsLinks(t *testing.T) {
 	root := t.TempDir()
 	mk := func(name, driver, mtu string) {
 		dev := filepath.Join(root, name, "device")
@@ -28,7 +28,7 @@ func TestSysfsThunderbolt(t *testing.T) {
 	mk("eth0", "virtio_net", "1500")
 	mk("tb-a", "thunderbolt-net", "1500")
 	mk("thunderbolt1", "", "9000")
-	got, err := sysfsThunderbolt(root)
+	got, err := sysfsLinks(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSysfsThunderbolt(t *testing.T) {
 	if w := MTUWarning(got[1]); w != "" {
 		t.Errorf("MTU 9000: unexpected warning %q", w)
 	}
-	if _, err := sysfsThunderbolt(filepath.Join(root, "missing")); err == nil {
+	if _, err := sysfsLinks(filepath.Join(root, "missing")); err == nil {
 		t.Error("a missing sysfs directory gave no error")
 	}
 }
