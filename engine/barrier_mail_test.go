@@ -35,8 +35,8 @@ func TestBarrierMail(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.opts.HeapSize = 1 << 16
 			ts := newMesh(t, c.n, c.opts)
-			if got := ts[0].Neighbours(); len(got) != c.n-1 {
-				t.Fatalf("Neighbours() = %v: the test needs shared memory", got)
+			if got := ts[0].Topology().Neighbours; len(got) != c.n-1 {
+				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
 			bufs := make([]engine.SymmetricBuffer, c.n)
 			for r := range c.n {
@@ -115,8 +115,8 @@ func barrierRounds(ts []*engine.NetTransport, b engine.SymmetricBuffer, r, round
 // barrier completes.
 func TestBarrierMailFrames(t *testing.T) {
 	ts := newMesh(t, 2, engine.Options{Spin: 20 * time.Microsecond})
-	if got := ts[0].Neighbours(); len(got) != 1 {
-		t.Fatalf("Neighbours() = %v: the test needs shared memory", got)
+	if got := ts[0].Topology().Neighbours; len(got) != 1 {
+		t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 	}
 	done := make(chan error, 1)
 	go func() {

@@ -16,8 +16,8 @@ import (
 // BenchmarkPingPong adds.
 func BenchmarkPipeOneWay(b *testing.B) {
 	ts := pair(b, Options{})
-	if got := ts[0].Neighbours(); len(got) != 1 {
-		b.Fatalf("Neighbours() = %v, want [1]", got)
+	if got := ts[0].Topology().Neighbours; len(got) != 1 {
+		b.Fatalf("Topology().Neighbours = %v, want [1]", got)
 	}
 	from := ts[1].peers[0]
 	from.link.polling(laneData, true)

@@ -35,8 +35,8 @@ func benchOpts(impl string) engine.Options {
 // measures: pipes for shm, TCP otherwise.
 func requireLink(b *testing.B, t *engine.NetTransport, impl string) {
 	b.Helper()
-	if got, pipes := t.Neighbours(), impl == "shm"; slices.Equal(got, []int{1}) != pipes {
-		b.Fatalf("impl=%s: Neighbours() = %v", impl, got)
+	if got, pipes := t.Topology().Neighbours, impl == "shm"; slices.Equal(got, []int{1}) != pipes {
+		b.Fatalf("impl=%s: Topology().Neighbours = %v", impl, got)
 	}
 }
 

@@ -92,8 +92,8 @@ func TestKilledNeighbourReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.Neighbours(); len(got) != 1 {
-		t.Fatalf("Neighbours() = %v, want [1]", got)
+	if got := tr.Topology().Neighbours; len(got) != 1 {
+		t.Fatalf("Topology().Neighbours = %v, want [1]", got)
 	}
 	if sharedMaps(t) <= maps {
 		t.Fatal("no shared memory mapped between neighbours")

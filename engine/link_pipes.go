@@ -138,16 +138,3 @@ func (t *NetTransport) neighbour(rank int) bool {
 	l, ok := t.peers[rank].link.(*meshLink)
 	return ok && l.pipes.Load()
 }
-
-// Neighbours returns, in rank order, the ranks whose frames go through
-// shared memory (Options.SharedMemory): the neighbours this rank met. The
-// others are reached over TCP.
-func (t *NetTransport) Neighbours() []int {
-	var rs []int
-	for _, p := range t.peers {
-		if t.neighbour(p.rank) {
-			rs = append(rs, p.rank)
-		}
-	}
-	return rs
-}

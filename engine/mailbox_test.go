@@ -36,8 +36,8 @@ func TestMailboxExchange(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := newMesh(t, 2, c.opts)
-			if got := ts[0].Neighbours(); len(got) != 1 {
-				t.Fatalf("Neighbours() = %v: the test needs shared memory", got)
+			if got := ts[0].Topology().Neighbours; len(got) != 1 {
+				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
 			ctx := context.Background()
 			const rounds = 300
@@ -290,8 +290,8 @@ func TestMailboxPartWins(t *testing.T) {
 				})
 			})
 			ts = newMesh(t, 2, engine.Options{Spin: c.spin})
-			if got := ts[1].Neighbours(); len(got) != 1 {
-				t.Fatalf("Neighbours() = %v: the test needs shared memory", got)
+			if got := ts[1].Topology().Neighbours; len(got) != 1 {
+				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
 			if c.at == engine.HookSawPart {
 				go func() {

@@ -71,8 +71,8 @@ func TestNeighboursExchange(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make([]error, len(ts))
 			for r, tr := range ts {
-				if got := tr.Neighbours(); !slices.Equal(got, c.want(r)) {
-					t.Fatalf("rank %d: Neighbours() = %v, want %v", r, got, c.want(r))
+				if got := tr.Topology().Neighbours; !slices.Equal(got, c.want(r)) {
+					t.Fatalf("rank %d: Topology().Neighbours = %v, want %v", r, got, c.want(r))
 				}
 				wg.Go(func() {
 					if errs[r] = exchange(tr, 3, 6, 8<<20); errs[r] == nil {
@@ -93,8 +93,8 @@ func TestNeighboursExchange(t *testing.T) {
 // range outside the heap is refused before anything is copied.
 func TestNeighbourPutGet(t *testing.T) {
 	ts := newMesh(t, 3, engine.Options{HeapSize: 1 << 20})
-	if got := ts[0].Neighbours(); !slices.Equal(got, []int{1, 2}) {
-		t.Fatalf("Neighbours() = %v, want [1 2]", got)
+	if got := ts[0].Topology().Neighbours; !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("Topology().Neighbours = %v, want [1 2]", got)
 	}
 	bufs := make([]engine.SymmetricBuffer, 3)
 	var wg sync.WaitGroup
@@ -175,8 +175,8 @@ func barrier(t *testing.T, ts []*engine.NetTransport) {
 // the neighbour's heap is mapped here, so its size is known.
 func TestNeighbourRemoteRefusal(t *testing.T) {
 	ts := heapMesh2(t, engine.Options{HeapSize: 1 << 20}, engine.Options{HeapSize: 64 << 20})
-	if got := ts[1].Neighbours(); !slices.Equal(got, []int{0}) {
-		t.Fatalf("Neighbours() = %v, want [0]", got)
+	if got := ts[1].Topology().Neighbours; !slices.Equal(got, []int{0}) {
+		t.Fatalf("Topology().Neighbours = %v, want [0]", got)
 	}
 	small := ts[0].Heap().Size()
 	for _, off := range []uint64{2 << 20, small - 10, small} {
@@ -204,8 +204,8 @@ func TestNeighbourDeadTarget(t *testing.T) {
 	}
 	defer tr.Close()
 	watchdog(t, 20*time.Second, tr)
-	if got := tr.Neighbours(); !slices.Equal(got, []int{1}) {
-		t.Fatalf("Neighbours() = %v, want [1]", got)
+	if got := tr.Topology().Neighbours; !slices.Equal(got, []int{1}) {
+		t.Fatalf("Topology().Neighbours = %v, want [1]", got)
 	}
 	b := engine.SymmetricBuffer{Rank: 1, Offset: 0, Len: 8 << 20}
 	src := pattern(0, 1, 0, 0, 8<<20)

@@ -118,11 +118,6 @@ func (t *NetTransport) Rank() int { return t.rank }
 // WorldSize returns the number of ranks.
 func (t *NetTransport) WorldSize() int { return t.world }
 
-// Loopback reports whether every rank is reached over this machine's
-// loopback interface (all ranks local), as opposed to a real link.
-// Collectives size their pieces by it.
-func (t *NetTransport) Loopback() bool { return t.topo.loopback }
-
 // Options returns the options in force, defaults filled in.
 func (t *NetTransport) Options() Options { return t.opts }
 

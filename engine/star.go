@@ -134,11 +134,6 @@ func checkStar(rank, world int) error {
 	return nil
 }
 
-// StarCenter reports whether the transport is a star and, if so, the rank
-// of its coordinator, through which every other pair of ranks
-// communicates. Collectives use it to pick algorithms that suit a star.
-func (t *NetTransport) StarCenter() (center int, ok bool) { return 0, t.topo.star }
-
 // makeStar prepares a star transport before it connects: a worker's
 // frames all come through one handler, the hub of its coordinator stream.
 func (t *NetTransport) makeStar() {

@@ -19,8 +19,8 @@ import (
 func TestStarAllPairs(t *testing.T) {
 	const n, tags, msgs = 4, 3, 6
 	ts := meshtest.Star(t, n, engine.Options{})
-	if c, ok := ts[2].StarCenter(); !ok || c != 0 {
-		t.Fatalf("StarCenter() = %d, %v; want 0, true", c, ok)
+	if top := ts[2].Topology(); !top.Star || top.Center != 0 {
+		t.Fatalf("Topology() = %+v; want a star centred on 0", top)
 	}
 	sizes := []int{0, 1, 100, 40 << 10, 300 << 10}
 	size := func(from, to, tag, seq int) int { return sizes[(from+to+tag+seq)%len(sizes)] }
@@ -275,5 +275,28 @@ func TestStarWorkerKilled(t *testing.T) {
 	got, err := coord.Recv(1, 4)
 	if err != nil || !bytes.Equal(got, msg) {
 		t.Fatalf("worker to coordinator after the loss: %v", err)
+	}
+}
+
+// TestTopology: a transport says how its world is joined: a star and its
+// coordinator, or a full mesh (no center), every rank on loopback here,
+// and its neighbours over shared memory or none over TCP.
+func TestTopology(t *testing.T) {
+	shm := newMesh(t, 2, engine.Options{})[0].Topology()
+	tcp := newMesh(t, 2, engine.Options{SharedMemory: engine.SharedMemoryOff})[0].Topology()
+	star := meshtest.Star(t, 3, engine.Options{})[1].Topology()
+	for _, c := range []struct {
+		name string
+		got  engine.Topology
+		star bool
+		nbrs int
+	}{{"mesh over shared memory", shm, false, 1}, {"mesh over TCP", tcp, false, 0}, {"star", star, true, 0}} {
+		wantCenter := -1
+		if c.star {
+			wantCenter = 0
+		}
+		if c.got.Star != c.star || c.got.Center != wantCenter || !c.got.Loopback || len(c.got.Neighbours) != c.nbrs {
+			t.Errorf("%s: Topology() = %+v", c.name, c.got)
+		}
 	}
 }

@@ -69,7 +69,7 @@ type links struct {
 
 // linksOf reads t's links once its mesh has formed.
 func linksOf(t *engine.NetTransport, network string) links {
-	l := links{network: network, shm: t.Neighbours()}
+	l := links{network: network, shm: t.Topology().Neighbours}
 	for r := range t.WorldSize() {
 		if r != t.Rank() && !slices.Contains(l.shm, r) {
 			l.net = append(l.net, r)

@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"testing"
 	"unsafe"
+
+	"github.com/boltmesh/boltmesh/engine"
 )
 
 func TestCollLabels(t *testing.T) {
@@ -47,7 +49,9 @@ func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceDat
 // choice is exercised.
 type starFake struct{ Transport }
 
-func (starFake) StarCenter() (int, bool) { return 0, true }
+func (starFake) Topology() engine.Topology {
+	return engine.Topology{Star: true, Center: 0, Loopback: true}
+}
 
 // TestStarAlgorithmChoice: Auto picks the star algorithm on a star of
 // more than two ranks, and only there; AlgorithmStar elsewhere is an error.

@@ -1,23 +1,18 @@
 package collective
 
-import "context"
+import (
+	"context"
 
-// starTopology is implemented by transports whose ranks reach each other
-// through one coordinator (engine.NetTransport built by
-// engine.CoordinatorListen and engine.WorkerDial).
-type starTopology interface {
-	StarCenter() (center int, ok bool)
-}
+	"github.com/boltmesh/boltmesh/engine"
+)
 
-// starCenter returns the rank every message of a star transport passes
-// through, or -1 for any other topology.
-func starCenter(t Transport) int {
-	if s, ok := t.(starTopology); ok {
-		if c, ok := s.StarCenter(); ok {
-			return c
-		}
+// topologyOf returns t's engine.Topology, or, for a transport that does
+// not tell (a test's), a full mesh on this machine.
+func topologyOf(t Transport) engine.Topology {
+	if s, ok := t.(interface{ Topology() engine.Topology }); ok {
+		return s.Topology()
 	}
-	return -1
+	return engine.Topology{Center: -1, Loopback: true}
 }
 
 // useStar reports whether an allreduce over n ranks runs the star

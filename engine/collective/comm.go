@@ -98,7 +98,7 @@ type Comm struct {
 	even  bool       // it failed where every rank fails alike: not abandoned, not partial (see end)
 
 	chunks      []int                  // the piece size with each rank (Options.Chunk, by pair)
-	links       bool                   // some rank is on another machine (not engine.NetTransport.Loopback)
+	links       bool                   // some rank is on another machine (not engine.Topology.Loopback)
 	pipe        pipeState              // the pipelined step in progress
 	reduceChunk func(off, n int) error // c.pipeChunk, made once
 
@@ -161,15 +161,15 @@ func defaultRingMin(n int) int {
 	return 64 << 10
 }
 
-// defaultChunk picks Options.Chunk's default: LoopbackChunk when t says
-// every rank is local (engine.NetTransport.Loopback), else LinkChunk.
+// defaultChunk picks Options.Chunk's default: LoopbackChunk when every
+// rank is local (engine.Topology.Loopback), else LinkChunk.
 // Measured with 2 ranks, float32 Sum of 16 MiB: over loopback (MTU 64 KiB)
 // 256 KiB pieces took 5.6-10.9 ms against 9.1 ms for 64 KiB; between two
 // network namespaces over veth at MTU 9000, each rank on its own core,
 // 64 KiB pieces took 10.0-10.4 ms against 16.3-17.4 ms for 256 KiB (32 KiB
 // 15-16 ms, 128 KiB 17 ms, 1 MiB 13.5-15 ms).
-func defaultChunk(t Transport) int {
-	if l, ok := t.(interface{ Loopback() bool }); ok && !l.Loopback() {
+func defaultChunk(top engine.Topology) int {
+	if !top.Loopback {
 		return LinkChunk
 	}
 	return LoopbackChunk
@@ -203,14 +203,12 @@ func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	opts.RingMin = max(opts.RingMin, 0) // 0: defaultRingMin, by world size
 	opts.HalvingMin = sizeOption(opts.HalvingMin, HalvingMin)
 	opts.BcastScatterMin = sizeOption(opts.BcastScatterMin, BcastScatterMin)
+	top := topologyOf(t)
 	fixed := opts.Chunk > 0
 	if !fixed {
-		opts.Chunk = defaultChunk(t)
+		opts.Chunk = defaultChunk(top)
 	}
-	c := &Comm{t: t, coll: coll, opts: opts, center: starCenter(t)}
-	if l, ok := t.(interface{ Loopback() bool }); ok {
-		c.links = !l.Loopback()
-	}
+	c := &Comm{t: t, coll: coll, opts: opts, center: top.Center, links: !top.Loopback}
 	if coll != nil {
 		c.chunks = make([]int, t.WorldSize())
 		for r := range c.chunks {

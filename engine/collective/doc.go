@@ -71,7 +71,7 @@
 // (AlgorithmHalving). Any world size works. AlgorithmOneSided (over
 // the symmetric heap) and AlgorithmStar (reduce at a star's coordinator,
 // which Auto picks on a star of more than two ranks, found with
-// engine.NetTransport.StarCenter) can be chosen. Every element is reduced
+// engine.Topology) can be chosen. Every element is reduced
 // in one fixed order on every rank, so every rank gets the same bits; Sum
 // and Prod of float32 and float64 and integer Sum, Prod, Max and Min use
 // AVX2 on amd64, lane by lane the same IEEE operations as the portable

@@ -1,0 +1,35 @@
+package engine
+
+// Topology is how a transport's world is joined, as it was formed: it
+// does not change while the transport lives.
+type Topology struct {
+	// Star is true for a star (CoordinatorListen, WorkerDial): every
+	// frame between two workers passes through the coordinator, Center.
+	Star bool
+	// Center is a star's coordinator (rank 0), or -1 in a full mesh.
+	Center int
+	// Loopback is true when every rank is reached over this machine's
+	// loopback interface (all ranks local), as opposed to a real link.
+	// Collectives size their pieces by it.
+	Loopback bool
+	// Neighbours are, in rank order, the ranks whose frames go through
+	// shared memory (Options.SharedMemory): the ranks on this host that
+	// this rank met. Both ends of a pair agree. The others are reached
+	// over TCP.
+	Neighbours []int
+}
+
+// Topology returns how the transport's world is joined. Neighbours is
+// the caller's.
+func (t *NetTransport) Topology() Topology {
+	top := Topology{Star: t.topo.star, Center: -1, Loopback: t.topo.loopback}
+	if top.Star {
+		top.Center = 0
+	}
+	for _, p := range t.peers {
+		if t.neighbour(p.rank) {
+			top.Neighbours = append(top.Neighbours, p.rank)
+		}
+	}
+	return top
+}
