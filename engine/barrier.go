@@ -74,7 +74,8 @@ func (t *NetTransport) barrier(w waitOpts) error {
 	if t.closed.Load() {
 		return &PeerError{Op: w.op, Rank: t.rank, Err: ErrClosed}
 	}
-	if err := t.anyLost(w.op); err != nil {
+	v := t.view()
+	if err := v.lostErr(w.op); err != nil {
 		return err
 	}
 	b := &t.bar
@@ -83,14 +84,14 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		b.inProgress, b.round, b.sent = true, 0, false
 		binary.LittleEndian.PutUint64(b.out[:], b.epoch)
 	}
-	if err := t.closedBefore(b.epoch, w.op); err != nil {
+	if err := v.closedBefore(b.epoch, w.op); err != nil {
 		return err
 	}
 	w.epoch = b.epoch
 	for ; 1<<b.round < t.world; b.round, b.sent, b.heard = b.round+1, false, false {
 		to, from := t.barrierPeers(b.round)
 		if mb := t.mailboxOf(to); to == from && mb != nil {
-			if err := t.barrierMail(t.peers[to], mb, w); err != nil {
+			if err := t.barrierMail(t.peer(to), mb, w); err != nil {
 				return err
 			}
 			continue

@@ -93,10 +93,8 @@ func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, budget time.D
 		select {
 		case <-w.cancel:
 			err = w.ctx.Err()
-		case <-t.gone.ch:
-			err = t.anyLost(w.op)
 		default:
-			err = t.closedCause(w)
+			err = t.changeCause(t.view(), w)
 		}
 		if err != nil {
 			in := mb.reached(v)
@@ -150,9 +148,8 @@ func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) 
 // taken back and recycled; otherwise r is to end with err (nil: its own
 // outcome).
 func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64, w waitOpts) (signalled bool, err error) {
-	lost := t.gone.ch
-	closed := t.closedChan()
-	cause := t.closedCause(w)
+	cur := t.view()
+	cause := t.changeCause(cur, w)
 	for cause == nil && !mb.reached(v) {
 		select {
 		case <-r.done:
@@ -164,11 +161,9 @@ func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64
 		case <-mb.barWake:
 		case <-w.cancel:
 			cause = w.ctx.Err()
-		case <-lost:
-			cause = t.anyLost(w.op)
-		case <-closed:
-			closed = t.closedChan()
-			cause = t.closedCause(w)
+		case <-cur.next:
+			cur = t.view()
+			cause = t.changeCause(cur, w)
 		}
 	}
 	p.mu.Lock()

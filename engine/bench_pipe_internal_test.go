@@ -19,7 +19,7 @@ func BenchmarkPipeOneWay(b *testing.B) {
 	if got := ts[0].Topology().Neighbours; len(got) != 1 {
 		b.Fatalf("Topology().Neighbours = %v, want [1]", got)
 	}
-	from := ts[1].peers[0]
+	from := ts[1].peer(0)
 	from.link.polling(laneData, true)
 	defer from.link.polling(laneData, false)
 	out, in := make([]byte, 8), make([]byte, 8)

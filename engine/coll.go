@@ -97,12 +97,12 @@ func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta
 	}
 	if to == from && max(len(out), len(in)) <= plumb.MailboxMax {
 		if mb := t.mailboxOf(to); mb != nil {
-			return t.exchangeMail(ctx, t.peers[to], mb, tag, meta, out, in)
+			return t.exchangeMail(ctx, t.peer(to), mb, tag, meta, out, in)
 		}
 	}
-	held := t.holdPolling(t.peers[from], laneData)
+	held := t.holdPolling(t.peer(from), laneData)
 	o, err := t.startColl(ctx, to, tag, meta, out)
-	t.releasePolling(t.peers[from], laneData, held)
+	t.releasePolling(t.peer(from), laneData, held)
 	if err != nil {
 		return 0, t.lossErr(err)
 	}
@@ -178,12 +178,12 @@ func (t *NetTransport) exchangeCollChunks(ctx context.Context, to, from int, tag
 	defer chunkStates.Put(st)
 	st.to, st.tag, st.meta, st.out, st.chunk, st.sent, st.ctx = to, tag, meta, out, outChunk, 0, ctx
 	st.inLen = len(in)
-	held := t.holdPolling(t.peers[from], laneData)
+	held := t.holdPolling(t.peer(from), laneData)
 	err := t.postChunks(st, from, collTagBase+tag, meta, in, inChunk)
 	if err == nil {
 		err = t.sendUpTo(st, plumb.CollWindow)
 	}
-	t.releasePolling(t.peers[from], laneData, held)
+	t.releasePolling(t.peer(from), laneData, held)
 	if err == nil {
 		err = t.waitChunks(ctx, st, from, collTagBase+tag, meta, inChunk, onChunk)
 	}
@@ -228,7 +228,7 @@ func (t *NetTransport) sendUpTo(st *chunkState, k int) error {
 // postChunks posts one receive per piece of in, in order, so that the
 // event loop fills each straight from the socket.
 func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in []byte, chunk int) error {
-	p := t.peers[from]
+	p := t.peer(from)
 	for i := range pieces(len(in), chunk) {
 		r := t.pools.reqs.Get().(*recvReq)
 		r.into, r.dst, r.from, r.tag = true, in[i*chunk:min((i+1)*chunk, len(in))], from, int(tag)
@@ -250,7 +250,7 @@ func pieces(n, chunk int) int {
 // waitChunks waits for the posted pieces in order, checking each one's
 // length and meta, and runs onChunk for each.
 func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int, tag, meta uint32, chunk int, onChunk func(off, n int) error) error {
-	p := t.peers[from]
+	p := t.peer(from)
 	w := collWait(t, ctx, meta)
 	for i, r := range st.recvs {
 		err := t.wait(p, r, w)
@@ -317,7 +317,7 @@ func (t *NetTransport) releasePolling(p *peer, n lane, held bool) {
 // dropChunks withdraws the pieces' receives not waited for (after an
 // error), so that no later frame is read into the caller's buffer.
 func (t *NetTransport) dropChunks(st *chunkState, from int) {
-	p := t.peers[from]
+	p := t.peer(from)
 	for i, r := range st.recvs {
 		if r == nil {
 			continue

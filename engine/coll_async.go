@@ -91,7 +91,7 @@ func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
 	if err := t.checkRank(to); err != nil {
 		return err
 	}
-	pr := t.peers[to]
+	pr := t.peer(to)
 	if !pr.up() {
 		return t.sendSelf(pr, collTagBase+tag, meta, p)
 	}

@@ -12,10 +12,10 @@ import (
 // mailboxOf returns the mailbox of rank r's link if r is a neighbour, or
 // nil.
 func (t *NetTransport) mailboxOf(r int) *mailbox {
-	if r < 0 || r >= len(t.peers) {
+	if r < 0 || r >= t.world {
 		return nil
 	}
-	if l, ok := t.peers[r].link.(*meshLink); ok {
+	if l, ok := t.peer(r).link.(*meshLink); ok {
 		return l.mail.Load()
 	}
 	return nil
@@ -39,7 +39,7 @@ func (t *NetTransport) mailboxOf(r int) *mailbox {
 func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, tag, meta uint32, out, in []byte) (int, error) {
 	mb.xmu.Lock()
 	defer mb.xmu.Unlock()
-	if err := t.anyLost("collective"); err != nil {
+	if err := t.view().lostErr("collective"); err != nil {
 		return 0, t.lossErr(err)
 	}
 	asleep, ok := mb.post(tag, meta, out)
@@ -117,9 +117,8 @@ func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, bud
 		select {
 		case <-w.cancel:
 			end = w.ctx.Err()
-		case <-t.gone.ch:
-			end = t.anyLost(w.op)
 		default:
+			end = t.view().lostErr(w.op)
 		}
 		if end != nil {
 			// The part may have come since the last look, and the
@@ -181,9 +180,8 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 	}
 	mb.sleep(true)
 	defer mb.sleep(false)
-	lost := t.gone.ch
-	closed := t.closedChan()
-	cause := t.closedCause(w)
+	cur := t.view()
+	cause := t.changeCause(cur, w)
 	for cause == nil {
 		if mb.ready(tag) {
 			break
@@ -198,11 +196,9 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 		case <-mb.wake:
 		case <-w.cancel:
 			cause = w.ctx.Err()
-		case <-lost:
-			cause = t.anyLost(w.op)
-		case <-closed:
-			closed = t.closedChan() // before the check, so that no close falls between
-			cause = t.closedCause(w)
+		case <-cur.next:
+			cur = t.view()
+			cause = t.changeCause(cur, w)
 		}
 	}
 	if cause != nil {

@@ -119,7 +119,7 @@ func (t *NetTransport) abandonColl(tag uint32, why uint64) {
 	if tag >= plumb.CollTags {
 		return
 	}
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		if !p.up() {
 			continue
 		}
@@ -148,7 +148,7 @@ func (t *NetTransport) dropUnwanted() {
 	if t.collOwner() == nil {
 		return
 	}
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		p.dropUnwanted()
 		if mb := t.mailboxOf(p.rank); mb != nil && mb.dropDue() {
 			p.mu.Lock() // the owner's lock rule

@@ -242,7 +242,7 @@ func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op 
 // ends: a transport is returned only once it can send to every peer
 // without a first wait.
 func (t *NetTransport) awaitWindows(ctx context.Context) error {
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		if !p.up() {
 			continue
 		}

@@ -38,13 +38,13 @@ func RecvTag(t *NetTransport, from int, tag uint32, d time.Duration) ([]byte, er
 }
 
 // PeerLost returns why t lost rank, or nil while it has not.
-func PeerLost(t *NetTransport, rank int) error { return t.peers[rank].lostErr("probe") }
+func PeerLost(t *NetTransport, rank int) error { return t.peer(rank).lostErr("probe") }
 
 // QueuedBytes returns the credit (frame.Cost) of the messages from rank
 // that t holds queued for receives not yet posted: eager payloads and
 // RTSs.
 func QueuedBytes(t *NetTransport, rank int) uint64 {
-	p := t.peers[rank]
+	p := t.peer(rank)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var n uint64
@@ -57,7 +57,7 @@ func QueuedBytes(t *NetTransport, rank int) uint64 {
 // HeldCredit returns the credit of rank's frames that t has not
 // released: what rank may not send again until t releases it.
 func HeldCredit(t *NetTransport, rank int) uint64 {
-	c := &t.peers[rank].in
+	c := &t.peer(rank).in
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used - c.freed
@@ -67,7 +67,7 @@ func HeldCredit(t *NetTransport, rank int) uint64 {
 // drops a collective call's: their credit is released and the senders of
 // queued RTSs are told to send nothing.
 func DrainPeer(t *NetTransport, rank int) {
-	p := t.peers[rank]
+	p := t.peer(rank)
 	p.mu.Lock()
 	var freed uint64
 	var answer []uint64
@@ -97,7 +97,7 @@ func DrainPeer(t *NetTransport, rank int) {
 // PostedRecvs returns how many receives from rank t has posted and not
 // completed: waiting for a message, or taking one's payload.
 func PostedRecvs(t *NetTransport, rank int) int {
-	p := t.peers[rank]
+	p := t.peer(rank)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.rdv.in)
@@ -113,7 +113,7 @@ func PostedRecvs(t *NetTransport, rank int) int {
 // ClaimedRdvs returns how many rendezvous messages from rank receives of
 // t have taken and wait for the DATA of.
 func ClaimedRdvs(t *NetTransport, rank int) int {
-	p := t.peers[rank]
+	p := t.peer(rank)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.rdv.in)
@@ -164,7 +164,7 @@ func MailboxConflict(t *NetTransport, r int, tag, meta uint32) error {
 	mb := t.mailboxOf(r)
 	mb.xmu.Lock()
 	defer mb.xmu.Unlock()
-	return t.mailConflict(t.peers[r], mb, tag, meta)
+	return t.mailConflict(t.peer(r), mb, tag, meta)
 }
 
 // Points of a mailbox exchange's wait where a MailHook runs.
@@ -184,7 +184,7 @@ func SetMailHook(tb testing.TB, f func(t *NetTransport, at int)) {
 // PipeRingOf is the data ring of rank t's pipe with rank r, or 0 if the
 // pair has no pipes.
 func PipeRingOf(t *NetTransport, r int) int {
-	l, ok := t.peers[r].link.(*meshLink)
+	l, ok := t.peer(r).link.(*meshLink)
 	if !ok || len(l.data) == 0 || l.data[0] == nil || l.data[0].DeferLimit() == math.MaxUint64 {
 		return 0
 	}
@@ -214,7 +214,7 @@ func SetFailHook(f func(t *NetTransport, rank int)) {
 // ReadInFlight reports whether a payload from rank is being read into the
 // buffer of one of t's requests: a receive's or a get's (fill.go).
 func ReadInFlight(t *NetTransport, rank int) bool {
-	p := t.peers[rank]
+	p := t.peer(rank)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	in := p.m.claimed != nil || p.one.claimed != nil
@@ -226,7 +226,7 @@ func ReadInFlight(t *NetTransport, rank int) bool {
 
 // BytesRead returns the bytes t has read from rank's streams.
 func BytesRead(t *NetTransport, rank int) uint64 {
-	l := t.peers[rank].link
+	l := t.peer(rank).link
 	return l.bytesRead(laneData) + l.bytesRead(laneCtl)
 }
 
@@ -239,4 +239,20 @@ func SetStreamHook(f func(t *NetTransport, rank, stream int, s ioloop.Stream) io
 		return
 	}
 	testHookStream.Store(&f)
+}
+
+// View returns t's membership view: its epoch, its members, the ranks
+// that left in the order t learned it, and the channel closed once the
+// next view replaces it.
+func View(t *NetTransport) (epoch uint64, members, left []int, next <-chan struct{}) {
+	v := t.view()
+	for r := range v.peers {
+		if v.member(r) {
+			members = append(members, r)
+		}
+	}
+	for _, d := range v.left {
+		left = append(left, d.rank)
+	}
+	return v.epoch, members, left, v.next
 }

@@ -45,7 +45,7 @@ func (t *NetTransport) beating() {
 		case <-t.beat.stop:
 			return
 		case now := <-tick.C:
-			for _, p := range t.peers {
+			for _, p := range t.view().peers {
 				if p.up() {
 					p.link.checkLive(now) // a routed link has none of its own
 				}

@@ -106,7 +106,7 @@ func (t *NetTransport) makeLinks(star bool) {
 	if star {
 		t.makeStar()
 	}
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		switch {
 		case p.rank == t.rank:
 		case !star:

@@ -31,12 +31,12 @@ func TestCheckLiveCounts(t *testing.T) {
 	opts := Options{KeepAlive: time.Hour, Logger: slog.New(slog.DiscardHandler)}
 	t.Run("mesh", func(t *testing.T) {
 		ts := pair(t, opts)
-		l := ts[0].peers[1].link.(*meshLink)
+		l := ts[0].peer(1).link.(*meshLink)
 		checkLiveCounts(t, ts, l.conn(laneCtl), nil)
 	})
 	t.Run("star", func(t *testing.T) {
 		ts := starPair(t, opts)
-		l := ts[0].peers[1].link.(*streamLink)
+		l := ts[0].peer(1).link.(*streamLink)
 		checkLiveCounts(t, ts, l.conn, &l.fwd)
 	})
 }
@@ -45,7 +45,7 @@ func TestCheckLiveCounts(t *testing.T) {
 // watched on c; fwd, if not nil, is the link's forwarding backlog.
 func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdCounter) {
 
-	p := ts[0].peers[1]
+	p := ts[0].peer(1)
 	check := func() { p.link.checkLive(time.Now()) }
 	silent := func(n int) { // n checks that find nothing read, each required not to drop
 		t.Helper()

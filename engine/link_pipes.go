@@ -132,9 +132,9 @@ func (m *mappedHeap) close() {
 
 // neighbour reports whether rank is one of Neighbours.
 func (t *NetTransport) neighbour(rank int) bool {
-	if rank < 0 || rank >= len(t.peers) {
+	if rank < 0 || rank >= t.world {
 		return false
 	}
-	l, ok := t.peers[rank].link.(*meshLink)
+	l, ok := t.peer(rank).link.(*meshLink)
 	return ok && l.pipes.Load()
 }

@@ -63,7 +63,7 @@ var _ ioloop.Handler = (*hub)(nil)
 // coordinator stream c. It runs as c is registered (adopt), before any
 // frame is read from it.
 func (u *hub) routeVia(c *ioloop.Conn) {
-	for _, p := range u.t.peers[1:] {
+	for _, p := range u.t.view().peers[1:] {
 		if l, ok := p.link.(*routeLink); ok {
 			l.conn = c
 		}
@@ -76,7 +76,7 @@ func (u *hub) from(h *frame.Header) *peer {
 	if h.Dst != 0 || int(h.Src) >= u.t.world || int(h.Src) == u.t.rank {
 		return nil
 	}
-	return u.t.peers[h.Src]
+	return u.t.peer(int(h.Src))
 }
 
 // Payload implements ioloop.Handler.
@@ -116,9 +116,9 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 // Closed implements ioloop.Handler: without the coordinator, every peer
 // is lost.
 func (u *hub) Closed(_ *ioloop.Conn, err error) {
-	u.t.peers[0].noteBroken(err)
-	err = u.t.peers[0].link.cause(err) // the coordinator's link watches the stream
-	for _, p := range u.t.peers {
+	u.t.peer(0).noteBroken(err)
+	err = u.t.peer(0).link.cause(err) // the coordinator's link watches the stream
+	for _, p := range u.t.view().peers {
 		if p.rank != u.t.rank {
 			p.closed(err)
 			p.readEnded(laneData, err)

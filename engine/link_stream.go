@@ -95,7 +95,7 @@ func (l *streamLink) forward(c *ioloop.Conn, h *frame.Header, bb *ioloop.Buffer)
 	if l.fwd.add(int64(len(bb.B)), t.opts.MaxQueuedBytes) {
 		c.Pause()
 	}
-	dst := t.peers[to].link.(*streamLink) // a coordinator's every link is a streamLink
+	dst := t.peer(to).link.(*streamLink) // a coordinator's every link is a streamLink
 	dst.conn.PostBuffer(&out, bb, l.fwd.done)
 }
 

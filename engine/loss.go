@@ -1,11 +1,5 @@
 package engine
 
-import (
-	"math"
-	"sync"
-	"sync/atomic"
-)
-
 // The first loss. When a rank dies in the middle of a collective call,
 // each survivor fails its call with ErrPeerLost, and a program that gives
 // up on the error closes its transport, which tells every peer (GOODBYE).
@@ -21,31 +15,8 @@ import (
 // every GOODBYE this rank sends reports its own (sayGoodbye), so the news
 // passes on from close to close. The errors of collective operations and
 // barriers that fail of a lost or closed peer name that first loss
-// (lossErr): *PeerError's Rank and Cause, and ClosedAfter.
-//
-// Lock rule: goneState.mu guards loss and the closed* fields; once, ch
-// and rank record the first loss as it happens.
-
-// goneState is what this rank knows of the peers that are gone: the
-// first one lost (at once, for the operations that need every rank), the
-// ones that closed in order, and the first loss known (lossState).
-type goneState struct {
-	once sync.Once
-	ch   chan struct{} // closed when the first peer is lost
-	rank atomic.Int64  // that peer
-
-	mu          sync.Mutex
-	closedCh    chan struct{} // closed, and replaced, whenever a peer closes in order
-	closedEpoch uint64        // fewest barriers completed by a closed peer
-	closedRank  int           // that peer
-	closedColl  []closedCall  // the closed peers' collective progress (closedInColl)
-	loss        lossState     // the first loss known
-}
-
-func (g *goneState) init() {
-	g.ch, g.closedCh, g.closedEpoch = make(chan struct{}), make(chan struct{}), math.MaxUint64
-	g.loss.first = -1
-}
+// (lossErr): *PeerError's Rank and Cause, and ClosedAfter. The record is
+// part of the membership view (view.go): each change copies it.
 
 // lossState is the first loss a rank knows of.
 type lossState struct {
@@ -88,22 +59,6 @@ func (t *NetTransport) goodbyeLost(from int, tag uint32) int {
 	return -1
 }
 
-// noteLoss records that rank's connection broke of cause, without a
-// GOODBYE. The peer's receives fail after it, so that their errors name
-// the first loss, and so does a GOODBYE this rank sends once they have.
-func (t *NetTransport) noteLoss(rank int, cause error) {
-	t.gone.mu.Lock()
-	defer t.gone.mu.Unlock()
-	t.gone.loss.lost(rank, cause)
-}
-
-// firstLost returns the first rank this rank knows to be lost, or -1.
-func (t *NetTransport) firstLost() int {
-	t.gone.mu.Lock()
-	defer t.gone.mu.Unlock()
-	return t.gone.loss.first
-}
-
 // lossErr returns err, a collective operation's or a barrier's, naming the
 // first loss this rank knows of if err is a *PeerError for a lost or
 // closed peer: Rank is the first lost rank, Cause what broke its
@@ -116,10 +71,8 @@ func (t *NetTransport) lossErr(err error) error {
 	if !ok || pe.Err != ErrPeerLost {
 		return err
 	}
-	t.gone.mu.Lock()
-	first, cause := t.gone.loss.first, t.gone.loss.cause
-	after := append([]int(nil), t.gone.loss.closedAfter...)
-	t.gone.mu.Unlock()
+	loss := t.view().loss
+	first, cause, after := loss.first, loss.cause, append([]int(nil), loss.closedAfter...)
 	if first < 0 {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 func TestClaimedReceiveLostMidRead(t *testing.T) {
 	for _, whole := range []bool{true, false} {
 		ts := pair(t, Options{})
-		p := ts[0].peers[1]
+		p := ts[0].peer(1)
 		done := make(chan error, 1)
 		buf := make([]byte, 64)
 		go func() {

@@ -24,11 +24,10 @@ type NetTransport struct {
 	world int
 	opts  Options
 	loop  *ioloop.Loop
-	peers []*peer // indexed by rank; peers[rank] is this rank itself
 	heap  *heap.Heap
 
 	closed   closeState    // Close ran (or runs)
-	gone     goneState     // the peers lost or closed in order (loss.go)
+	members  membership    // the peers by rank, and who left (view.go)
 	progress progress      // what this rank completed, told in GOODBYE
 	bar      barrierState  // barrier.go
 	pools    pools         // recycled requests
@@ -101,14 +100,14 @@ var _ Transport = (*NetTransport)(nil)
 func newNetTransport(rank, world int, o Options) *NetTransport {
 	t := &NetTransport{rank: rank, world: world, opts: o}
 	plumb.Attach(&t.carrier, (*plumbing)(t), (*plumbing)(t))
-	t.gone.init()
 	t.pools.reqs.New = newRecvReq
 	t.pools.gets.New = newGetReq
 	t.pools.rdvs.New = newRdvSend
-	t.peers = make([]*peer, world)
-	for r := range t.peers {
-		t.peers[r] = newPeer(t, r)
+	peers := make([]*peer, world) // peers[rank] is this rank itself
+	for r := range peers {
+		peers[r] = newPeer(t, r)
 	}
+	t.members.cur.Store(firstView(peers))
 	return t
 }
 
@@ -138,7 +137,7 @@ func (t *NetTransport) Close() error {
 		t.stopHeartbeat()
 		t.sayGoodbye()
 		t.closed.Store(true)
-		for _, p := range t.peers {
+		for _, p := range t.view().peers {
 			p.fail(ErrClosed, nil)
 		}
 		if t.loop != nil {
@@ -152,7 +151,7 @@ func (t *NetTransport) Close() error {
 			// still target.
 			t.opts.Logger.Warn("boltmesh: a connection was not released at close; the symmetric heap stays mapped", "rank", t.rank)
 		} else {
-			for _, p := range t.peers {
+			for _, p := range t.view().peers {
 				if m := p.one.mapped.Load(); m != nil {
 					m.close()
 				}
@@ -180,8 +179,8 @@ func (t *NetTransport) Close() error {
 func (t *NetTransport) sayGoodbye() {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
 	defer cancel()
-	lost := uint32(t.firstLost() + 1)
-	for _, p := range t.peers {
+	lost := uint32(t.view().loss.first + 1)
+	for _, p := range t.view().peers {
 		if !p.up() {
 			continue
 		}
@@ -193,7 +192,7 @@ func (t *NetTransport) sayGoodbye() {
 			p.byeAnswer() // not sent: no answer will come
 		}
 	}
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		if !p.up() {
 			continue
 		}
@@ -215,7 +214,7 @@ const closeReleaseWait = 2 * time.Second
 func (t *NetTransport) awaitReleased() bool {
 	timer := time.NewTimer(closeReleaseWait)
 	defer timer.Stop()
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		if !p.up() {
 			continue
 		}
@@ -226,88 +225,6 @@ func (t *NetTransport) awaitReleased() bool {
 		}
 	}
 	return true
-}
-
-// noteLost records that rank's connection broke, for operations (barriers)
-// that need every rank.
-func (t *NetTransport) noteLost(rank int) {
-	t.gone.once.Do(func() {
-		t.gone.rank.Store(int64(rank))
-		close(t.gone.ch)
-	})
-}
-
-// noteClosed records that rank closed in order after completing done
-// barriers, with coll the collective owner's progress its GOODBYE told,
-// reporting lost as the first loss it knew of (-1: none): barriers after
-// those, and the collective receives the owner says it left unanswerable
-// (closedInColl), can no longer complete. Every waiter on closedChan is
-// woken, and takes the next channel.
-func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) {
-	t.gone.mu.Lock()
-	defer t.gone.mu.Unlock()
-	t.gone.loss.closed(rank, lost)
-	if done < t.gone.closedEpoch {
-		t.gone.closedEpoch, t.gone.closedRank = done, rank
-	}
-	t.gone.closedColl = append(t.gone.closedColl, closedCall{rank, coll})
-	close(t.gone.closedCh)
-	t.gone.closedCh = make(chan struct{})
-}
-
-// closedCall is a peer that closed in order, and the collective owner's
-// progress its GOODBYE told.
-type closedCall struct {
-	rank     int
-	progress uint32
-}
-
-// closedChan returns the channel that the next in-order close of a peer
-// closes. Take it before checking what is recorded (closedBefore,
-// closedInColl), so that no close falls between the two.
-func (t *NetTransport) closedChan() <-chan struct{} {
-	t.gone.mu.Lock()
-	defer t.gone.mu.Unlock()
-	return t.gone.closedCh
-}
-
-// closedBefore returns an error if a peer closed before completing barrier
-// number epoch, or nil.
-func (t *NetTransport) closedBefore(epoch uint64, op string) error {
-	t.gone.mu.Lock()
-	defer t.gone.mu.Unlock()
-	if t.gone.closedEpoch >= epoch {
-		return nil
-	}
-	return &PeerError{Op: op, Rank: t.gone.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
-}
-
-// closedInColl returns an error if a peer closed in order leaving the
-// collective receives waiting now unanswerable, as the owner of the
-// collective tags says (plumb.CollOwner.Closed), or nil.
-func (t *NetTransport) closedInColl(op string) error {
-	o := t.collOwner()
-	if o == nil {
-		return nil
-	}
-	t.gone.mu.Lock()
-	defer t.gone.mu.Unlock()
-	for _, c := range t.gone.closedColl {
-		if o.Closed(c.progress) {
-			return &PeerError{Op: op, Rank: c.rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
-		}
-	}
-	return nil
-}
-
-// anyLost returns the error of the first lost peer, or nil.
-func (t *NetTransport) anyLost(op string) error {
-	select {
-	case <-t.gone.ch:
-		return t.peers[t.gone.rank.Load()].lostErr(op)
-	default:
-		return nil
-	}
 }
 
 func (t *NetTransport) checkRank(r int) error {

@@ -112,7 +112,6 @@ func (p *peer) lose(err error) {
 	default:
 		p.t.noteLoss(p.rank, err) // first, as noteClosed above
 		p.fail(ErrPeerLost, err)
-		p.t.noteLost(p.rank)
 	}
 }
 

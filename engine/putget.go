@@ -78,7 +78,7 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 	if err := t.checkHeap(dst, len(src)); err != nil {
 		return Request{}, err
 	}
-	p := t.peers[dst.Rank]
+	p := t.peer(dst.Rank)
 	if m := p.one.mapped.Load(); m != nil {
 		return Request{}, t.mappedOp(p, m, dst, src, true)
 	}
@@ -114,7 +114,7 @@ func (t *NetTransport) GetNB(src SymmetricBuffer, dst []byte) (Request, error) {
 	if err := t.checkHeap(src, len(dst)); err != nil {
 		return Request{}, err
 	}
-	p := t.peers[src.Rank]
+	p := t.peer(src.Rank)
 	if m := p.one.mapped.Load(); m != nil {
 		return Request{}, t.mappedOp(p, m, src, dst, false)
 	}
@@ -193,7 +193,7 @@ func (t *NetTransport) waitGetCancel(p *peer, g *getReq, cancel <-chan struct{})
 // for a fence that covers the puts issued before they began.
 func (t *NetTransport) Quiet() error {
 	var errs []error
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		if !p.up() {
 			continue
 		}

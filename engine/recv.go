@@ -91,7 +91,7 @@ func (t *NetTransport) recv(from int, tag uint32, dst []byte, into bool, w waitO
 			return 0, nil, err
 		}
 	}
-	p := t.peers[from]
+	p := t.peer(from)
 	r := t.newRecv(from, tag, dst, into, w)
 	posted, err := p.match(r, w.try, w.checkMeta, w.op)
 	if posted {
@@ -155,14 +155,11 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		defer r.timer.Stop()
 		timeout = r.timer.C
 	}
-	var lost, closed <-chan struct{}
-	if w.anyLost {
-		lost = t.gone.ch
-	}
+	var changed <-chan struct{} // the view's next, if a change may end w
 	var cause error
-	if w.epoch > 0 || w.collClose {
-		closed = t.closedChan()
-		cause = t.closedCause(w)
+	if w.waitsOnView() {
+		cur := t.view()
+		changed, cause = cur.next, t.changeCause(cur, w)
 	}
 	for cause == nil {
 		select {
@@ -173,11 +170,9 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 			cause = w.ctx.Err()
 		case <-timeout:
 			cause = ErrTimeout
-		case <-lost:
-			cause = t.anyLost(w.op)
-		case <-closed:
-			closed = t.closedChan() // before the check, so that no close falls between
-			cause = t.closedCause(w)
+		case <-changed:
+			cur := t.view()
+			changed, cause = cur.next, t.changeCause(cur, w)
 		}
 	}
 	if w.leave {
@@ -233,20 +228,6 @@ func (t *NetTransport) leaveAt(p *peer, r *recvReq, cause error, at time.Time) e
 	case <-r.timer.C:
 		return &plumb.InFlightError{Rank: p.rank, Err: cause}
 	}
-}
-
-// closedCause returns why a wait must end because of peers that closed in
-// order (see waitOpts.epoch and collClose), or nil.
-func (t *NetTransport) closedCause(w waitOpts) error {
-	if w.epoch > 0 {
-		if err := t.closedBefore(w.epoch, w.op); err != nil {
-			return err
-		}
-	}
-	if w.collClose {
-		return t.closedInColl(w.op)
-	}
-	return nil
 }
 
 // spinOn is wait's spin on r, with reqSpun set while it may be

@@ -83,7 +83,7 @@ func (t *NetTransport) setRPCHandler(h plumb.RPCHandler) error {
 	}
 	s.h, s.installing = h, false
 	s.mu.Unlock()
-	for r, p := range t.peers {
+	for r, p := range t.view().peers {
 		if err := p.lostErr("rpc"); err != nil && r != t.rank {
 			h.RPCPeerLost(r, err)
 		}
@@ -191,10 +191,10 @@ func (t *NetTransport) rpcRequestMaxTo(to int) (uint64, bool) {
 	if to == t.rank {
 		return rpcRequestMax(uint64(t.opts.MaxQueuedBytes)), true
 	}
-	if to < 0 || to >= len(t.peers) {
+	if to < 0 || to >= t.world {
 		return 0, false
 	}
-	w := t.peers[to].out.known.Load()
+	w := t.peer(to).out.known.Load()
 	return rpcRequestMax(w), w != 0
 }
 
@@ -247,8 +247,8 @@ func (t *NetTransport) queueRPC(to int, f plumb.RPCFrame, p []byte) error {
 
 // flushRPC writes what queueRPC left queued for rank to.
 func (t *NetTransport) flushRPC(to int) {
-	if t.checkRank(to) == nil && t.peers[to].up() {
-		t.peers[to].link.flush(laneCtl)
+	if t.checkRank(to) == nil && t.peer(to).up() {
+		t.peer(to).link.flush(laneCtl)
 	}
 }
 
@@ -262,7 +262,7 @@ func (t *NetTransport) spinRPC(from int, done func() bool) bool {
 	if t.checkRank(from) != nil {
 		return done()
 	}
-	return t.spinUntil(t.peers[from], laneCtl, done)
+	return t.spinUntil(t.peer(from), laneCtl, done)
 }
 
 // rpcHeader checks an outgoing RPC frame and returns its header and peer.
@@ -283,7 +283,7 @@ func (t *NetTransport) rpcHeader(to int, f plumb.RPCFrame, p []byte) (frame.Head
 			h.Flags = frame.FlagError
 		}
 	}
-	return h, t.peers[to], nil
+	return h, t.peer(to), nil
 }
 
 // rpcIn is what the reader of a peer's control lane notes of the RPC

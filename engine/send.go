@@ -66,7 +66,7 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	if uint64(len(p)) > t.opts.MaxFrame {
 		return fmt.Errorf("boltmesh: send of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
 	}
-	pr := t.peers[to]
+	pr := t.peer(to)
 	if !pr.up() {
 		return t.sendSelf(pr, tag, aux, p)
 	}
@@ -107,7 +107,7 @@ func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32
 	if err := t.checkRank(to); err != nil {
 		return sendOp{}, err
 	}
-	pr := t.peers[to]
+	pr := t.peer(to)
 	if !pr.up() {
 		return sendOp{}, t.sendSelf(pr, tag, aux, p)
 	}

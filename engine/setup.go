@@ -315,7 +315,7 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 	defer nc.Close()
 	if pair != nil {
-		if err := t.adoptPipes(t.peers[r], t.peers[r].link.(*meshLink), pair); err != nil {
+		if err := t.adoptPipes(t.peer(r), t.peer(r).link.(*meshLink), pair); err != nil {
 			return err
 		}
 	}
@@ -339,7 +339,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 	if hook := testHookStream.Load(); hook != nil {
 		medium = (*hook)(t, r, s, medium)
 	}
-	p := t.peers[r]
+	p := t.peer(r)
 	var h ioloop.Handler
 	switch l := p.link.(type) {
 	case *meshLink:

@@ -63,7 +63,7 @@ func TestSpinGaugeAdapts(t *testing.T) {
 	slow := make(chan time.Duration)
 	go echo(ts[1], slow)
 	defer close(slow)
-	g := &ts[0].peers[1].spin
+	g := &ts[0].peer(1).spin
 	roundTrip := func(i int, delay time.Duration) {
 		t.Helper()
 		slow <- delay
@@ -123,7 +123,7 @@ func BenchmarkSlowPeer(b *testing.B) {
 			slow := make(chan time.Duration)
 			go echo(ts[1], slow)
 			defer close(slow)
-			g := &ts[0].peers[1].spin
+			g := &ts[0].peer(1).spin
 			var out, in [8]byte
 			b.SetBytes(2 * int64(len(out)))
 			b.ReportAllocs()

@@ -26,7 +26,7 @@ func (t *NetTransport) Topology() Topology {
 	if top.Star {
 		top.Center = 0
 	}
-	for _, p := range t.peers {
+	for _, p := range t.view().peers {
 		if t.neighbour(p.rank) {
 			top.Neighbours = append(top.Neighbours, p.rank)
 		}
