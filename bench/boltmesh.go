@@ -175,7 +175,7 @@ func (e *boltEndpoint) endRPC(ctl control) error {
 		err = ctl.allToAll()
 	}
 	if err == nil {
-		if rt, ok := plumb.RPCOf(e.t); ok {
+		if rt, ok := plumb.ServiceOf(e.t); ok {
 			err = e.fenceRPC(rt)
 		}
 	}
@@ -196,21 +196,21 @@ const rpcFenceTag = 1<<32 - 1
 // fenceRPC sends every other rank a fence and drops every RPC frame
 // until every other rank's fence is in, within rpcCloseTimeout; it leaves
 // the transport with no RPC handler.
-func (e *boltEndpoint) fenceRPC(rt plumb.RPC) error {
+func (e *boltEndpoint) fenceRPC(rt plumb.Service) error {
 	n, me := e.t.WorldSize(), e.t.Rank()
 	f := &fenceHandler{seen: make([]bool, n), left: n - 1, done: make(chan struct{}), lost: make(chan error, n)}
 	if n == 1 {
 		close(f.done)
 	}
-	if err := rt.SetRPCHandler(f); err != nil {
+	if err := rt.SetServiceHandler(f); err != nil {
 		return fmt.Errorf("bench: rpc fence: %w", err)
 	}
-	defer rt.SetRPCHandler(nil)
+	defer rt.SetServiceHandler(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), rpcCloseTimeout)
 	defer cancel()
 	for r := range n {
 		if r != me {
-			if err := rt.SendRPC(ctx, r, plumb.RPCFrame{Tag: rpcFenceTag}, nil); err != nil {
+			if err := rt.SendFrame(ctx, r, plumb.ServiceFrame{Tag: rpcFenceTag}, nil); err != nil {
 				return fmt.Errorf("bench: rpc fence to rank %d: %w", r, err)
 			}
 		}
@@ -235,8 +235,8 @@ type fenceHandler struct {
 	lost chan error    // a peer lost, or the transport closed
 }
 
-// HandleRPC implements plumb.RPCHandler.
-func (f *fenceHandler) HandleRPC(from int, fr plumb.RPCFrame, p plumb.RPCPayload) {
+// HandleFrame implements plumb.ServiceHandler.
+func (f *fenceHandler) HandleFrame(from int, fr plumb.ServiceFrame, p plumb.ServicePayload) {
 	p.Release()
 	if fr.Reply || fr.Tag != rpcFenceTag {
 		return // a goodbye, or an answer nobody waits for: dropped
@@ -251,8 +251,8 @@ func (f *fenceHandler) HandleRPC(from int, fr plumb.RPCFrame, p plumb.RPCPayload
 	}
 }
 
-// RPCPeerLost implements plumb.RPCHandler.
-func (f *fenceHandler) RPCPeerLost(from int, err error) {
+// ServicePeerLost implements plumb.ServiceHandler.
+func (f *fenceHandler) ServicePeerLost(from int, err error) {
 	select {
 	case f.lost <- fmt.Errorf("rank %d: %w", from, err):
 	default:

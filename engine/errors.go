@@ -23,9 +23,6 @@ var (
 	// order reported it lost (its GOODBYE names the first rank it knew to
 	// be lost), and this rank learned of the loss from that report.
 	ErrReportedLost = errors.New("boltmesh: peer reported lost by a rank that closed")
-	// ErrSelfRPC: an RPC frame was addressed to this rank; the RPC layer
-	// (package rpc) answers calls to its own rank without the transport.
-	ErrSelfRPC = errors.New("boltmesh: RPC frames cannot be sent to this rank")
 	// ErrClosed means the transport was closed locally. It is heap.ErrClosed
 	// and rpc.ErrClosed: one value for whatever boltmesh object was closed.
 	ErrClosed = heap.ErrClosed
@@ -102,9 +99,6 @@ var (
 	// ErrAllocMismatch means ranks disagree about a collective allocation:
 	// they did not make the same sequence of Alloc and Free calls.
 	ErrAllocMismatch = errors.New("boltmesh: ranks disagree on a symmetric allocation")
-	// ErrRPCHandlerSet is returned when an RPC handler is installed on a
-	// transport that already has one (a second rpc.Agent on it).
-	ErrRPCHandlerSet = errors.New("boltmesh: an RPC handler is already installed")
 )
 
 // Unexported sentinels: a loss's cause, and a signal inside the transport

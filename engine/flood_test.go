@@ -102,7 +102,7 @@ func runFloodChild(t *engine.NetTransport, name string) error {
 	switch {
 	case s.rpc:
 		for i := range s.msgs {
-			if err := hooks(t).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
+			if err := hooks(t).SendFrame(context.Background(), 0, plumb.ServiceFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
 				return err
 			}
 			sent.Add(1)
@@ -177,7 +177,7 @@ func floodMix(t *engine.NetTransport) error {
 	}
 	wg.Go(func() {
 		for i := range mixPerShape {
-			if err := hooks(t).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
+			if err := hooks(t).SendFrame(context.Background(), 0, plumb.ServiceFrame{ID: uint64(i), Tag: 1}, nil); err != nil {
 				errs <- err
 				return
 			}
@@ -357,7 +357,7 @@ func drainFlood(t testing.TB, f *floodRun, s floodShape) int64 {
 	t.Helper()
 	if s.rpc {
 		rec := &countRPC{}
-		if err := hooks(f.tr).SetRPCHandler(rec); err != nil {
+		if err := hooks(f.tr).SetServiceHandler(rec); err != nil {
 			t.Fatal(err)
 		}
 		n := <-f.done
@@ -404,11 +404,11 @@ func recvFlood(t testing.TB, tr *engine.NetTransport, s floodShape, seq int, buf
 
 type countRPC struct{ n atomic.Int64 }
 
-func (c *countRPC) HandleRPC(_ int, _ plumb.RPCFrame, p plumb.RPCPayload) {
+func (c *countRPC) HandleFrame(_ int, _ plumb.ServiceFrame, p plumb.ServicePayload) {
 	p.Release()
 	c.n.Add(1)
 }
-func (c *countRPC) RPCPeerLost(int, error) {}
+func (c *countRPC) ServicePeerLost(int, error) {}
 
 func TestFloodBounded(t *testing.T) {
 	for _, s := range floodShapes {
@@ -459,7 +459,7 @@ func TestFloodMixed(t *testing.T) {
 func drainMix(t testing.TB, f *floodRun) {
 	t.Helper()
 	rec := &countRPC{}
-	if err := hooks(f.tr).SetRPCHandler(rec); err != nil {
+	if err := hooks(f.tr).SetServiceHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	errc := make(chan error, len(mixSizes))

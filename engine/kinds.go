@@ -111,13 +111,13 @@ func init() {
 			p.deliverGetReply(h, bb)
 		},
 	}
-	rpc := frameOps{
-		payload: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header) []byte { return p.rpcPayload(c, h) },
+	service := frameOps{
+		payload: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header) []byte { return p.servicePayload(c, h) },
 		arrive: func(p *peer, _ *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
-			p.deliverRPC(h, bb)
+			p.deliverService(h, bb)
 		},
 	}
-	kinds[frame.KindRPCReq], kinds[frame.KindRPCReply] = rpc, rpc
+	kinds[frame.KindRPCReq], kinds[frame.KindRPCReply] = service, service
 	kinds[frame.KindHeartbeat] = frameOps{
 		arrive: func(_ *peer, _ *ioloop.Conn, _ lane, _ *frame.Header, _ []byte, bb *ioloop.Buffer) {
 			putBuffer(bb)

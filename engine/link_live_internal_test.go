@@ -76,7 +76,7 @@ func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdC
 	// Bytes heard start the count again.
 	silent(silentBeats*checksPerBeat - 1 - checksPerBeat)
 	read := c.BytesRead()
-	if err := ts[1].postRPC(0, plumb.RPCFrame{Reply: true}, []byte("alive")); err != nil { // a control frame
+	if err := ts[1].postService(0, plumb.ServiceFrame{Reply: true}, []byte("alive")); err != nil { // a control frame
 		t.Fatal(err)
 	}
 	for c.BytesRead() == read {

@@ -31,12 +31,12 @@ type NetTransport struct {
 	progress progress      // what this rank completed, told in GOODBYE
 	bar      barrierState  // barrier.go
 	pools    pools         // recycled requests
-	rpc      rpcState      // the RPC handler and frames that came before it
+	svc      serviceState  // the service handler, and requests that came before it
 	topo     topology      // a star or a full mesh
 	door     door          // the listener after formation, and what it refuses
 	beat     heartbeatLoop // heartbeat.go
 
-	carrier // the hooks of packages collective and rpc (plumb.go)
+	carrier // the hooks of package collective and of the service, package rpc (plumb.go)
 }
 
 // closeState says that Close ran, or runs; once makes it run once.

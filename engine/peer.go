@@ -17,7 +17,7 @@ import (
 //	rdv    rendezvous.go       large messages announced (RTS), answered (CTS), sent (DATA)
 //	one    peer_heap.go        one-sided operations: gets by id, the put fence
 //	in/out credit.go           flow-control credit granted to the peer, and by it
-//	rpcIn  rpc.go              the RPC frame being read
+//	svcIn  service.go          the service frame being read
 //	bye    goodbye.go          the peer's orderly close
 //
 // Lock rule: mu guards m, rdv, one (but for its atomics), lost and
@@ -27,7 +27,7 @@ import (
 // after taking it out of them under mu. mu is never held while calling
 // into the link, but for Defer and Discard from inside payload: a send
 // that fails calls the handlers, which take mu. The credit has its own
-// locks; rpcIn belongs to the reader of the link's control lane; bye and
+// locks; svcIn belongs to the reader of the link's control lane; bye and
 // the atomics need none.
 type peer struct {
 	t    *NetTransport
@@ -42,7 +42,7 @@ type peer struct {
 
 	in    inCredit  // the credit granted to the peer
 	out   outCredit // the credit the peer granted this rank
-	rpcIn rpcIn
+	svcIn serviceIn
 	bye   farewell
 	spin  spinGauge // how long waits on the peer spin (spin_gauge.go)
 
@@ -98,7 +98,7 @@ func (p *peer) noteBroken(err error) {
 // once; the first cause stays.
 func (p *peer) lose(err error) {
 	defer p.t.announceGone(p)
-	defer p.rpcPeerLost()
+	defer p.servicePeerLost()
 	defer p.byeAnswer()
 	switch {
 	case p.t.closed.Load():

@@ -71,8 +71,8 @@ const (
 // at once, so that the raw rank's requests hold no credit.
 type rpcReleaser struct{}
 
-func (rpcReleaser) HandleRPC(_ int, _ plumb.RPCFrame, p plumb.RPCPayload) { p.Release() }
-func (rpcReleaser) RPCPeerLost(int, error)                                {}
+func (rpcReleaser) HandleFrame(_ int, _ plumb.ServiceFrame, p plumb.ServicePayload) { p.Release() }
+func (rpcReleaser) ServicePeerLost(int, error)                                      {}
 
 // fuzzWorld is a world of real ranks and the raw rank.
 type fuzzWorld struct {
@@ -123,7 +123,7 @@ func openRawWorld(star bool, opts engine.Options) (*fuzzWorld, error) {
 		return nil, err
 	}
 	for _, tr := range w.ts {
-		if err := hooks(tr).SetRPCHandler(rpcReleaser{}); err != nil {
+		if err := hooks(tr).SetServiceHandler(rpcReleaser{}); err != nil {
 			w.close()
 			return nil, err
 		}

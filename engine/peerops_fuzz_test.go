@@ -350,7 +350,7 @@ func (r *peerRun) opRPC() {
 	} else {
 		cost := frame.Cost(uint64(sz))
 		if cost > (64<<10)/2 {
-			cost = frame.Cost(0) // discarded unread: see rpcCost
+			cost = frame.Cost(0) // discarded unread: see requestCost
 		}
 		if sent, _ := r.credited(t, cost, kind&4 != 0); !sent {
 			return

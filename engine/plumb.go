@@ -27,12 +27,12 @@ var _ plumb.Source = (*NetTransport)(nil)
 type plumbing NetTransport
 
 var (
-	_ plumb.Coll       = (*plumbing)(nil)
-	_ plumb.CollOwned  = (*plumbing)(nil)
-	_ plumb.CollAsync  = (*plumbing)(nil)
-	_ plumb.RPC        = (*plumbing)(nil)
-	_ plumb.RPCBatcher = (*plumbing)(nil)
-	_ plumb.RPCSpinner = (*plumbing)(nil)
+	_ plumb.Coll           = (*plumbing)(nil)
+	_ plumb.CollOwned      = (*plumbing)(nil)
+	_ plumb.CollAsync      = (*plumbing)(nil)
+	_ plumb.Service        = (*plumbing)(nil)
+	_ plumb.ServiceBatcher = (*plumbing)(nil)
+	_ plumb.ServiceSpinner = (*plumbing)(nil)
 )
 
 func (h *plumbing) t() *NetTransport { return (*NetTransport)(h) }
@@ -128,32 +128,34 @@ func (b *pooledSend) free() {
 	collSends.Put(b)
 }
 
-// SetRPCHandler implements plumb.RPC.
-func (h *plumbing) SetRPCHandler(hd plumb.RPCHandler) error { return h.t().setRPCHandler(hd) }
-
-// SendRPC implements plumb.RPC.
-func (h *plumbing) SendRPC(ctx context.Context, to int, f plumb.RPCFrame, p []byte) error {
-	return h.t().sendRPC(ctx, to, f, p)
+// SetServiceHandler implements plumb.Service.
+func (h *plumbing) SetServiceHandler(hd plumb.ServiceHandler) error {
+	return h.t().setServiceHandler(hd)
 }
 
-// PostRPC implements plumb.RPC.
-func (h *plumbing) PostRPC(to int, f plumb.RPCFrame, p []byte) error {
-	return h.t().postRPC(to, f, p)
+// SendFrame implements plumb.Service.
+func (h *plumbing) SendFrame(ctx context.Context, to int, f plumb.ServiceFrame, p []byte) error {
+	return h.t().sendService(ctx, to, f, p)
 }
 
-// RPCRequestMax implements plumb.RPC.
-func (h *plumbing) RPCRequestMax(to int) (uint64, bool) { return h.t().rpcRequestMaxTo(to) }
-
-// QueueRPC implements plumb.RPCBatcher.
-func (h *plumbing) QueueRPC(to int, f plumb.RPCFrame, p []byte) error {
-	return h.t().queueRPC(to, f, p)
+// PostFrame implements plumb.Service.
+func (h *plumbing) PostFrame(to int, f plumb.ServiceFrame, p []byte) error {
+	return h.t().postService(to, f, p)
 }
 
-// FlushRPC implements plumb.RPCBatcher.
-func (h *plumbing) FlushRPC(to int) { h.t().flushRPC(to) }
+// RequestMax implements plumb.Service.
+func (h *plumbing) RequestMax(to int) (uint64, bool) { return h.t().requestMaxTo(to) }
 
-// SpinRPC implements plumb.RPCSpinner.
-func (h *plumbing) SpinRPC(from int, done func() bool) bool { return h.t().spinRPC(from, done) }
+// QueueFrame implements plumb.ServiceBatcher.
+func (h *plumbing) QueueFrame(to int, f plumb.ServiceFrame, p []byte) error {
+	return h.t().queueService(to, f, p)
+}
+
+// FlushFrames implements plumb.ServiceBatcher.
+func (h *plumbing) FlushFrames(to int) { h.t().flushService(to) }
+
+// SpinFrames implements plumb.ServiceSpinner.
+func (h *plumbing) SpinFrames(from int, done func() bool) bool { return h.t().spinService(from, done) }
 
 // peerCredit is a peer as the plumb.Credit of the RPC payloads it sent.
 type peerCredit peer

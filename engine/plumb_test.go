@@ -15,9 +15,9 @@ type allHooks interface {
 	plumb.Coll
 	plumb.CollOwned
 	plumb.CollAsync
-	plumb.RPC
-	plumb.RPCBatcher
-	plumb.RPCSpinner
+	plumb.Service
+	plumb.ServiceBatcher
+	plumb.ServiceSpinner
 }
 
 // hooks returns tr's hooks, as packages collective and rpc get them.
@@ -45,15 +45,15 @@ func TestPlumbingHidden(t *testing.T) {
 	if _, all := c.(allHooks); !ok || !all {
 		t.Errorf("CollOf(*NetTransport) = %T, %v: want every hook", c, ok)
 	}
-	if r, ok := plumb.RPCOf(tr); !ok || r == nil {
-		t.Errorf("RPCOf(*NetTransport) = %v, %v", r, ok)
+	if r, ok := plumb.ServiceOf(tr); !ok || r == nil {
+		t.Errorf("ServiceOf(*NetTransport) = %v, %v", r, ok)
 	}
 	for _, v := range []plumb.Source{nil, (*engine.NetTransport)(nil), (*thunderbolt.Transport)(nil)} {
 		if c, ok := plumb.CollOf(v); ok {
 			t.Errorf("CollOf(%T) = %T, want none", v, c)
 		}
-		if r, ok := plumb.RPCOf(v); ok {
-			t.Errorf("RPCOf(%T) = %T, want none", v, r)
+		if r, ok := plumb.ServiceOf(v); ok {
+			t.Errorf("ServiceOf(%T) = %T, want none", v, r)
 		}
 	}
 }

@@ -43,7 +43,7 @@ const (
 // Agent serves named handlers to the other ranks of a transport's world
 // and calls theirs. Every method is safe for concurrent use.
 type Agent struct {
-	t           plumb.RPC // the transport's RPC frames
+	t           plumb.Service // the transport's RPC frames
 	rank, world int
 	opts        Options
 
@@ -64,17 +64,17 @@ type Agent struct {
 	hctx    context.Context // base, marked as belonging to this agent's handlers
 
 	state    atomic.Int32
-	shutting atomic.Bool      // Shutdown began: calls from outside handlers refused
-	gone     []atomic.Bool    // by rank: that rank's agent said goodbye
-	spinning []atomic.Bool    // by rank: a caller spins on that connection
-	batcher  plumb.RPCBatcher // t, if it can queue frames unwritten
-	waiting  []atomic.Int32   // by rank: its requests queued for a worker
-	spinner  plumb.RPCSpinner // t, if it can spin, else nil
-	hasWork  func() bool      // a lingering worker stops spinning
-	active   activity         // calls, requests and sends not yet finished
-	sent     atomic.Uint64    // requests sent (Shutdown's termination count)
-	served   atomic.Uint64    // requests answered (Shutdown's termination count)
-	agree    agreement        // Shutdown's protocol state
+	shutting atomic.Bool          // Shutdown began: calls from outside handlers refused
+	gone     []atomic.Bool        // by rank: that rank's agent said goodbye
+	spinning []atomic.Bool        // by rank: a caller spins on that connection
+	batcher  plumb.ServiceBatcher // t, if it can queue frames unwritten
+	waiting  []atomic.Int32       // by rank: its requests queued for a worker
+	spinner  plumb.ServiceSpinner // t, if it can spin, else nil
+	hasWork  func() bool          // a lingering worker stops spinning
+	active   activity             // calls, requests and sends not yet finished
+	sent     atomic.Uint64        // requests sent (Shutdown's termination count)
+	served   atomic.Uint64        // requests answered (Shutdown's termination count)
+	agree    agreement            // Shutdown's protocol state
 	stats    counters
 	closing  sync.Once
 	closed   chan struct{} // closed when Close has finished
@@ -87,13 +87,13 @@ type handlerKey struct{}
 // the transport's event loop and run on a pool of opts.Workers goroutines.
 // A nil t fails with ErrUnsupportedTransport. A
 // transport carries one agent at a time; another can be installed once
-// this one is closed (before, NewAgent fails with engine.ErrRPCHandlerSet).
+// this one is closed (before, NewAgent fails with ErrAgentExists).
 func NewAgent(t Transport, opts Options) (*Agent, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	rt, ok := plumb.RPCOf(t)
+	rt, ok := plumb.ServiceOf(t)
 	if !ok {
 		return nil, fmt.Errorf("rpc: NewAgent over a %T: %w", t, ErrUnsupportedTransport)
 	}
@@ -109,7 +109,7 @@ func NewAgent(t Transport, opts Options) (*Agent, error) {
 		a.workers.Add(1)
 		go a.serve(nil)
 	}
-	if err := rt.SetRPCHandler((*receiver)(a)); err != nil { // hands over early requests
+	if err := rt.SetServiceHandler((*receiver)(a)); err != nil { // hands over early requests
 		a.stop()
 		close(a.quit)
 		a.workers.Wait()
@@ -131,8 +131,8 @@ func (a *Agent) init() {
 	a.gone = make([]atomic.Bool, a.world)
 	a.spinning = make([]atomic.Bool, a.world)
 	a.waiting = make([]atomic.Int32, a.world)
-	a.batcher, _ = a.t.(plumb.RPCBatcher)
-	a.spinner, _ = a.t.(plumb.RPCSpinner)
+	a.batcher, _ = a.t.(plumb.ServiceBatcher)
+	a.spinner, _ = a.t.(plumb.ServiceSpinner)
 	a.hasWork = func() bool { return len(a.jobs) > 0 || a.state.Load() == stateStopped }
 	a.agree.init(a.world)
 }
@@ -152,7 +152,7 @@ func (a *Agent) spin(c *Call) bool {
 		return false
 	}
 	defer a.spinning[c.dst].Store(false)
-	return a.spinner.SpinRPC(c.dst, c.ended)
+	return a.spinner.SpinFrames(c.dst, c.ended)
 }
 
 // nested reports whether ctx is (derived from) one of this agent's handler

@@ -182,7 +182,7 @@ func (a *Agent) abandon(c *Call, err error) {
 		return
 	}
 	if err == context.Canceled && c.dst != a.rank {
-		a.t.PostRPC(c.dst, plumb.RPCFrame{ID: c.id, Tag: ctlCancel}, nil)
+		a.t.PostFrame(c.dst, plumb.ServiceFrame{ID: c.id, Tag: ctlCancel}, nil)
 	}
 	c.complete(nil, c.fail(err))
 }

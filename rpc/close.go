@@ -50,7 +50,7 @@ func (a *Agent) halt() {
 	a.stop() // handler contexts, and replies blocked on a full socket
 	a.failAll()
 	a.sayGoodbye()
-	a.t.SetRPCHandler(nil)
+	a.t.SetServiceHandler(nil)
 	close(a.quit)
 	a.dropQueued()
 }
@@ -77,7 +77,7 @@ func (a *Agent) sayGoodbye() {
 	defer cancel()
 	for r := range a.world {
 		if r != a.rank {
-			a.t.SendRPC(ctx, r, plumb.RPCFrame{Tag: ctlGoodbye}, nil) // a lost peer needs none
+			a.t.SendFrame(ctx, r, plumb.ServiceFrame{Tag: ctlGoodbye}, nil) // a lost peer needs none
 		}
 	}
 }

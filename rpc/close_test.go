@@ -118,8 +118,8 @@ func TestNewAgentAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rpc.NewAgent(ts[1], rpc.Options{}); err == nil {
-		t.Fatal("a second agent on one transport was accepted")
+	if _, err := rpc.NewAgent(ts[1], rpc.Options{}); !errors.Is(err, rpc.ErrAgentExists) {
+		t.Fatalf("a second agent on one transport: %v, want ErrAgentExists", err)
 	}
 	mustCall(t, a0, 1, "echo", nil)
 	if err := a1.Close(context.Background()); err != nil {

@@ -64,17 +64,17 @@ const batchMax = 4 << 10
 // writes whatever is queued for rank to: concurrent callers' requests
 // share a writev, and a lone caller pays one yield. Every caller flushes
 // after queueing, so no request is ever left waiting.
-// A request the peer has no credit for goes out with SendRPC, which waits
+// A request the peer has no credit for goes out with SendFrame, which waits
 // for it.
-func (a *Agent) sendBatched(ctx context.Context, to int, f plumb.RPCFrame, p []byte) error {
-	if err := a.batcher.QueueRPC(to, f, p); err != nil {
+func (a *Agent) sendBatched(ctx context.Context, to int, f plumb.ServiceFrame, p []byte) error {
+	if err := a.batcher.QueueFrame(to, f, p); err != nil {
 		if errors.Is(err, engine.ErrNoCredit) {
-			return a.t.SendRPC(ctx, to, f, p)
+			return a.t.SendFrame(ctx, to, f, p)
 		}
 		return err
 	}
 	runtime.Gosched()
-	a.batcher.FlushRPC(to)
+	a.batcher.FlushFrames(to)
 	return nil
 }
 
@@ -89,7 +89,7 @@ func (a *Agent) send(ctx context.Context, c *Call, args []byte, deadline time.Ti
 	if a.batcher != nil && len(bb.B) <= batchMax {
 		err = a.sendBatched(ctx, c.dst, f, bb.B)
 	} else {
-		err = a.t.SendRPC(ctx, c.dst, f, bb.B)
+		err = a.t.SendFrame(ctx, c.dst, f, bb.B)
 	}
 	ioloop.PutBuffer(bb)
 	if err == nil {
@@ -103,10 +103,10 @@ func (a *Agent) send(ctx context.Context, c *Call, args []byte, deadline time.Ti
 
 // requestLimit is the largest request (name and arguments) rank dst
 // takes: Options.MaxRequestSize, or less where dst's transport holds less
-// (plumb.RPC.RPCRequestMax; not yet known: SendRPC checks it).
+// (plumb.Service.RequestMax; not yet known: SendFrame checks it).
 func (a *Agent) requestLimit(dst int) int {
 	limit := a.opts.MaxRequestSize
-	if m, ok := a.t.RPCRequestMax(dst); ok && m < uint64(limit) {
+	if m, ok := a.t.RequestMax(dst); ok && m < uint64(limit) {
 		limit = int(m)
 	}
 	return limit

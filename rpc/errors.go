@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below
@@ -38,6 +39,9 @@ var (
 	// ErrOptions is engine.ErrOptions: an Options field is invalid.
 	// NewAgent returns it as an *engine.OptionError that names the field.
 	ErrOptions = engine.ErrOptions
+	// ErrAgentExists is returned by NewAgent for a transport that already
+	// carries an agent that is not closed.
+	ErrAgentExists = plumb.ErrHandlerSet
 	// ErrProtocol means a peer sent a frame this agent cannot parse.
 	ErrProtocol = errors.New("rpc: protocol error")
 	// ErrUnsupportedTransport is returned (wrapped) by NewAgent for a

@@ -9,26 +9,26 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// receiver is the Agent as the transport's plumb.RPCHandler. Its methods
+// receiver is the Agent as the transport's plumb.ServiceHandler. Its methods
 // run on the transport's event loop (or a goroutine making progress in its
-// place): they never block, and answer what they can at once with PostRPC.
+// place): they never block, and answer what they can at once with PostFrame.
 type receiver Agent
 
 var (
-	_ plumb.RPCHandler       = (*receiver)(nil)
-	_ plumb.RPCPayloadFilter = (*receiver)(nil)
+	_ plumb.ServiceHandler = (*receiver)(nil)
+	_ plumb.ServiceFilter  = (*receiver)(nil)
 )
 
 // maxErrorText bounds the error text of a reply, and a control frame's
 // payload, that the agent reads; longer ones are discarded unread.
 const maxErrorText = 64 << 10
 
-// Accept implements plumb.RPCPayloadFilter: a payload the agent would
+// Accept implements plumb.ServiceFilter: a payload the agent would
 // refuse is discarded unread, whatever its size. A request above
 // MaxRequestSize is then refused (its length is in f.Dropped), a reply
 // above MaxReplySize fails its call, and a reply nobody waits for is
 // dropped.
-func (r *receiver) Accept(from int, f plumb.RPCFrame, n uint64) bool {
+func (r *receiver) Accept(from int, f plumb.ServiceFrame, n uint64) bool {
 	a := (*Agent)(r)
 	switch {
 	case !f.Reply && f.Tag >= ctlBase:
@@ -44,8 +44,8 @@ func (r *receiver) Accept(from int, f plumb.RPCFrame, n uint64) bool {
 	return c != nil && c.dst == from
 }
 
-// HandleRPC implements plumb.RPCHandler.
-func (r *receiver) HandleRPC(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
+// HandleFrame implements plumb.ServiceHandler.
+func (r *receiver) HandleFrame(from int, f plumb.ServiceFrame, p plumb.ServicePayload) {
 	a := (*Agent)(r)
 	switch {
 	case f.Reply:
@@ -57,9 +57,9 @@ func (r *receiver) HandleRPC(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
 	}
 }
 
-// RPCPeerLost implements plumb.RPCHandler: every call pending on rank from
+// ServicePeerLost implements plumb.ServiceHandler: every call pending on rank from
 // fails.
-func (r *receiver) RPCPeerLost(from int, err error) {
+func (r *receiver) ServicePeerLost(from int, err error) {
 	a := (*Agent)(r)
 	sentinel := ErrPeerLost
 	if errors.Is(err, engine.ErrClosed) {
@@ -71,7 +71,7 @@ func (r *receiver) RPCPeerLost(from int, err error) {
 
 // onReply completes the call a reply answers; a reply to a call that has
 // completed already (timed out, cancelled) is dropped.
-func (a *Agent) onReply(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
+func (a *Agent) onReply(from int, f plumb.ServiceFrame, p plumb.ServicePayload) {
 	c := a.take(f.ID, from)
 	if c == nil {
 		p.Release()
@@ -82,7 +82,7 @@ func (a *Agent) onReply(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
 }
 
 // decode returns a reply's result, releasing p unless the result keeps it.
-func (a *Agent) decode(c *Call, f plumb.RPCFrame, p plumb.RPCPayload) ([]byte, error) {
+func (a *Agent) decode(c *Call, f plumb.ServiceFrame, p plumb.ServicePayload) ([]byte, error) {
 	b := p.Bytes()
 	if f.Dropped > 0 {
 		p.Release()
@@ -128,7 +128,7 @@ func (a *Agent) decode(c *Call, f plumb.RPCFrame, p plumb.RPCPayload) ([]byte, e
 const ownCopyMax = 4 << 10
 
 // own returns p's bytes as a slice the caller owns.
-func own(p plumb.RPCPayload) []byte {
+func own(p plumb.ServicePayload) []byte {
 	b := p.Bytes()
 	if len(b) > ownCopyMax {
 		return b
@@ -140,7 +140,7 @@ func own(p plumb.RPCPayload) []byte {
 
 // onRequest admits a request: it is queued for a worker, or answered at
 // once when it cannot run (closed, malformed, too large, unknown, busy).
-func (a *Agent) onRequest(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
+func (a *Agent) onRequest(from int, f plumb.ServiceFrame, p plumb.ServicePayload) {
 	if a.gone[from].Load() {
 		a.gone[from].Store(false) // a new agent there
 	}
@@ -176,13 +176,13 @@ func (a *Agent) onRequest(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
 }
 
 // refuse answers a request that will not run, without blocking.
-func (a *Agent) refuse(from int, id uint64, p plumb.RPCPayload, st status, detail []byte) {
+func (a *Agent) refuse(from int, id uint64, p plumb.ServicePayload, st status, detail []byte) {
 	p.Release()
 	if st == statusBusy {
 		a.stats.busy.Add(1)
 	}
-	a.stats.requestErrors.Add(1)                  // before the answer, so the caller sees it counted
-	a.t.PostRPC(from, replyFrame(id, st), detail) // a lost peer needs no answer
+	a.stats.requestErrors.Add(1)                    // before the answer, so the caller sees it counted
+	a.t.PostFrame(from, replyFrame(id, st), detail) // a lost peer needs no answer
 	a.endRequest(false)
 }
 
@@ -203,7 +203,7 @@ func (a *Agent) failTo(to int, sentinel, cause error) {
 }
 
 // onControl handles the agents' own frames.
-func (a *Agent) onControl(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
+func (a *Agent) onControl(from int, f plumb.ServiceFrame, p plumb.ServicePayload) {
 	defer p.Release()
 	switch f.Tag {
 	case ctlCancel:

@@ -63,7 +63,7 @@ func (a *Agent) judge(ctx context.Context, round, sent, done uint64, last *[2]ui
 		aux = 1
 	}
 	for r := 1; r < a.world; r++ {
-		if err := a.t.SendRPC(ctx, r, plumb.RPCFrame{ID: round, Tag: ctlVerdict, Aux: aux}, nil); err != nil {
+		if err := a.t.SendFrame(ctx, r, plumb.ServiceFrame{ID: round, Tag: ctlVerdict, Aux: aux}, nil); err != nil {
 			return false, err
 		}
 	}
@@ -73,7 +73,7 @@ func (a *Agent) judge(ctx context.Context, round, sent, done uint64, last *[2]ui
 // report (ranks other than 0) sends round's counts and waits for the
 // verdict.
 func (a *Agent) report(ctx context.Context, round, sent, done uint64) (bool, error) {
-	if err := a.t.SendRPC(ctx, 0, plumb.RPCFrame{ID: round, Tag: ctlReport}, putPair(nil, sent, done)); err != nil {
+	if err := a.t.SendFrame(ctx, 0, plumb.ServiceFrame{ID: round, Tag: ctlReport}, putPair(nil, sent, done)); err != nil {
 		return false, err
 	}
 	return a.agree.await(ctx, round)

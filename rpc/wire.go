@@ -69,11 +69,11 @@ func timeoutMillis(d time.Duration) uint32 {
 }
 
 // requestFrame is the header of a call's request.
-func requestFrame(id uint64, name string, left time.Duration) plumb.RPCFrame {
-	return plumb.RPCFrame{ID: id, Tag: uint32(len(name)), Aux: timeoutMillis(left)}
+func requestFrame(id uint64, name string, left time.Duration) plumb.ServiceFrame {
+	return plumb.ServiceFrame{ID: id, Tag: uint32(len(name)), Aux: timeoutMillis(left)}
 }
 
 // replyFrame is the header of a reply with status st.
-func replyFrame(id uint64, st status) plumb.RPCFrame {
-	return plumb.RPCFrame{Reply: true, Error: st != statusOK, ID: id, Aux: uint32(st)}
+func replyFrame(id uint64, st status) plumb.ServiceFrame {
+	return plumb.ServiceFrame{Reply: true, Error: st != statusOK, ID: id, Aux: uint32(st)}
 }

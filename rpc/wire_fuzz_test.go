@@ -134,7 +134,7 @@ func (m *rpcMesh) get() (*rpcWorld, error) {
 		return nil, err
 	}
 	rec := &rpcRecorder{seen: make(chan struct{}, 1)}
-	if err := rpcOf(ts[1]).SetRPCHandler(rec); err != nil {
+	if err := rpcOf(ts[1]).SetServiceHandler(rec); err != nil {
 		meshtest.Close(ts)
 		return nil, err
 	}
@@ -183,7 +183,7 @@ var errWaited = errors.New("waited")
 
 // rpcFrame is one RPC frame rank 1 received.
 type rpcFrame struct {
-	f plumb.RPCFrame
+	f plumb.ServiceFrame
 	p []byte
 }
 
@@ -195,7 +195,7 @@ type rpcRecorder struct {
 	seen   chan struct{} // a frame arrived
 }
 
-func (r *rpcRecorder) HandleRPC(_ int, f plumb.RPCFrame, p plumb.RPCPayload) {
+func (r *rpcRecorder) HandleFrame(_ int, f plumb.ServiceFrame, p plumb.ServicePayload) {
 	r.mu.Lock()
 	r.frames = append(r.frames, rpcFrame{f, bytes.Clone(p.Bytes())})
 	r.mu.Unlock()
@@ -206,7 +206,7 @@ func (r *rpcRecorder) HandleRPC(_ int, f plumb.RPCFrame, p plumb.RPCPayload) {
 	}
 }
 
-func (r *rpcRecorder) RPCPeerLost(_ int, err error) {
+func (r *rpcRecorder) ServicePeerLost(_ int, err error) {
 	r.mu.Lock()
 	r.lost = err
 	r.mu.Unlock()
@@ -314,7 +314,7 @@ func (r *rpcRun) request(t *testing.T) {
 	id := r.w.id
 	r.w.want[id] = expectReply(name, tag, p, aux)
 	r.w.gone = false
-	if err := rpcOf(r.w.ts[1]).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: id, Tag: tag, Aux: aux}, p); err != nil {
+	if err := rpcOf(r.w.ts[1]).SendFrame(context.Background(), 0, plumb.ServiceFrame{ID: id, Tag: tag, Aux: aux}, p); err != nil {
 		t.Fatalf("send request: %v", err)
 	}
 }
@@ -372,7 +372,7 @@ func (r *rpcRun) control(t *testing.T) {
 			}
 		}
 	}
-	if err := rpcOf(r.w.ts[1]).SendRPC(context.Background(), 0, plumb.RPCFrame{ID: id, Tag: tag, Aux: uint32(aux)}, p); err != nil {
+	if err := rpcOf(r.w.ts[1]).SendFrame(context.Background(), 0, plumb.ServiceFrame{ID: id, Tag: tag, Aux: uint32(aux)}, p); err != nil {
 		t.Fatalf("send control frame: %v", err)
 	}
 }
@@ -425,7 +425,7 @@ func (r *rpcRun) answer(t *testing.T) {
 	if flags&2 != 0 && len(p) > fuzzMaxReply {
 		p = append(p, make([]byte, maxErrorText)...) // past the agent's bound on error texts
 	}
-	f := plumb.RPCFrame{Reply: true, Error: flags&1 != 0, Aux: status}
+	f := plumb.ServiceFrame{Reply: true, Error: flags&1 != 0, Aux: status}
 	var c *rpcCall
 	if len(r.calls) > 0 {
 		c = r.calls[int(which)%len(r.calls)]
@@ -437,14 +437,14 @@ func (r *rpcRun) answer(t *testing.T) {
 	if c != nil && c.outcome == nil {
 		c.outcome = replyOutcome(f, p)
 	}
-	if err := rpcOf(r.w.ts[1]).SendRPC(context.Background(), 0, f, p); err != nil {
+	if err := rpcOf(r.w.ts[1]).SendFrame(context.Background(), 0, f, p); err != nil {
 		t.Fatalf("send reply: %v", err)
 	}
 }
 
 // replyOutcome is what a call must return given its reply f with p
 // (spec.md, "RPC_REPLY").
-func replyOutcome(f plumb.RPCFrame, p []byte) func(*testing.T, *rpcCall, []byte, error) {
+func replyOutcome(f plumb.ServiceFrame, p []byte) func(*testing.T, *rpcCall, []byte, error) {
 	return func(t *testing.T, c *rpcCall, reply []byte, err error) {
 		t.Helper()
 		want := func(ok bool, what string) {
@@ -594,8 +594,8 @@ func (e rpcExpect) check(t *testing.T, fr rpcFrame) {
 }
 
 // rpcOf returns tr's RPC frames, as NewAgent gets them.
-func rpcOf(tr *engine.NetTransport) plumb.RPC {
-	r, ok := plumb.RPCOf(tr)
+func rpcOf(tr *engine.NetTransport) plumb.Service {
+	r, ok := plumb.ServiceOf(tr)
 	if !ok {
 		panic("rpc: no RPC hooks for a *engine.NetTransport")
 	}

@@ -14,7 +14,7 @@ type job struct {
 	from     int
 	id       uint64
 	h        Handler
-	p        plumb.RPCPayload // remote: holds the request, args included
+	p        plumb.ServicePayload // remote: holds the request, args included
 	args     []byte
 	deadline time.Time
 	self     *Call // a call from this rank: completed directly
@@ -68,7 +68,7 @@ func (a *Agent) serve(stop <-chan struct{}) {
 // from the same rank waits, and that request's worker checks after it.)
 func (a *Agent) flushIfLast(from int) {
 	if a.batcher != nil && a.waiting[from].Load() == 0 {
-		a.batcher.FlushRPC(from)
+		a.batcher.FlushFrames(from)
 	}
 }
 
@@ -77,7 +77,7 @@ func (a *Agent) flushAll() {
 	if a.batcher != nil {
 		for r := range a.world {
 			if r != a.rank {
-				a.batcher.FlushRPC(r)
+				a.batcher.FlushFrames(r)
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func (a *Agent) linger(from int) {
 		return
 	}
 	defer a.spinning[from].Store(false)
-	a.spinner.SpinRPC(from, a.hasWork)
+	a.spinner.SpinFrames(from, a.hasWork)
 }
 
 // run serves one request, on the worker whose slot is s, and answers it.
@@ -187,10 +187,10 @@ func (a *Agent) respond(j job, reply []byte, err error, panicked bool) {
 		return
 	}
 	if a.batcher != nil && a.waiting[j.from].Load() > 0 { // more from that rank to come: answer together
-		a.batcher.QueueRPC(j.from, replyFrame(j.id, st), reply)
+		a.batcher.QueueFrame(j.from, replyFrame(j.id, st), reply)
 		return
 	}
-	a.t.SendRPC(a.base, j.from, replyFrame(j.id, st), reply) // a lost peer needs no answer
+	a.t.SendFrame(a.base, j.from, replyFrame(j.id, st), reply) // a lost peer needs no answer
 }
 
 // beginRequest counts a request received (or a call to this rank).

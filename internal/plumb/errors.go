@@ -7,9 +7,9 @@ import (
 	"github.com/boltmesh/boltmesh/frame"
 )
 
-// RequestSizeError is returned by RPC.SendRPC, PostRPC and QueueRPC for a
-// request larger than its receiver can hold (RPC.RPCRequestMax): nothing
-// is sent. It unwraps to frame.ErrTooLarge.
+// RequestSizeError is returned by Service.SendFrame, PostFrame and
+// QueueFrame for a request larger than its receiver can hold
+// (Service.RequestMax): nothing is sent. It unwraps to frame.ErrTooLarge.
 type RequestSizeError struct {
 	Rank  int    // the receiver
 	Size  uint64 // the request's payload, in bytes
@@ -17,13 +17,21 @@ type RequestSizeError struct {
 }
 
 func (e *RequestSizeError) Error() string {
-	return fmt.Sprintf("RPC request of %d bytes to rank %d, which holds at most %d", e.Size, e.Rank, e.Limit)
+	return fmt.Sprintf("request of %d bytes to rank %d, which holds at most %d", e.Size, e.Rank, e.Limit)
 }
 
 // Unwrap returns frame.ErrTooLarge.
 func (e *RequestSizeError) Unwrap() error { return frame.ErrTooLarge }
 
 var (
+	// ErrHandlerSet is returned by Service.SetServiceHandler when a
+	// handler is already installed (package rpc exports it as
+	// rpc.ErrAgentExists).
+	ErrHandlerSet = errors.New("boltmesh: the transport already has a service handler (an rpc.Agent)")
+	// ErrSelfFrame: a service frame was addressed to this rank; the
+	// service (package rpc) answers calls to its own rank without the
+	// transport.
+	ErrSelfFrame = errors.New("boltmesh: service frames cannot be sent to this rank")
 	// ErrInFlight means a receive that may give up while its message is
 	// being read in (the deadline allreduce of package collective) did:
 	// the buffer stays the transport's until the message is in or its

@@ -1,8 +1,9 @@
 // Package plumb holds the hooks that package engine/collective and package
 // rpc need from a transport beyond its public API: messaging on the
-// collective tag space (Coll, CollOwned, CollOwner, CollAsync) and RPC
-// frames (RPC, RPCBatcher, RPCSpinner), with the plain types their
-// signatures use. Being internal, it keeps them out of the API of engine:
+// collective tag space (Coll, CollOwned, CollOwner, CollAsync) and the
+// service frames that package rpc gives meaning to (Service,
+// ServiceBatcher, ServiceSpinner), with the plain types their signatures
+// use. Being internal, it keeps them out of the API of engine:
 // no importer outside this module can name or call them.
 //
 // A transport carries its hooks in a Carrier it embeds (package engine's
@@ -11,7 +12,7 @@
 // values looked up at run time. The interface's one method is unexported,
 // so only a type that embeds a Carrier (or a value embedding such a type,
 // as an *thunderbolt.Transport embeds an *engine.NetTransport) is a
-// Source. CollOf and RPCOf are how the layers above get the hooks.
+// Source. CollOf and ServiceOf are how the layers above get the hooks.
 package plumb
 
 import "reflect"
@@ -22,14 +23,14 @@ import "reflect"
 // hooks instead, the shallower embedding winning.
 type Carrier struct {
 	coll Coll
-	rpc  RPC
+	svc  Service
 }
 
-// Attach makes c hand out coll and rpc (either may be nil: none).
+// Attach makes c hand out coll and svc (either may be nil: none).
 // Package engine calls it once, as it makes a transport, before the
 // transport is shared.
-func Attach(c *Carrier, coll Coll, rpc RPC) {
-	c.coll, c.rpc = coll, rpc
+func Attach(c *Carrier, coll Coll, svc Service) {
+	c.coll, c.svc = coll, svc
 }
 
 // plumbHooks returns what c holds.
@@ -63,12 +64,12 @@ func CollOf(s Source) (c Coll, ok bool) {
 	return nil, false
 }
 
-// RPCOf returns s's RPC hooks; ok is false when s has none (a nil s). The
-// optional RPCBatcher and RPCSpinner are found on the returned RPC by type
-// assertion.
-func RPCOf(s Source) (r RPC, ok bool) {
-	if h := carrierOf(s); h != nil && h.rpc != nil {
-		return h.rpc, true
+// ServiceOf returns s's service frame hooks; ok is false when s has none
+// (a nil s). The optional ServiceBatcher and ServiceSpinner are found on
+// the returned Service by type assertion.
+func ServiceOf(s Source) (r Service, ok bool) {
+	if h := carrierOf(s); h != nil && h.svc != nil {
+		return h.svc, true
 	}
 	return nil, false
 }

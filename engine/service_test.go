@@ -12,18 +12,18 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// rpcRecorder is an plumb.RPCHandler that records frames in order and
+// rpcRecorder is an plumb.ServiceHandler that records frames in order and
 // checks that it is never called concurrently for one peer.
 type rpcRecorder struct {
 	mu      sync.Mutex
-	frames  []plumb.RPCFrame
+	frames  []plumb.ServiceFrame
 	data    []string
 	lost    map[int]error
 	inside  atomic.Int32
 	overlap atomic.Bool
 }
 
-func (r *rpcRecorder) HandleRPC(from int, f plumb.RPCFrame, p plumb.RPCPayload) {
+func (r *rpcRecorder) HandleFrame(from int, f plumb.ServiceFrame, p plumb.ServicePayload) {
 	if r.inside.Add(1) > 1 {
 		r.overlap.Store(true)
 	}
@@ -35,7 +35,7 @@ func (r *rpcRecorder) HandleRPC(from int, f plumb.RPCFrame, p plumb.RPCPayload) 
 	p.Release()
 }
 
-func (r *rpcRecorder) RPCPeerLost(from int, err error) {
+func (r *rpcRecorder) ServicePeerLost(from int, err error) {
 	r.mu.Lock()
 	if r.lost == nil {
 		r.lost = map[int]error{}
@@ -61,22 +61,22 @@ func waitUntil(t testing.TB, cond func() bool, what string) {
 
 // TestRPCFramesEarlyAndInOrder: frames sent before the handler is
 // installed are handed over on install, in order, never two at once, and
-// before the frames that follow; SendRPC and PostRPC carry every field.
+// before the frames that follow; SendFrame and PostFrame carry every field.
 func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 	ts := newMesh(t, 2, engine.Options{})
 	const early, late = 200, 200
 	ctx := context.Background()
 	for i := range early {
-		f := plumb.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
-		if err := hooks(ts[0]).SendRPC(ctx, 1, f, []byte{byte(i)}); err != nil {
+		f := plumb.ServiceFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+		if err := hooks(ts[0]).SendFrame(ctx, 1, f, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sent := make(chan error, 1)
 	go func() {
 		for i := early; i < early+late; i++ {
-			f := plumb.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
-			if err := hooks(ts[0]).PostRPC(1, f, []byte{byte(i)}); err != nil {
+			f := plumb.ServiceFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+			if err := hooks(ts[0]).PostFrame(1, f, []byte{byte(i)}); err != nil {
 				sent <- err
 				return
 			}
@@ -85,10 +85,10 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 	}()
 	time.Sleep(10 * time.Millisecond) // let early frames arrive before the handler
 	rec := &rpcRecorder{}
-	if err := hooks(ts[1]).SetRPCHandler(rec); err != nil {
+	if err := hooks(ts[1]).SetServiceHandler(rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := hooks(ts[1]).SetRPCHandler(&rpcRecorder{}); !errors.Is(err, engine.ErrRPCHandlerSet) {
+	if err := hooks(ts[1]).SetServiceHandler(&rpcRecorder{}); !errors.Is(err, plumb.ErrHandlerSet) {
 		t.Fatalf("second handler: %v", err)
 	}
 	if err := <-sent; err != nil {
@@ -96,24 +96,24 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 	}
 	waitUntil(t, func() bool { return rec.count() == early+late }, "every frame")
 	if rec.overlap.Load() {
-		t.Fatal("HandleRPC was called concurrently")
+		t.Fatal("HandleFrame was called concurrently")
 	}
 	for i, f := range rec.frames {
-		want := plumb.RPCFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
+		want := plumb.ServiceFrame{ID: uint64(i), Tag: uint32(i), Aux: uint32(i) * 3}
 		if f != want || rec.data[i] != string([]byte{byte(i)}) {
 			t.Fatalf("frame %d: %+v %q, want %+v", i, f, rec.data[i], want)
 		}
 	}
-	if err := hooks(ts[0]).SendRPC(ctx, 0, plumb.RPCFrame{}, nil); !errors.Is(err, engine.ErrSelfRPC) {
-		t.Fatalf("SendRPC to itself: %v", err)
+	if err := hooks(ts[0]).SendFrame(ctx, 0, plumb.ServiceFrame{}, nil); !errors.Is(err, plumb.ErrSelfFrame) {
+		t.Fatalf("SendFrame to itself: %v", err)
 	}
-	if err := hooks(ts[0]).PostRPC(2, plumb.RPCFrame{}, nil); !errors.Is(err, engine.ErrUnknownRank) {
-		t.Fatalf("PostRPC to rank 2: %v", err)
+	if err := hooks(ts[0]).PostFrame(2, plumb.ServiceFrame{}, nil); !errors.Is(err, engine.ErrUnknownRank) {
+		t.Fatalf("PostFrame to rank 2: %v", err)
 	}
-	if err := hooks(ts[1]).SetRPCHandler(nil); err != nil {
+	if err := hooks(ts[1]).SetServiceHandler(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := hooks(ts[1]).SetRPCHandler(rec); err != nil {
+	if err := hooks(ts[1]).SetServiceHandler(rec); err != nil {
 		t.Fatalf("handler after uninstall: %v", err)
 	}
 }
@@ -123,7 +123,7 @@ func TestRPCFramesEarlyAndInOrder(t *testing.T) {
 func TestRPCPeerLost(t *testing.T) {
 	ts := newMesh(t, 2, engine.Options{})
 	rec := &rpcRecorder{}
-	if err := hooks(ts[1]).SetRPCHandler(rec); err != nil {
+	if err := hooks(ts[1]).SetServiceHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	ts[0].Close()
@@ -132,11 +132,11 @@ func TestRPCPeerLost(t *testing.T) {
 		defer rec.mu.Unlock()
 		return rec.lost[0]
 	}
-	waitUntil(t, func() bool { return lost() != nil }, "RPCPeerLost")
+	waitUntil(t, func() bool { return lost() != nil }, "ServicePeerLost")
 	if err := lost(); !errors.Is(err, engine.ErrPeerLost) {
-		t.Fatalf("RPCPeerLost: %v", err)
+		t.Fatalf("ServicePeerLost: %v", err)
 	}
-	if err := hooks(ts[1]).SendRPC(context.Background(), 0, plumb.RPCFrame{}, nil); !errors.Is(err, engine.ErrPeerLost) {
-		t.Fatalf("SendRPC to a lost peer: %v", err)
+	if err := hooks(ts[1]).SendFrame(context.Background(), 0, plumb.ServiceFrame{}, nil); !errors.Is(err, engine.ErrPeerLost) {
+		t.Fatalf("SendFrame to a lost peer: %v", err)
 	}
 }
