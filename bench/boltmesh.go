@@ -70,7 +70,7 @@ func (e *boltEndpoint) Broadcast(ctx context.Context, root int, data []byte) err
 
 // NewRegion implements Endpoint.
 func (e *boltEndpoint) NewRegion(size int) (Region, error) {
-	b, err := e.t.AllocCollective(uint64(size), 0)
+	b, err := e.comm.Alloc(context.Background(), uint64(size), 0)
 	if err != nil {
 		return nil, fmt.Errorf("symmetric heap buffer of %d bytes (heap %d bytes): %w", size, e.t.Heap().Size(), err)
 	}

@@ -49,7 +49,7 @@ func newHeapBenchPeer(b *testing.B, impl, op string, size, n int) (t *engine.Net
 	requireLink(b, t, impl)
 	b.Cleanup(func() { waitChild(b, cmd, meshEnd{t, 1}) })
 	benchWatchdog(b, cmd, benchHeapWatchdog)
-	buf, err := t.AllocCollective(uint64(size), 0)
+	buf, err := t.Alloc(uint64(size), 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func runBenchHeapChild(role string, rank int, addrs []string, ln net.Listener, s
 		return err
 	}
 	defer t.Close()
-	buf, err := t.AllocCollective(uint64(size), 0)
+	buf, err := t.Alloc(uint64(size), 0)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@
 // # One-sided operations
 //
 // Every rank maps a symmetric heap (Options.HeapSize). Ranks that allocate
-// in the same order (AllocCollective checks it across ranks) get the same
+// in the same order (collective.Comm.Alloc checks it across ranks) get the same
 // offsets, so a SymmetricBuffer names the same memory everywhere (On picks
 // the rank), and Put and Get move bytes straight between the caller's
 // memory and another rank's heap without that rank taking part; PutNB and

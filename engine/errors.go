@@ -96,9 +96,6 @@ var (
 	// ErrBarrierSkew means a barrier signal from a later barrier arrived: the
 	// ranks have not called Barrier the same number of times.
 	ErrBarrierSkew = errors.New("boltmesh: barrier calls out of step across ranks")
-	// ErrAllocMismatch means ranks disagree about a collective allocation:
-	// they did not make the same sequence of Alloc and Free calls.
-	ErrAllocMismatch = errors.New("boltmesh: ranks disagree on a symmetric allocation")
 )
 
 // Unexported sentinels: a loss's cause, and a signal inside the transport
@@ -278,18 +275,3 @@ func (e *OptionError) Error() string {
 
 // Unwrap returns ErrOptions.
 func (e *OptionError) Unwrap() error { return ErrOptions }
-
-// AllocMismatchError reports the first rank whose allocation differs from
-// this rank's.
-type AllocMismatchError struct {
-	Rank          int             // the rank that disagrees
-	Local, Remote SymmetricBuffer // this rank's and its allocation
-}
-
-func (e *AllocMismatchError) Error() string {
-	return fmt.Sprintf("%v: this rank got offset %d len %d, rank %d offset %d len %d",
-		ErrAllocMismatch, e.Local.Offset, e.Local.Len, e.Rank, e.Remote.Offset, e.Remote.Len)
-}
-
-// Unwrap returns ErrAllocMismatch.
-func (e *AllocMismatchError) Unwrap() error { return ErrAllocMismatch }

@@ -21,12 +21,9 @@ const (
 	RefusalEvery = refusalEvery
 )
 
-// The reserved tags of the barrier and of AllocCollective, for the fuzz
-// targets that play a peer's part in them (payload_fuzz_test.go).
-const (
-	TagAlloc   = tagAlloc
-	TagBarrier = tagBarrier
-)
+// The barrier's first reserved tag, for the fuzz target that plays a
+// peer's part in it (payload_fuzz_test.go).
+const TagBarrier = tagBarrier
 
 // SendTag is Send on any tag, reserved ones included.
 func SendTag(t *NetTransport, to int, tag uint32, p []byte) error { return t.send(nil, to, tag, p) }

@@ -55,12 +55,12 @@ func TestHeapModel(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, ranks)
 	for r, tr := range ts {
-		wg.Go(func() { bufs[r], errs[r] = tr.AllocCollective(bufSize, 0) })
+		wg.Go(func() { bufs[r], errs[r] = tr.Alloc(bufSize, 0) })
 	}
 	wg.Wait()
 	for r, err := range errs {
 		if err != nil {
-			t.Fatalf("rank %d: AllocCollective: %v", r, err)
+			t.Fatalf("rank %d: Alloc: %v", r, err)
 		}
 		if bufs[r] != bufs[0].On(r) {
 			t.Fatalf("rank %d got %+v, rank 0 %+v", r, bufs[r], bufs[0])

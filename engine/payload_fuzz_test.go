@@ -14,13 +14,13 @@ import (
 	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
-// The engine's own payloads, as a rank decodes what a peer sends: the
-// allocation a collective allocation compares, and the epoch a barrier
-// signal carries. Rank 0 of a 2-rank mesh in this process (kept across
-// iterations) runs the operation; rank 1 plays its part by hand with the
-// payload the fuzzer says, on the operation's reserved tag.
+// The engine's own payload, as a rank decodes what a peer sends: the
+// epoch a barrier signal carries. Rank 0 of a 2-rank mesh in this process
+// (kept across iterations) runs the barrier; rank 1 plays its part by
+// hand with the payload the fuzzer says, on the barrier's reserved tag.
+// (Comm.Alloc's records are fuzzed in package collective.)
 
-// payloadMesh is the mesh both targets use.
+// payloadMesh is the mesh the target uses.
 func payloadMesh() *meshtest.Kept {
 	return &meshtest.Kept{N: 2, Opts: engine.Options{HeapSize: 1 << 20, Logger: discardLogger, Spin: -1}}
 }
@@ -30,140 +30,6 @@ func payloadMesh() *meshtest.Kept {
 // without a word (go.dev/issue/56238), so that a wait that runs out
 // fails the iteration with its own message first.
 const fuzzWait = 3 * time.Second
-
-// FuzzAllocPayload: rank 0 calls AllocCollective and rank 1 answers its
-// 17-byte allocation (ok byte, offset, length) with the same bytes,
-// with one byte changed, cut short, extended, or the fuzzer's bytes.
-// AllocCollective must succeed exactly when the answer is rank 0's own
-// 17 bytes and rank 0's allocation succeeded; otherwise fail, with
-// ErrAllocMismatch for another 17-byte allocation, ErrTruncated for a
-// longer one, and leave the heap as it was.
-func FuzzAllocPayload(f *testing.F) {
-	m := payloadMesh()
-	f.Cleanup(m.Reset)
-	for mode := range uint8(allocModes) {
-		f.Add(uint16(100), uint8(3), mode, uint8(5), []byte{1, 2, 3})
-	}
-	f.Add(uint16(100), uint8(3), uint8(allocCut), uint8(16), []byte{})      // the length's high byte cut off
-	f.Add(uint16(100), uint8(3), uint8(allocCut), uint8(9), []byte{})       // the length cut off
-	f.Add(uint16(0), uint8(3), uint8(allocEcho), uint8(0), []byte{})        // rank 0's Alloc fails
-	f.Add(uint16(100), uint8(3), uint8(allocFlip), uint8(0), []byte{1})     // "my Alloc failed"
-	f.Add(uint16(65535), uint8(12), uint8(allocExtend), uint8(0), []byte{}) // one byte too many
-
-	f.Fuzz(func(t *testing.T, size uint16, alignExp, mode, pos uint8, raw []byte) {
-		ts, err := m.Get()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fuzzkit.Guard(9*time.Second, func() string {
-			return fmt.Sprintf("size %d align 2^%d mode %d pos %d raw % x", size, alignExp, mode, pos, raw)
-		})()
-		ok := false
-		defer func() {
-			if !ok {
-				m.Reset()
-			}
-		}()
-		align := uint64(1) << (alignExp % 16)
-		before := ts[0].Heap().InUse()
-		type result struct {
-			b   engine.SymmetricBuffer
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			b, err := ts[0].AllocCollective(uint64(size), align)
-			done <- result{b, err}
-		}()
-		mine, err := engine.RecvTag(ts[1], 0, engine.TagAlloc, fuzzWait)
-		if err != nil || len(mine) != 17 || mine[0] > 1 {
-			t.Fatalf("rank 0's allocation message % x: %v", mine, err)
-		}
-		answer := allocAnswer(mine, mode, pos, raw)
-		if err := engine.SendTag(ts[1], 0, engine.TagAlloc, answer); err != nil {
-			t.Fatal(err)
-		}
-		res := <-done
-		checkAlloc(t, ts[0], mine, answer, res.b, res.err, uint64(size), align, before)
-		ok = !t.Failed()
-	})
-}
-
-// How rank 1 answers (mode modulo allocModes).
-const (
-	allocEcho   = iota // rank 0's own bytes: agreement
-	allocFlip          // one byte xor raw[0]|1
-	allocCut           // the first pos bytes
-	allocExtend        // rank 0's bytes, then raw (at least one byte)
-	allocRaw           // the fuzzer's bytes
-	allocModes
-)
-
-func allocAnswer(mine []byte, mode, pos uint8, raw []byte) []byte {
-	a := bytes.Clone(mine)
-	switch mode % allocModes {
-	case allocFlip:
-		x := byte(1)
-		if len(raw) > 0 {
-			x = raw[0] | 1
-		}
-		a[int(pos)%len(a)] ^= x
-	case allocCut:
-		a = a[:int(pos)%len(a)]
-	case allocExtend:
-		a = append(append(a, raw...), 0)
-	case allocRaw:
-		a = raw
-	}
-	return a
-}
-
-// checkAlloc checks AllocCollective's outcome on rank 0 given its own
-// message mine and rank 1's answer, and restores the heap.
-func checkAlloc(t *testing.T, tr *engine.NetTransport, mine, answer []byte, b engine.SymmetricBuffer, err error, size, align, before uint64) {
-	t.Helper()
-	agreed := mine[0] == 1 && bytes.Equal(answer, mine)
-	if agreed {
-		if err != nil {
-			t.Fatalf("rank 1 agreed (% x) but AllocCollective failed: %v", answer, err)
-		}
-		if b.Rank != 0 || b.Len != size || b.Offset%align != 0 || binary.LittleEndian.Uint64(mine[1:]) != b.Offset || binary.LittleEndian.Uint64(mine[9:]) != b.Len {
-			t.Fatalf("AllocCollective(%d, %d) = %+v, announced as % x", size, align, b, mine)
-		}
-		if got := tr.Heap().InUse(); got != before+b.Len {
-			t.Fatalf("heap in use %d after an allocation of %d from %d", got, b.Len, before)
-		}
-		if err := tr.Free(b); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if err == nil {
-		t.Fatalf("AllocCollective succeeded with %+v, but rank 0 announced % x and rank 1 answered % x", b, mine, answer)
-	}
-	var me *engine.AllocMismatchError
-	switch {
-	case len(answer) > len(mine):
-		if !errors.Is(err, engine.ErrTruncated) {
-			t.Fatalf("an answer of %d bytes: %v, want ErrTruncated", len(answer), err)
-		}
-		// The answer stays queued, as every message too long for its receive.
-		if got, err := engine.RecvTag(tr, 1, engine.TagAlloc, fuzzWait); err != nil || !bytes.Equal(got, answer) {
-			t.Fatalf("the too long answer is not left queued: % x, %v", got, err)
-		}
-	case mine[0] == 0:
-		// rank 0's own Alloc failed: that is its error
-	case len(answer) == len(mine):
-		if !errors.As(err, &me) || me.Rank != 1 || me.Remote.Offset != binary.LittleEndian.Uint64(answer[1:]) || me.Remote.Len != binary.LittleEndian.Uint64(answer[9:]) {
-			t.Fatalf("answer % x to % x: %v, want an *AllocMismatchError naming it", answer, mine, err)
-		}
-	case !errors.Is(err, engine.ErrAllocMismatch):
-		t.Fatalf("an answer of %d bytes: %v, want ErrAllocMismatch", len(answer), err)
-	}
-	if got := tr.Heap().InUse(); got != before {
-		t.Fatalf("heap in use %d after a failed AllocCollective, was %d", got, before)
-	}
-}
 
 // FuzzBarrierPayload: rank 0 enters a barrier and rank 1 answers its
 // signal (the epoch, 8 bytes) with a sequence of signals the fuzzer

@@ -28,7 +28,7 @@ func TestOneSidedNotBehindUnreceived(t *testing.T) {
 			for r, tr := range ts {
 				go func() {
 					var err error
-					bufs[r], err = tr.AllocCollective(4096, 0)
+					bufs[r], err = tr.Alloc(4096, 0)
 					errc <- err
 				}()
 			}

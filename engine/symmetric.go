@@ -56,7 +56,7 @@ func (t *NetTransport) Heap() heap.View { return t.heap.View() }
 
 // Alloc allocates size bytes aligned to align (0: heap.DefaultAlign) in
 // this rank's heap. Ranks that make the same sequence of Alloc and Free
-// calls get the same offsets; AllocCollective checks that they did.
+// calls get the same offsets; collective.Comm.Alloc checks that they did.
 func (t *NetTransport) Alloc(size, align uint64) (SymmetricBuffer, error) {
 	b, err := t.heap.Alloc(size, align)
 	if err != nil {

@@ -20,8 +20,7 @@ func TestTagSpaceSpec(t *testing.T) {
 		first, last uint32
 	}{
 		{"the application", 0, TagReservedBase - 1},
-		{"`Barrier`", tagBarrier, tagAlloc - 1},
-		{"`AllocCollective`", tagAlloc, tagAlloc},
+		{"`Barrier`", tagBarrier, tagBarrier + 0xff},
 		{"collectives", collTagBase, collTagBase + plumb.CollTags - 1},
 	}
 	if len(rows) != len(want) {

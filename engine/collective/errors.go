@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
@@ -74,13 +75,18 @@ var (
 	ErrCount = errors.New("boltmesh: collective: mean count must be positive")
 )
 
-// Sentinel errors of the one-sided allreduce.
+// Sentinel errors of the one-sided allreduce and of Alloc.
 var (
+	// ErrAllocMismatch means ranks disagree about an allocation made
+	// together (Comm.Alloc, the one-sided allreduce's area): they did not
+	// make the same sequence of Alloc and Free calls, or one's failed.
+	ErrAllocMismatch = errors.New("boltmesh: collective: ranks disagree on a symmetric allocation")
 	// ErrAlgorithm means Options.Algorithm is not one of the constants.
 	ErrAlgorithm = errors.New("boltmesh: collective: invalid algorithm")
-	// ErrNoSymmetricHeap means the one-sided algorithm was selected over a
-	// transport that does not implement SymmetricTransport.
-	ErrNoSymmetricHeap = errors.New("boltmesh: collective: transport has no symmetric heap for the one-sided allreduce")
+	// ErrNoSymmetricHeap means the one-sided algorithm was selected, or
+	// Alloc called, over a transport that does not implement
+	// SymmetricTransport.
+	ErrNoSymmetricHeap = errors.New("boltmesh: collective: transport has no symmetric heap")
 	// ErrHeapSpace means the one-sided allreduce could not allocate its
 	// area in the symmetric heap of some rank (*HeapError).
 	ErrHeapSpace = errors.New("boltmesh: collective: symmetric heap too small for the one-sided allreduce")
@@ -278,3 +284,22 @@ func errCount(fn string, n int) error   { return fmt.Errorf("%w (%s: n = %d)", E
 // without a collective tag space: a nil one (Transport's type keeps every
 // other kind out as the program compiles).
 var ErrUnsupportedTransport = errors.New("boltmesh: collective: transport has no collective tag space")
+
+// AllocMismatchError is Comm.Alloc's report of the first rank whose
+// allocation differs from this rank's, or failed (Failed).
+type AllocMismatchError struct {
+	Rank          int                    // the rank that disagrees
+	Failed        bool                   // its Alloc failed
+	Local, Remote engine.SymmetricBuffer // this rank's allocation and its
+}
+
+func (e *AllocMismatchError) Error() string {
+	if e.Failed {
+		return fmt.Sprintf("%v: rank %d could not allocate", ErrAllocMismatch, e.Rank)
+	}
+	return fmt.Sprintf("%v: this rank got offset %d len %d, rank %d offset %d len %d",
+		ErrAllocMismatch, e.Local.Offset, e.Local.Len, e.Rank, e.Remote.Offset, e.Remote.Len)
+}
+
+// Unwrap returns ErrAllocMismatch.
+func (e *AllocMismatchError) Unwrap() error { return ErrAllocMismatch }

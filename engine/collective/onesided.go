@@ -466,7 +466,7 @@ func (c *Comm) osGrow(ctx context.Context, tag uint32, stride, need uint64) (err
 		return &HeapError{Need: need, Err: aerr}, true
 	case a[1] != -a[2]:
 		c.sym.Free(b)
-		return fmt.Errorf("boltmesh: collective: one-sided allreduce: heap areas at offsets %d to %d: %w", -a[2], a[1], engine.ErrAllocMismatch), true
+		return fmt.Errorf("boltmesh: collective: one-sided allreduce: heap areas at offsets %d to %d: %w", -a[2], a[1], ErrAllocMismatch), true
 	}
 	s.area, s.mem, s.stride = b, mem, stride
 	if s.reqs == nil {
