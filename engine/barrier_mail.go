@@ -54,8 +54,9 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 		}
 		b.sent = true
 	}
+	site := waitSite{kind: siteBarrier, mb: mb, v: v}
 	spun := p.spin.budget(t.spinBudget())
-	done, err := t.spinBarrier(p, mb, v, spun, w)
+	done, err := t.spinSite(p, &site, spun, w)
 	if done || err != nil {
 		if done {
 			p.spin.note(false)
@@ -63,59 +64,19 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 		return err
 	}
 	asleep := time.Now()
-	err = t.sleepBarrier(p, mb, v, w)
+	err = t.sleepBarrier(p, &site, w)
 	if err == nil {
 		p.spin.slept(spun, asleep, t.spinBudget())
 	}
 	return err
 }
 
-// spinBarrier watches mb for the neighbour's signal v for Options.Spin.
-// A signal that is in wins over whatever ended the wait (the neighbour,
-// done with the barrier, may close at once).
-func (t *NetTransport) spinBarrier(p *peer, mb *mailbox, v uint64, budget time.Duration, w waitOpts) (bool, error) {
-	every := t.spinLooks()
-	if budget <= 0 {
-		return false, nil
-	}
-	var start time.Time
-	for i := 1; ; i++ {
-		got, ok := mb.signalled()
-		switch {
-		case !ok:
-			return false, &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
-		case got >= v:
-			return true, nil
-		case i%every != 0:
-			continue
-		}
-		var err error
-		select {
-		case <-w.cancel:
-			err = w.ctx.Err()
-		default:
-			err = t.changeCause(t.view(), w)
-		}
-		if err != nil {
-			in := mb.reached(v)
-			return in, ifNot(in, err)
-		}
-		if !t.spinPause(&start, budget) {
-			return false, nil
-		}
-	}
-}
-
-// ifNot returns err unless done.
-func ifNot(done bool, err error) error {
-	if done {
-		return nil
-	}
-	return err
-}
-
-// sleepBarrier is barrierMail's wait once the spin is over.
-func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) error {
+// sleepBarrier is barrierMail's wait once the spin is over: a receive
+// for the round's frame is posted, this side is marked asleep, and it
+// sleeps (wait.go) until the signal is in, the frame comes, or the
+// give-up set fires.
+func (t *NetTransport) sleepBarrier(p *peer, s *waitSite, w waitOpts) error {
+	mb, v := s.mb, s.v
 	mb.sleepBarrier(true)
 	defer mb.sleepBarrier(false)
 	for {
@@ -123,7 +84,7 @@ func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) 
 		posted, err := p.match(r, false, false, w.op)
 		if posted {
 			var signalled bool
-			if signalled, err = t.sleepBarrierOn(p, mb, r, v, w); signalled {
+			if signalled, err = t.sleepBarrierOn(p, s, r, w); signalled {
 				return nil
 			}
 		}
@@ -143,28 +104,18 @@ func (t *NetTransport) sleepBarrier(p *peer, mb *mailbox, v uint64, w waitOpts) 
 	}
 }
 
-// sleepBarrierOn waits for the neighbour's signal v or a frame for r, the
-// receive posted for the round. signalled reports the signal in, and r
-// taken back and recycled; otherwise r is to end with err (nil: its own
-// outcome).
-func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64, w waitOpts) (signalled bool, err error) {
-	cur := t.view()
-	cause := t.changeCause(cur, w)
-	for cause == nil && !mb.reached(v) {
-		select {
-		case <-r.done:
-			if mb.reached(v) {
-				t.recycle(r)
-				return true, nil
-			}
-			return false, nil
-		case <-mb.barWake:
-		case <-w.cancel:
-			cause = w.ctx.Err()
-		case <-cur.next:
-			cur = t.view()
-			cause = t.changeCause(cur, w)
+// sleepBarrierOn sleeps until the neighbour's signal s.v is in or a
+// frame for r, the receive posted for the round, came. signalled reports
+// the signal in, and r taken back and recycled; otherwise r is to end
+// with err (nil: its own outcome).
+func (t *NetTransport) sleepBarrierOn(p *peer, s *waitSite, r *recvReq, w waitOpts) (signalled bool, err error) {
+	done, cause := t.sleep(p, r, s, w, nil)
+	if done {
+		if s.mb.reached(s.v) {
+			t.recycle(r)
+			return true, nil
 		}
+		return false, nil
 	}
 	p.mu.Lock()
 	withdrawn := p.m.withdraw(r)
@@ -172,7 +123,7 @@ func (t *NetTransport) sleepBarrierOn(p *peer, mb *mailbox, r *recvReq, v uint64
 	if !withdrawn {
 		<-r.done // a frame, or the peer's loss, came for it meanwhile
 	}
-	if mb.reached(v) {
+	if s.mb.reached(s.v) {
 		t.recycle(r)
 		return true, nil
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"runtime"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -50,17 +49,18 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, t
 		t.wakeNeighbour(p)
 	}
 	w := collWait(t, ctx, meta)
+	site := waitSite{kind: siteMail, mb: mb, tag: tag, meta: meta, in: in}
 	spun := p.spin.budget(t.spinBudget())
-	n, got, found, err := t.spinMail(p, mb, tag, in, spun, w)
+	found, err := t.spinSite(p, &site, spun, w)
 	switch {
 	case err != nil:
 		return 0, t.lossErr(err)
 	case found:
 		p.spin.note(false)
-		return mailResult(p.rank, tag, meta, n, got, in)
+		return mailResult(p.rank, tag, meta, site.n, site.got, in)
 	}
 	slept := time.Now()
-	n, byFrame, err := t.sleepMail(p, mb, tag, meta, in, w)
+	n, byFrame, err := t.sleepMail(p, &site, w)
 	if err == nil {
 		p.spin.slept(spun, slept, t.spinBudget())
 	}
@@ -90,48 +90,6 @@ func (t *NetTransport) mailClosed(p *peer) error {
 	return &PeerError{Op: "collective", Rank: p.rank, Err: ErrClosed}
 }
 
-// spinMail watches the mailbox for the neighbour's part of the exchange
-// on tag. It gives up (found false, err nil) after budget, and with an
-// error when ctx ends or a peer is lost.
-func (t *NetTransport) spinMail(p *peer, mb *mailbox, tag uint32, in []byte, budget time.Duration, w waitOpts) (n int, meta uint32, found bool, err error) {
-	every := t.spinLooks()
-	if budget <= 0 {
-		return 0, 0, false, nil
-	}
-	var start time.Time
-	for {
-		n, meta, found, closed := mb.watch(tag, in, every)
-		switch {
-		case found:
-			return n, meta, true, nil
-		case closed:
-			return 0, 0, false, t.mailClosed(p)
-		}
-		if testHookMail != nil {
-			testHookMail(t, hookSpinMissed)
-		}
-		if err := t.mailConflict(p, mb, tag, w.meta); err != nil {
-			return 0, 0, false, err
-		}
-		var end error
-		select {
-		case <-w.cancel:
-			end = w.ctx.Err()
-		default:
-			end = t.view().lostErr(w.op)
-		}
-		if end != nil {
-			// The part may have come since the last look, and the
-			// neighbour, done with the step, closed: a part in wins.
-			n, meta, found, _ := mb.take(tag, in)
-			return n, meta, found, ifNot(found, end)
-		}
-		if !t.spinPause(&start, budget) {
-			return 0, 0, false, nil
-		}
-	}
-}
-
 // testHookMail, if set (by tests, before any transport runs), is called
 // by a mailbox exchange's wait at the points named by the hook constants,
 // to make a race's other side happen there.
@@ -142,36 +100,11 @@ const (
 	hookSawPart           // sleepMail: the part is in, the receive not yet withdrawn
 )
 
-// spinLooks is how many looks a spin makes between two pauses: a few on
-// a crowded machine, where each pause gives the core up.
-func (t *NetTransport) spinLooks() int {
-	if t.topo.crowded.Load() {
-		return 8
-	}
-	return 256
-}
-
-// spinPause is a spin's pause between looks: it reports false once the
-// spin has lasted budget since *start (set at its first pause: the
-// first looks often find what they wait for, and need no clock read),
-// and otherwise yields, the core too on a crowded machine.
-func (t *NetTransport) spinPause(start *time.Time, budget time.Duration) bool {
-	if start.IsZero() {
-		*start = time.Now()
-	} else if time.Since(*start) > budget {
-		return false
-	}
-	runtime.Gosched()
-	if t.topo.crowded.Load() {
-		yieldCore()
-	}
-	return true
-}
-
 // sleepMail is exchangeMail's wait once the spin is over: a receive for
-// the step is posted, this side is marked asleep, and it waits for the
-// receive, a WAKE, ctx's end, a peer's loss or close.
-func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []byte, w waitOpts) (n int, byFrame bool, err error) {
+// the step is posted, this side is marked asleep, and it sleeps (wait.go)
+// until the receive completes, the part is in, or the give-up set fires.
+func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFrame bool, err error) {
+	mb, tag, meta, in := s.mb, s.tag, s.meta, s.in
 	r := t.newRecv(p.rank, collTagBase+tag, in, true, w)
 	posted, err := p.match(r, false, true, w.op)
 	if !posted {
@@ -180,28 +113,12 @@ func (t *NetTransport) sleepMail(p *peer, mb *mailbox, tag, meta uint32, in []by
 	}
 	mb.sleep(true)
 	defer mb.sleep(false)
-	cur := t.view()
-	cause := t.changeCause(cur, w)
-	for cause == nil {
-		if mb.ready(tag) {
-			break
-		}
-		if cause = t.mailConflict(p, mb, tag, meta); cause != nil {
-			break
-		}
-		select {
-		case <-r.done:
-			n, err = t.collDone(r, nil, w)
-			return t.mailOr(p, mb, tag, meta, in, n, err)
-		case <-mb.wake:
-		case <-w.cancel:
-			cause = w.ctx.Err()
-		case <-cur.next:
-			cur = t.view()
-			cause = t.changeCause(cur, w)
-		}
-	}
-	if cause != nil {
+	done, cause := t.sleep(p, r, s, w, nil)
+	switch {
+	case done:
+		n, err = t.collDone(r, nil, w)
+		return t.mailOr(p, mb, tag, meta, in, n, err)
+	case cause != nil:
 		n, err = t.collDone(r, t.withdraw(p, r, cause), w)
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}

@@ -10,23 +10,6 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// waitOpts says when a blocked receive gives up besides completing.
-type waitOpts struct {
-	cancel    <-chan struct{} // a context's Done, or nil
-	ctx       context.Context // its Done is cancel; nil without a context
-	timeout   time.Duration   // > 0: give up after it with ErrTimeout
-	anyLost   bool            // give up when any peer is lost (collectives)
-	epoch     uint64          // barrier: give up when a peer closes before completing it
-	collClose bool            // collective: give up when a peer closed leaving it unanswerable (closedInColl)
-	try       bool            // take a queued message or fail with errNotQueued; never wait
-	leave     bool            // give up the wait for a message being read in once inflight closes, or at leaveAt (plumb.ErrInFlight)
-	inflight  <-chan struct{} // with leave: closes when the wait for a message being read in ends
-	leaveAt   time.Time       // with leave and no inflight: when it ends (zero: never)
-	meta      uint32          // with checkMeta: the Aux the message must carry
-	checkMeta bool
-	op        string
-}
-
 // Recv implements Transport.
 func (t *NetTransport) Recv(from, tag int) ([]byte, error) {
 	if err := checkTag(tag); err != nil {
@@ -73,10 +56,6 @@ func (t *NetTransport) RecvIntoContext(ctx context.Context, from, tag int, dst [
 	}
 	n, _, err := t.recv(from, uint32(tag), dst, true, ctxWait(ctx, "recv"))
 	return n, err
-}
-
-func ctxWait(ctx context.Context, op string) waitOpts {
-	return waitOpts{cancel: ctx.Done(), ctx: ctx, op: op}
 }
 
 // recv receives one message from rank from under any tag: into dst when
@@ -155,25 +134,10 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		defer r.timer.Stop()
 		timeout = r.timer.C
 	}
-	var changed <-chan struct{} // the view's next, if a change may end w
-	var cause error
-	if w.waitsOnView() {
-		cur := t.view()
-		changed, cause = cur.next, t.changeCause(cur, w)
-	}
-	for cause == nil {
-		select {
-		case <-r.done:
-			p.spin.slept(spun, asleep, t.spinBudget())
-			return nil
-		case <-w.cancel:
-			cause = w.ctx.Err()
-		case <-timeout:
-			cause = ErrTimeout
-		case <-changed:
-			cur := t.view()
-			changed, cause = cur.next, t.changeCause(cur, w)
-		}
+	done, cause := t.sleep(p, r, &waitSite{}, w, timeout)
+	if done {
+		p.spin.slept(spun, asleep, t.spinBudget())
+		return nil
 	}
 	if w.leave {
 		return t.leave(p, r, cause, w)

@@ -48,6 +48,9 @@ func TestViewFollowsDepartures(t *testing.T) {
 	if epoch != 2 || !slices.Equal(members, []int{0, 2}) || !slices.Equal(left, []int{1, 3}) {
 		t.Fatalf("after rank 3 closed: epoch %d, members %v, left %v; want 2, [0 2], [1 3]", epoch, members, left)
 	}
+	// The view changes as the GOODBYE arrives; the peer is lost once its
+	// connection closes after it.
+	awaitLoss(t, ts[0], 3, 10*time.Second)
 	err := engine.PeerLost(ts[0], 3)
 	if !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, engine.ErrPeerClosed) {
 		t.Fatalf("rank 3 left with %v, want ErrPeerLost for ErrPeerClosed", err)

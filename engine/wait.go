@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"time"
+)
+
+// The wait policy. Every wait of the transport for what a peer brings (a
+// receive's message, a neighbour's part of an exchange in the pair's
+// mailbox, a neighbour's barrier signal) runs the same two phases:
+//
+//  1. Spin, for the peer's spin budget (Options.Spin, shortened by the
+//     peer's gauge where spins there keep running out: spin_gauge.go),
+//     without sleeping: a receive drives the peer's link itself
+//     (spinUntil, recv.go); a mailbox wait looks at the mailbox
+//     (spinSite), spinLooks looks between pauses (spinPause).
+//  2. Sleep (sleep) until the posted receive completes, the mailbox's
+//     part or signal is in (a WAKE frame from a neighbour that saw this
+//     side asleep rouses it to look), or the give-up set fires.
+//
+// The give-up set (waitOpts) is one for every wait: ctx's end (cancel),
+// a timeout, and a change of the membership view that ends the wait
+// (changeCause: a peer lost, a peer closed before the barrier or leaving
+// the collective unanswerable). Both phases check it; what arrived by the
+// time one fires wins over it.
+//
+// Lock rule: a wait holds no lock of the transport while it spins or
+// sleeps (a mailbox exchange holds its mailbox's xmu, and a barrier
+// round barrierState.mu, which only other waits of the same kind take).
+
+// waitOpts says how a wait gives up, and what a receive accepts.
+type waitOpts struct {
+	cancel    <-chan struct{} // a context's Done, or nil
+	ctx       context.Context // its Done is cancel; nil without a context
+	timeout   time.Duration   // > 0: give up after it with ErrTimeout
+	anyLost   bool            // give up when any peer is lost (collectives)
+	epoch     uint64          // barrier: give up when a peer closes before completing it
+	collClose bool            // collective: give up when a peer closed leaving it unanswerable (closedInColl)
+	try       bool            // take a queued message or fail with errNotQueued; never wait
+	leave     bool            // give up the wait for a message being read in once inflight closes, or at leaveAt (plumb.ErrInFlight)
+	inflight  <-chan struct{} // with leave: closes when the wait for a message being read in ends
+	leaveAt   time.Time       // with leave and no inflight: when it ends (zero: never)
+	meta      uint32          // with checkMeta: the Aux the message must carry
+	checkMeta bool
+	op        string
+}
+
+// ctxWait is the waitOpts of an operation op bounded by ctx.
+func ctxWait(ctx context.Context, op string) waitOpts {
+	return waitOpts{cancel: ctx.Done(), ctx: ctx, op: op}
+}
+
+// siteKind is what a wait watches besides its posted receive.
+type siteKind uint8
+
+const (
+	siteNone    siteKind = iota // only the receive
+	siteMail                    // a neighbour's part of an exchange in the mailbox
+	siteBarrier                 // a neighbour's barrier signal in the mailbox
+)
+
+// waitSite is where a mailbox wait looks for what it waits for, and what
+// it found there. A value, so that a wait allocates nothing.
+type waitSite struct {
+	kind siteKind
+	mb   *mailbox
+	tag  uint32 // siteMail: the step's tag
+	meta uint32 // siteMail: the meta it expects
+	in   []byte // siteMail: where the part goes
+	v    uint64 // siteBarrier: the signal waited for
+	// What a siteMail look found: the part's length and meta.
+	n   int
+	got uint32
+}
+
+// arrived reports whether what s waits for is in, without taking it.
+func (s *waitSite) arrived() bool {
+	switch s.kind {
+	case siteMail:
+		return s.mb.ready(s.tag)
+	case siteBarrier:
+		return s.mb.reached(s.v)
+	}
+	return false
+}
+
+// wake returns the channel a neighbour's WAKE for s arrives on, or nil.
+func (s *waitSite) wake() <-chan struct{} {
+	switch s.kind {
+	case siteMail:
+		return s.mb.wake
+	case siteBarrier:
+		return s.mb.barWake
+	}
+	return nil
+}
+
+// look looks up to tries times for what s waits for: found, or closed
+// (the mailbox was closed: this transport's Close).
+func (s *waitSite) look(tries int) (found, closed bool) {
+	switch s.kind {
+	case siteMail:
+		s.n, s.got, found, closed = s.mb.watch(s.tag, s.in, tries)
+		return found, closed
+	case siteBarrier:
+		for range tries {
+			got, ok := s.mb.signalled()
+			if !ok {
+				return false, true
+			}
+			if got >= s.v {
+				return true, false
+			}
+		}
+	}
+	return false, false
+}
+
+// take takes what s waits for if it is in by now (a mailbox part is
+// copied into s.in): the last look of a wait that gives up, as what
+// arrived wins over the give-up.
+func (s *waitSite) take() bool {
+	switch s.kind {
+	case siteMail:
+		var found bool
+		s.n, s.got, found, _ = s.mb.take(s.tag, s.in)
+		return found
+	case siteBarrier:
+		return s.mb.reached(s.v)
+	}
+	return false
+}
+
+// spinSite is a mailbox wait's spin: it looks for what s waits for until
+// it is found, budget has passed (found false, err nil), the mailbox is
+// closed, the neighbour's part of another step says the call went wrong
+// (mailConflict), or the give-up set fires.
+func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w waitOpts) (found bool, err error) {
+	if budget <= 0 {
+		return false, nil
+	}
+	every := t.spinLooks()
+	var start time.Time
+	for {
+		found, closed := s.look(every)
+		switch {
+		case found:
+			return true, nil
+		case closed:
+			return false, &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
+		}
+		if s.kind == siteMail {
+			if testHookMail != nil {
+				testHookMail(t, hookSpinMissed)
+			}
+			if err := t.mailConflict(p, s.mb, s.tag, s.meta); err != nil {
+				return false, err
+			}
+		}
+		var end error
+		select {
+		case <-w.cancel:
+			end = w.ctx.Err()
+		default:
+			end = t.changeCause(t.view(), w)
+		}
+		if end != nil {
+			// What came since the last look wins: the neighbour, done
+			// with the step, may have closed at once.
+			found := s.take()
+			return found, ifNot(found, end)
+		}
+		if !t.spinPause(&start, budget) {
+			return false, nil
+		}
+	}
+}
+
+// spinLooks is how many looks a spin makes between two pauses: a few on
+// a crowded machine, where each pause gives the core up.
+func (t *NetTransport) spinLooks() int {
+	if t.topo.crowded.Load() {
+		return 8
+	}
+	return 256
+}
+
+// spinPause is a spin's pause between looks: it reports false once the
+// spin has lasted budget since *start (set at its first pause: the
+// first looks often find what they wait for, and need no clock read),
+// and otherwise yields, the core too on a crowded machine.
+func (t *NetTransport) spinPause(start *time.Time, budget time.Duration) bool {
+	if start.IsZero() {
+		*start = time.Now()
+	} else if time.Since(*start) > budget {
+		return false
+	}
+	runtime.Gosched()
+	if t.topo.crowded.Load() {
+		yieldCore()
+	}
+	return true
+}
+
+// sleep is a wait's second phase: it blocks until r, the receive posted
+// for what the wait waits for, completes (done), what s waits for is in
+// the mailbox (done false, cause nil), or the give-up set fires (cause:
+// ctx's error, ErrTimeout once timeout fires, or the view's changeCause).
+// For a siteMail wait, a part of another step in the mailbox that says
+// the call went wrong is a cause too (mailConflict).
+func (t *NetTransport) sleep(p *peer, r *recvReq, s *waitSite, w waitOpts, timeout <-chan time.Time) (done bool, cause error) {
+	var changed <-chan struct{} // the view's next, if a change may end w
+	if w.waitsOnView() {
+		cur := t.view()
+		changed, cause = cur.next, t.changeCause(cur, w)
+	}
+	wake := s.wake()
+	for cause == nil {
+		if s.arrived() {
+			return false, nil
+		}
+		if s.kind == siteMail {
+			if cause = t.mailConflict(p, s.mb, s.tag, s.meta); cause != nil {
+				break
+			}
+		}
+		select {
+		case <-r.done:
+			return true, nil
+		case <-wake:
+		case <-w.cancel:
+			cause = w.ctx.Err()
+		case <-timeout:
+			cause = ErrTimeout
+		case <-changed:
+			cur := t.view()
+			changed, cause = cur.next, t.changeCause(cur, w)
+		}
+	}
+	return false, cause
+}
+
+// ifNot returns err unless done.
+func ifNot(done bool, err error) error {
+	if done {
+		return nil
+	}
+	return err
+}
