@@ -1,8 +1,9 @@
 package engine_test
 
 import (
-	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"testing"
+
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/meshtest"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -38,14 +40,14 @@ func barrierSignal(epoch uint64, k uint32) uint64 { return epoch<<5 | uint64(k) 
 // barrierMail makes the current round of t.bar with neighbour p through
 // mailbox mb. t.bar.mu is held; a round given up (ctx) is resumed by the
 // next call, as a framed one is.
-func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
+func (t *NetTransport) barrierMail(p *peer, mb *linkshm.Mailbox, w waitOpts) error {
 	b := &t.bar
 	v := barrierSignal(b.epoch, b.round)
 	if b.heard {
 		return t.barrierAnswer(p, w)
 	}
 	if !b.sent {
-		asleep, ok := mb.signal(v)
+		asleep, ok := mb.Signal(v)
 		if !ok {
 			return &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
 		}
@@ -77,8 +79,8 @@ func (t *NetTransport) barrierMail(p *peer, mb *mailbox, w waitOpts) error {
 // give-up set fires.
 func (t *NetTransport) sleepBarrier(p *peer, s *waitSite, w waitOpts) error {
 	mb, v := s.mb, s.v
-	mb.sleepBarrier(true)
-	defer mb.sleepBarrier(false)
+	mb.SleepBarrier(true)
+	defer mb.SleepBarrier(false)
 	for {
 		r := t.newRecv(p.rank, tagBarrier+t.bar.round, t.bar.in[:], true, w)
 		posted, err := p.match(r, false, false, w.op)
@@ -92,7 +94,7 @@ func (t *NetTransport) sleepBarrier(p *peer, s *waitSite, w waitOpts) error {
 		if err != nil {
 			// A signal that came meanwhile wins over a receive that failed
 			// (the neighbour closed once done with the barrier).
-			return ifNot(mb.reached(v), err)
+			return ifNot(mb.Reached(v), err)
 		}
 		if fresh, err := t.barrierFrame(p.rank, n); err != nil || fresh {
 			if err == nil {
@@ -111,7 +113,7 @@ func (t *NetTransport) sleepBarrier(p *peer, s *waitSite, w waitOpts) error {
 func (t *NetTransport) sleepBarrierOn(p *peer, s *waitSite, r *recvReq, w waitOpts) (signalled bool, err error) {
 	done, cause := t.sleep(p, r, s, w, nil)
 	if done {
-		if s.mb.reached(s.v) {
+		if s.mb.Reached(s.v) {
 			t.recycle(r)
 			return true, nil
 		}
@@ -123,7 +125,7 @@ func (t *NetTransport) sleepBarrierOn(p *peer, s *waitSite, r *recvReq, w waitOp
 	if !withdrawn {
 		<-r.done // a frame, or the peer's loss, came for it meanwhile
 	}
-	if s.mb.reached(s.v) {
+	if s.mb.Reached(s.v) {
 		t.recycle(r)
 		return true, nil
 	}

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"bytes"
 	"fmt"
-	"github.com/boltmesh/boltmesh/internal/childproc"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/childproc"
 
 	"github.com/boltmesh/boltmesh/engine"
 )

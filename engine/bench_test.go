@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/boltmesh/boltmesh/internal/childproc"
 	"net"
 	"os"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/childproc"
 
 	"github.com/boltmesh/boltmesh/engine"
 )

@@ -4,13 +4,15 @@ import (
 	"context"
 	"time"
 
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // mailboxOf returns the mailbox of rank r's link if r is a neighbour, or
 // nil.
-func (t *NetTransport) mailboxOf(r int) *mailbox {
+func (t *NetTransport) mailboxOf(r int) *linkshm.Mailbox {
 	if r < 0 || r >= t.world {
 		return nil
 	}
@@ -22,7 +24,7 @@ func (t *NetTransport) mailboxOf(r int) *mailbox {
 
 // exchangeMail is exchangeColl with a neighbour that is both to and
 // from, when both out and in are at most plumb.MailboxMax bytes, through the
-// pair's mailbox (mailbox.go): this rank's part is written there, and the
+// pair's mailbox (internal/link/shm/mailbox.go): this rank's part is written there, and the
 // neighbour's waited for there, for Options.Spin, then asleep: a receive
 // for the step is posted too, and the neighbour's writer, seeing this side
 // asleep, sends a WAKE. The posted receive is what fails the exchange as a
@@ -35,13 +37,13 @@ func (t *NetTransport) mailboxOf(r int) *mailbox {
 // crowdedSpin, and the core given up between looks (yieldCore): a look
 // is a cache line's read, cheap enough to share a core with the rank it
 // waits for, which a wake-up per step is not.
-func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *mailbox, tag, meta uint32, out, in []byte) (int, error) {
-	mb.xmu.Lock()
-	defer mb.xmu.Unlock()
+func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *linkshm.Mailbox, tag, meta uint32, out, in []byte) (int, error) {
+	mb.Lock()
+	defer mb.Unlock()
 	if err := t.view().lostErr("collective"); err != nil {
 		return 0, t.lossErr(err)
 	}
-	asleep, ok := mb.post(tag, meta, out)
+	asleep, ok := mb.Post(tag, meta, out)
 	if !ok {
 		return 0, t.mailClosed(p)
 	}
@@ -111,8 +113,8 @@ func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFra
 		n, err = t.collDone(r, err, w)
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
-	mb.sleep(true)
-	defer mb.sleep(false)
+	mb.Sleep(true)
+	defer mb.Sleep(false)
 	done, cause := t.sleep(p, r, s, w, nil)
 	switch {
 	case done:
@@ -137,7 +139,7 @@ func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFra
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	t.recycle(r)
-	n, got, found, shut := mb.take(tag, in)
+	n, got, found, shut := mb.Take(tag, in)
 	switch {
 	case found:
 		n, err = mailResult(p.rank, tag, meta, n, got, in)
@@ -156,11 +158,11 @@ func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFra
 // to the neighbour's part if it is in the mailbox by now, as a message
 // that arrived wins over the neighbour's ABANDON that came after it, or
 // over a give-up that found it already there.
-func (t *NetTransport) mailOr(p *peer, mb *mailbox, tag, meta uint32, in []byte, n int, err error) (int, bool, error) {
+func (t *NetTransport) mailOr(p *peer, mb *linkshm.Mailbox, tag, meta uint32, in []byte, n int, err error) (int, bool, error) {
 	if err == nil {
 		return n, true, nil
 	}
-	if m, got, found, _ := mb.take(tag, in); found {
+	if m, got, found, _ := mb.Take(tag, in); found {
 		m, err = mailResult(p.rank, tag, meta, m, got, in)
 		return m, false, err
 	}
@@ -171,13 +173,13 @@ func (t *NetTransport) mailOr(p *peer, mb *mailbox, tag, meta uint32, in []byte,
 // with because the neighbour's part of another step is in the mailbox,
 // as the owner of the collective tags judges it (a frame for another step
 // queued while a receive waits, CollOwner.Conflict), or nil.
-func (t *NetTransport) mailConflict(p *peer, mb *mailbox, tag, meta uint32) error {
+func (t *NetTransport) mailConflict(p *peer, mb *linkshm.Mailbox, tag, meta uint32) error {
 	o := t.collOwner()
 	if o == nil {
 		return nil
 	}
-	other, got, ok := mb.stray(tag)
-	if !ok || mb.ready(tag) {
+	other, got, ok := mb.Stray(tag)
+	if !ok || mb.Ready(tag) {
 		// No other part; or the one waited for came too, written before
 		// that other (the neighbour went on to its next step after taking
 		// this rank's part), after the look that missed it.

@@ -70,10 +70,10 @@ func (p *peer) unwanted(tag uint32) bool {
 	return o != nil && !o.Wanted(p.rank, tag-collTagBase)
 }
 
-// wantedMail reports, for a collective tag in a mailbox (relative to
+// WantedMail reports, for a collective tag in a mailbox (relative to
 // the range), whether the owner still wants p's part for it. p.mu is
 // held.
-func (p *peer) wantedMail(tag uint32) bool { return !p.unwanted(collTagBase + tag) }
+func (p *peer) WantedMail(tag uint32) bool { return !p.unwanted(collTagBase + tag) }
 
 // collQueued runs when a collective message for tag, with aux, is queued
 // from p: every collective receive from p waiting on another tag that the
@@ -150,9 +150,9 @@ func (t *NetTransport) dropUnwanted() {
 	}
 	for _, p := range t.view().peers {
 		p.dropUnwanted()
-		if mb := t.mailboxOf(p.rank); mb != nil && mb.dropDue() {
+		if mb := t.mailboxOf(p.rank); mb != nil && mb.DropDue() {
 			p.mu.Lock() // the owner's lock rule
-			mb.drop(p)
+			mb.Drop(p)
 			p.mu.Unlock()
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/boltmesh/boltmesh/internal/childproc"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/childproc"
 
 	"github.com/boltmesh/boltmesh/engine"
 )

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -123,16 +125,14 @@ func BarrierSignalled(t *NetTransport, r int) uint64 {
 	if mb == nil {
 		return 0
 	}
-	mb.mu.RLock()
-	defer mb.mu.RUnlock()
-	return u64(mb.mine, offBar).Load()
+	return mb.Given()
 }
 
 // BarrierSignal is the signal of round k of barrier number epoch.
 func BarrierSignal(epoch uint64, k uint32) uint64 { return barrierSignal(epoch, k) }
 
 // MailboxInline is the longest part a mailbox keeps beside its header.
-const MailboxInline = mailInline
+const MailboxInline = linkshm.MailboxInline
 
 // MailboxWrites returns how many parts rank t wrote into its mailbox with
 // rank r, or -1 if r is not a neighbour.
@@ -141,26 +141,24 @@ func MailboxWrites(t *NetTransport, r int) int {
 	if mb == nil {
 		return -1
 	}
-	mb.xmu.Lock()
-	defer mb.xmu.Unlock()
-	return int(mb.wcount)
+	return int(mb.Writes())
 }
 
 // MailboxPost writes rank t's part of an exchange on tag with meta into
 // its mailbox with rank r, as an exchange does, without waiting for r's.
 func MailboxPost(t *NetTransport, r int, tag, meta uint32, part []byte) {
 	mb := t.mailboxOf(r)
-	mb.xmu.Lock()
-	defer mb.xmu.Unlock()
-	mb.post(tag, meta, part)
+	mb.Lock()
+	defer mb.Unlock()
+	mb.Post(tag, meta, part)
 }
 
 // MailboxConflict is what an exchange with rank r on tag expecting meta
 // that has not found r's part makes of the other parts in the mailbox.
 func MailboxConflict(t *NetTransport, r int, tag, meta uint32) error {
 	mb := t.mailboxOf(r)
-	mb.xmu.Lock()
-	defer mb.xmu.Unlock()
+	mb.Lock()
+	defer mb.Unlock()
 	return t.mailConflict(t.peer(r), mb, tag, meta)
 }
 

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/boltmesh/boltmesh/internal/childproc"
 	"math/rand/v2"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/childproc"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/meshtest"

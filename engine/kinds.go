@@ -131,7 +131,7 @@ func init() {
 				p.violation(c, fmt.Errorf("%w: WAKE from rank %d, which has no mailbox with this rank", ErrProtocol, p.rank))
 				return
 			}
-			l.mail.Load().woken(h.Tag == wakeBarrier)
+			l.mail.Load().Woken(h.Tag == wakeBarrier)
 		},
 	}
 	kinds[frame.KindGoodbye] = frameOps{

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -39,12 +41,12 @@ type meshLink struct {
 	p       *peer
 	streams int // the pair's TCP data streams (Options.Streams); the control stream's index
 	mu      sync.Mutex
-	data    []*ioloop.Conn              // the data streams; data[0] carries SEND, RTS and DATA
-	ctl     atomic.Pointer[ioloop.Conn] // the control stream
-	live    liveness                    // watched on the control stream
-	pipes   atomic.Bool                 // the lanes are pipes (link_pipes.go)
-	tcp     []*ioloop.Conn              // with pipes: the pair's TCP streams, idle
-	mail    atomic.Pointer[mailbox]     // with pipes: the pair's mailbox (mailbox.go), unmapped at Close
+	data    []*ioloop.Conn                  // the data streams; data[0] carries SEND, RTS and DATA
+	ctl     atomic.Pointer[ioloop.Conn]     // the control stream
+	live    liveness                        // watched on the control stream
+	pipes   atomic.Bool                     // the lanes are pipes (link_pipes.go)
+	tcp     []*ioloop.Conn                  // with pipes: the pair's TCP streams, idle
+	mail    atomic.Pointer[linkshm.Mailbox] // with pipes: the pair's mailbox (internal/link/shm), unmapped at Close
 }
 
 var _ link = (*meshLink)(nil)

@@ -341,7 +341,7 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 // pipesSize is the shared memory of a pair's two pipes and, from
 // mailboxAt(ring, ctl), its mailbox.
 func pipesSize(ring, ctl int) int {
-	return roundPage(mailboxAt(ring, ctl) + mailboxSize)
+	return roundPage(mailboxAt(ring, ctl) + linkshm.MailboxSize)
 }
 
 // mailboxAt is where a pair's mailbox starts in its shared memory: on the
@@ -407,12 +407,12 @@ func (m *pairMem) pipe(l lane) ([]byte, int, func()) {
 
 // mailbox makes the pair's mailbox, which holds a reference to the memory
 // until it is closed.
-func (m *pairMem) mailbox() *mailbox {
+func (m *pairMem) mailbox() *linkshm.Mailbox {
 	m.mu.Lock()
 	m.refs++
 	m.mu.Unlock()
 	at := mailboxAt(m.ring, m.ctlRing)
-	return newMailbox(m.mem[at:at+mailboxSize], m.side, m.unref)
+	return linkshm.NewMailbox(m.mem[at:at+linkshm.MailboxSize], m.side, m.unref)
 }
 
 // unref is a pipe's or the mailbox's release: the memory is unmapped

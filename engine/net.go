@@ -156,7 +156,7 @@ func (t *NetTransport) Close() error {
 					m.close()
 				}
 				if mb := t.mailboxOf(p.rank); mb != nil {
-					mb.close()
+					mb.Close()
 				}
 			}
 			if t.heap != nil {

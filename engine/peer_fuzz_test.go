@@ -3,12 +3,13 @@ package engine_test
 import (
 	"errors"
 	"fmt"
-	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"net"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/fuzzkit"

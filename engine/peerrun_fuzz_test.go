@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/boltmesh/boltmesh/internal/racedetect"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/boltmesh/boltmesh/internal/racedetect"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/frame"

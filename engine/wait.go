@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime"
 	"time"
+
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 )
 
 // The wait policy. Every wait of the transport for what a peer brings (a
@@ -64,7 +66,7 @@ const (
 // it found there. A value, so that a wait allocates nothing.
 type waitSite struct {
 	kind siteKind
-	mb   *mailbox
+	mb   *linkshm.Mailbox
 	tag  uint32 // siteMail: the step's tag
 	meta uint32 // siteMail: the meta it expects
 	in   []byte // siteMail: where the part goes
@@ -78,9 +80,9 @@ type waitSite struct {
 func (s *waitSite) arrived() bool {
 	switch s.kind {
 	case siteMail:
-		return s.mb.ready(s.tag)
+		return s.mb.Ready(s.tag)
 	case siteBarrier:
-		return s.mb.reached(s.v)
+		return s.mb.Reached(s.v)
 	}
 	return false
 }
@@ -89,9 +91,9 @@ func (s *waitSite) arrived() bool {
 func (s *waitSite) wake() <-chan struct{} {
 	switch s.kind {
 	case siteMail:
-		return s.mb.wake
+		return s.mb.Wake()
 	case siteBarrier:
-		return s.mb.barWake
+		return s.mb.BarWake()
 	}
 	return nil
 }
@@ -101,11 +103,11 @@ func (s *waitSite) wake() <-chan struct{} {
 func (s *waitSite) look(tries int) (found, closed bool) {
 	switch s.kind {
 	case siteMail:
-		s.n, s.got, found, closed = s.mb.watch(s.tag, s.in, tries)
+		s.n, s.got, found, closed = s.mb.Watch(s.tag, s.in, tries)
 		return found, closed
 	case siteBarrier:
 		for range tries {
-			got, ok := s.mb.signalled()
+			got, ok := s.mb.Signalled()
 			if !ok {
 				return false, true
 			}
@@ -124,10 +126,10 @@ func (s *waitSite) take() bool {
 	switch s.kind {
 	case siteMail:
 		var found bool
-		s.n, s.got, found, _ = s.mb.take(s.tag, s.in)
+		s.n, s.got, found, _ = s.mb.Take(s.tag, s.in)
 		return found
 	case siteBarrier:
-		return s.mb.reached(s.v)
+		return s.mb.Reached(s.v)
 	}
 	return false
 }

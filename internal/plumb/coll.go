@@ -3,6 +3,8 @@ package plumb
 import (
 	"context"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/link/shm"
 )
 
 // Coll is messaging on a transport's collective tag space, apart from
@@ -169,5 +171,5 @@ const CollTags = 1 << 24
 const CollWindow = 1
 
 // MailboxMax is the longest part of an exchange that goes through a
-// mailbox; longer ones are frames.
-const MailboxMax = 4096
+// neighbours' mailbox (internal/link/shm); longer ones are frames.
+const MailboxMax = shm.MailboxMax

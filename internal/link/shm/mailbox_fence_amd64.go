@@ -1,4 +1,4 @@
-package engine
+package shm
 
 import (
 	"sync/atomic"

@@ -1,12 +1,10 @@
-package engine
+package shm
 
 import (
 	"bytes"
 	"encoding/binary"
 	"testing"
 	"unsafe"
-
-	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // FuzzMailboxTake: whatever bytes a neighbour leaves in its mailbox area,
@@ -19,7 +17,7 @@ func FuzzMailboxTake(f *testing.F) {
 		binary.LittleEndian.PutUint32(b[offTag:], tag)
 		binary.LittleEndian.PutUint32(b[offLen:], n)
 		binary.LittleEndian.PutUint32(b[offMeta:], meta)
-		copy(slotData(b, int(min(n, plumb.MailboxMax))), data)
+		copy(slotData(b, int(min(n, MailboxMax))), data)
 		return b
 	}
 	f.Add(uint32(5), 16, slot(2, 5, 8, 1, []byte("abcdefgh")), slot(0, 0, 0, 0, nil))
@@ -27,18 +25,18 @@ func FuzzMailboxTake(f *testing.F) {
 	f.Add(uint32(9), 4096, slot(2, 8, 8, 1, nil), slot(6, 9, 4096, 2, bytes.Repeat([]byte{7}, 4096)))
 	f.Add(uint32(7), 64, slot(2, 7, 40, 1, bytes.Repeat([]byte{3}, 40)), slot(4, 7, 41, 1, bytes.Repeat([]byte{5}, 41)))
 	f.Fuzz(func(t *testing.T, tag uint32, dstLen int, s0, s1 []byte) {
-		if dstLen < 0 || dstLen > 2*plumb.MailboxMax {
+		if dstLen < 0 || dstLen > 2*MailboxMax {
 			return
 		}
 		// Page-aligned like the real mapping: uint64 words.
-		words := make([]uint64, mailboxSize/8)
-		mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), mailboxSize)
-		m := newMailbox(mem, 0, func() {})
+		words := make([]uint64, MailboxSize/8)
+		mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), MailboxSize)
+		m := NewMailbox(mem, 0, func() {})
 		copy(slotOf(m.peer, 0), s0)
 		copy(slotOf(m.peer, 1), s1)
 		guard := make([]byte, dstLen+64)
 		dst := guard[:dstLen]
-		n, _, found, closed := m.take(tag, dst)
+		n, _, found, closed := m.Take(tag, dst)
 		if closed {
 			t.Fatal("an open mailbox reported closed")
 		}
@@ -65,10 +63,10 @@ func FuzzMailboxTake(f *testing.F) {
 			first = 1
 		}
 		before := m.taken[first]
-		if _, _, again, _ := m.take(tag, dst); again && m.taken[first] != before {
+		if _, _, again, _ := m.Take(tag, dst); again && m.taken[first] != before {
 			t.Fatal("one slot's gen taken twice")
 		}
-		if m.taken[first] != before || m.ready(tag) && m.taken[1-first] != 0 {
+		if m.taken[first] != before || m.Ready(tag) && m.taken[1-first] != 0 {
 			t.Fatal("a part taken is still ready")
 		}
 	})

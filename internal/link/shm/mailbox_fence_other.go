@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package engine
+package shm
 
 import "sync/atomic"
 

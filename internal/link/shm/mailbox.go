@@ -1,20 +1,19 @@
-package engine
+package shm
 
 import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// A mailbox is where two neighbours exchange a collective step's small
-// message (exchangeColl between one peer and this rank, at most plumb.MailboxMax
-// bytes each way) without a frame: each side writes its part into one of
-// its two slots in memory the pair shares, and reads the other's from
-// there (coll_mailbox.go). Recursive doubling's steps, which are such
-// exchanges, then cost one cache line's trip each way instead of a
-// frame's way through a pipe.
+// A Mailbox is where two neighbours (ranks on one host whose pair
+// shares memory) exchange a small message without a frame, at most
+// MailboxMax bytes each way: each side writes its part into one of its
+// two slots in memory the pair shares, and reads the other's from there
+// (the engine's exchange protocol: engine/coll_mailbox.go), and where each
+// side gives the other its barrier signal (engine/barrier_mail.go).
+// Recursive doubling's steps, which are such exchanges, then cost one
+// cache line's trip each way instead of a frame's way through a pipe.
 //
 // Layout (after the pair's pipes, page-aligned; memory the dialer created,
 // zero at first): one area per side, written by that side only, read by
@@ -25,10 +24,10 @@ import (
 //	             barrier signal; bar (u64, at 64, a cache line of its
 //	             own): the last barrier signal it gave (barrier_mail.go)
 //	slot 0, 1:   a 128-byte header line (gen u64, tag u32, length u32,
-//	             meta u32, then up to mailInline bytes of data) and
-//	             plumb.MailboxMax bytes of data
+//	             meta u32, then up to MailboxInline bytes of data) and
+//	             MailboxMax bytes of data
 //
-// A part of at most mailInline bytes is in the header's first cache line,
+// A part of at most MailboxInline bytes is in the header's first cache line,
 // after the header, so that the reader, which watches gen there, finds it
 // without another line's trip; a longer one is in the data after the
 // header line.
@@ -44,10 +43,11 @@ import (
 // a slot still being read: the reader sees gen change and goes on
 // waiting, until the call's ABANDON (or the peer's loss) ends the wait.
 //
-// Lock rule: xmu serializes the exchanges through the mailbox (the
-// collective layer makes one at a time); mu is read-held while the
-// mailbox's memory is touched, and write-held by close, which unmaps it.
-type mailbox struct {
+// Lock rule: xmu (Lock, Unlock) serializes the exchanges through the
+// mailbox (the collective layer makes one at a time); mu is read-held
+// while the mailbox's memory is touched, and write-held by Close, which
+// unmaps it. Both are leaves but for xmu -> mu.
+type Mailbox struct {
 	xmu sync.Mutex
 
 	mu   sync.RWMutex
@@ -73,22 +73,47 @@ type mailbox struct {
 // writing.
 const mailDropEvery = 1024
 
+// MailboxMax is the longest part of an exchange a mailbox holds.
+const MailboxMax = 4096
+
 const (
 	mailLine = 128
-	mailSlot = mailLine + plumb.MailboxMax
+	mailSlot = mailLine + MailboxMax
 	mailArea = mailLine + 2*mailSlot
-	// mailboxSize is the shared memory of a pair's mailbox: both areas.
-	mailboxSize = 2 * mailArea
+	// MailboxSize is the shared memory of a pair's mailbox: both areas.
+	MailboxSize = 2 * mailArea
 )
 
-// newMailbox makes the mailbox in mem (mailboxSize bytes) as side (0: the
+// NewMailbox makes the mailbox in mem (MailboxSize bytes) as side (0: the
 // dialer); release is called once it is closed.
-func newMailbox(mem []byte, side int, release func()) *mailbox {
-	a, b := mem[:mailArea:mailArea], mem[mailArea:mailboxSize:mailboxSize]
+func NewMailbox(mem []byte, side int, release func()) *Mailbox {
+	a, b := mem[:mailArea:mailArea], mem[mailArea:MailboxSize:MailboxSize]
 	if side == 1 {
 		a, b = b, a
 	}
-	return &mailbox{mine: a, peer: b, wake: make(chan struct{}, 1), barWake: make(chan struct{}, 1), release: release}
+	return &Mailbox{mine: a, peer: b, wake: make(chan struct{}, 1), barWake: make(chan struct{}, 1), release: release}
+}
+
+// Lock takes the exchange lock: an exchange (Post, then Watch, Take,
+// Ready, Stray and Sleep until its part is in) holds it throughout.
+func (m *Mailbox) Lock() { m.xmu.Lock() }
+
+// Unlock releases the exchange lock.
+func (m *Mailbox) Unlock() { m.xmu.Unlock() }
+
+// Wake returns the channel the neighbour's WAKE for a part arrives on
+// (Woken): an exchange asleep (Sleep) selects on it, and looks again.
+func (m *Mailbox) Wake() <-chan struct{} { return m.wake }
+
+// BarWake returns the channel the neighbour's WAKE for a barrier signal
+// arrives on (Woken(true)).
+func (m *Mailbox) BarWake() <-chan struct{} { return m.barWake }
+
+// Writes returns how many parts this side has written (tests).
+func (m *Mailbox) Writes() uint64 {
+	m.xmu.Lock()
+	defer m.xmu.Unlock()
+	return m.wcount
 }
 
 // u64 and u32 view the word at off of an area. Areas are page-aligned,
@@ -115,15 +140,15 @@ const (
 	offLen       = 12
 	offMeta      = 16
 	offInline    = 24
-	// mailInline is the longest part kept in the header's first cache
-	// line (64 bytes).
-	mailInline = 64 - offInline
+	// MailboxInline is the longest part kept in the header's first
+	// cache line (64 bytes), beside the header the reader watches.
+	MailboxInline = 64 - offInline
 )
 
 // slotData is where a part of n bytes is in slot s (n at most
-// plumb.MailboxMax).
+// MailboxMax).
 func slotData(s []byte, n int) []byte {
-	if n <= mailInline {
+	if n <= MailboxInline {
 		return s[offInline : offInline+n]
 	}
 	return s[mailLine : mailLine+n]
@@ -131,11 +156,11 @@ func slotData(s []byte, n int) []byte {
 
 func slotOf(area []byte, i int) []byte { return area[mailLine+i*mailSlot : mailLine+(i+1)*mailSlot] }
 
-// post writes this side's part of the exchange on tag: p with meta, in
+// Post writes this side's part of the exchange on tag: p with meta, in
 // the slot written longest ago. It reports whether the neighbour is
-// asleep waiting for it (then it must be woken). xmu is held; p is at
-// most plumb.MailboxMax bytes.
-func (m *mailbox) post(tag, meta uint32, p []byte) (asleep, ok bool) {
+// asleep waiting for it (then it must be woken). the exchange lock is held; p is at
+// most MailboxMax bytes.
+func (m *Mailbox) Post(tag, meta uint32, p []byte) (asleep, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.mine == nil {
@@ -150,24 +175,24 @@ func (m *mailbox) post(tag, meta uint32, p []byte) (asleep, ok bool) {
 	*word(s, offLen) = uint32(len(p))
 	*word(s, offMeta) = meta
 	copy(slotData(s, len(p)), p)
-	u64(s, offGen).Swap(g + 1) // a release, and a full barrier before asleep's load (see sleep)
+	u64(s, offGen).Swap(g + 1) // a release, and a full barrier before asleep's load (see Sleep)
 	m.wgen[i] = g + 1
 	return u32(m.peer, offAsleep).Load() != 0, true
 }
 
-// take looks for the neighbour's part of the exchange on tag and, if it
+// Take looks for the neighbour's part of the exchange on tag and, if it
 // is there, copies it into dst. found is false if it is not there yet;
 // otherwise n is its length, and meta its meta, and a part longer than
 // dst is not copied (n > len(dst)). closed reports a closed mailbox. xmu
 // is held.
-func (m *mailbox) take(tag uint32, dst []byte) (n int, meta uint32, found, closed bool) {
+func (m *Mailbox) Take(tag uint32, dst []byte) (n int, meta uint32, found, closed bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.takeLocked(tag, dst)
 }
 
-// takeLocked is take with mu read-held.
-func (m *mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found, closed bool) {
+// takeLocked is Take with mu read-held.
+func (m *Mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found, closed bool) {
 	if m.peer == nil {
 		return 0, 0, false, true
 	}
@@ -178,7 +203,7 @@ func (m *mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found,
 			continue
 		}
 		n, meta = int(*word(s, offLen)), *word(s, offMeta)
-		if n <= len(dst) && n <= plumb.MailboxMax {
+		if n <= len(dst) && n <= MailboxMax {
 			copy(dst, slotData(s, n))
 		}
 		if !settled(s, g) {
@@ -190,8 +215,8 @@ func (m *mailbox) takeLocked(tag uint32, dst []byte) (n int, meta uint32, found,
 	return 0, 0, false, false
 }
 
-// watch is take tried up to tries times in a row, under one read lock.
-func (m *mailbox) watch(tag uint32, dst []byte, tries int) (n int, meta uint32, found, closed bool) {
+// Watch is Take tried up to tries times in a row, under one read lock.
+func (m *Mailbox) Watch(tag uint32, dst []byte, tries int) (n int, meta uint32, found, closed bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for range tries {
@@ -204,7 +229,7 @@ func (m *mailbox) watch(tag uint32, dst []byte, tries int) (n int, meta uint32, 
 
 // published returns the gen of the neighbour's slot s (index i) if it
 // holds a part for tag not taken yet, or 0.
-func (m *mailbox) published(s []byte, i int, tag uint32) uint64 {
+func (m *Mailbox) published(s []byte, i int, tag uint32) uint64 {
 	g := u64(s, offGen).Load()
 	if g&1 != 0 || g <= m.taken[i] || *word(s, offTag) != tag {
 		return 0
@@ -212,9 +237,9 @@ func (m *mailbox) published(s []byte, i int, tag uint32) uint64 {
 	return g
 }
 
-// ready reports whether the neighbour's part for tag is in the mailbox,
-// without taking it. xmu is held.
-func (m *mailbox) ready(tag uint32) bool {
+// Ready reports whether the neighbour's part for tag is in the mailbox,
+// without taking it. the exchange lock is held.
+func (m *Mailbox) Ready(tag uint32) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.peer == nil {
@@ -223,10 +248,10 @@ func (m *mailbox) ready(tag uint32) bool {
 	return m.published(slotOf(m.peer, 0), 0, tag) != 0 || m.published(slotOf(m.peer, 1), 1, tag) != 0
 }
 
-// stray returns the tag and meta of a part in the mailbox for another
+// Stray returns the tag and meta of a part in the mailbox for another
 // tag than tag, not taken yet (ok false: none): the neighbour's part of
-// another step, or one left by a call given up. xmu is held.
-func (m *mailbox) stray(tag uint32) (other, meta uint32, ok bool) {
+// another step, or one left by a call given up. the exchange lock is held.
+func (m *Mailbox) Stray(tag uint32) (other, meta uint32, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.peer == nil {
@@ -246,21 +271,22 @@ func (m *mailbox) stray(tag uint32) (other, meta uint32, ok bool) {
 	return 0, 0, false
 }
 
-// dropDue reports whether this call's beginning is one at which drop
+// DropDue reports whether this call's beginning is one at which drop
 // looks (every mailDropEvery).
-func (m *mailbox) dropDue() bool { return m.begun.Add(1)%mailDropEvery == 0 }
+func (m *Mailbox) DropDue() bool { return m.begun.Add(1)%mailDropEvery == 0 }
 
-// mailWanter says whether a part for a tag is still wanted (the peer,
-// asking the collective tags' owner), without a closure to allocate.
-type mailWanter interface{ wantedMail(tag uint32) bool }
+// Wanter says whether a part for a tag is still wanted (the engine's
+// peer, asking the collective tags' owner), without a closure to
+// allocate.
+type Wanter interface{ WantedMail(tag uint32) bool }
 
-// drop marks taken the neighbour's parts in the mailbox that w says no
+// Drop marks taken the neighbour's parts in the mailbox that w says no
 // call wants any more (those of calls this rank left behind,
 // which nobody took: a step the neighbour made by mailbox and this rank
 // by frames, or a call given up), as the frames of such calls are
 // dropped, so that their tags coming round again find nothing. It skips
 // a mailbox an exchange is using.
-func (m *mailbox) drop(w mailWanter) {
+func (m *Mailbox) Drop(w Wanter) {
 	if !m.xmu.TryLock() {
 		return
 	}
@@ -273,7 +299,7 @@ func (m *mailbox) drop(w mailWanter) {
 	for i := range 2 {
 		s := slotOf(m.peer, i)
 		g := u64(s, offGen).Load()
-		if g&1 == 0 && g > m.taken[i] && !w.wantedMail(*word(s, offTag)) && settled(s, g) {
+		if g&1 == 0 && g > m.taken[i] && !w.WantedMail(*word(s, offTag)) && settled(s, g) {
 			m.taken[i] = g
 		}
 	}
@@ -286,9 +312,9 @@ func settled(s []byte, g uint64) bool {
 	return u64(s, offGen).Load() == g
 }
 
-// sleep marks this side asleep (on) or awake for the neighbour's
-// writer. xmu is held.
-func (m *mailbox) sleep(on bool) {
+// Sleep marks this side asleep (on) or awake for the neighbour's
+// writer. the exchange lock is held.
+func (m *Mailbox) Sleep(on bool) {
 	if m.waiting == on {
 		return
 	}
@@ -302,8 +328,8 @@ func (m *mailbox) sleep(on bool) {
 // load of this word, are a Dekker pair, and only a full barrier between
 // each store and its load keeps a WAKE from being lost; under the race
 // detector Go's atomic stores to memory outside Go's heap are release
-// stores only (see the pipes' "Memory ordering", internal/link/shm/pipe.go).
-func (m *mailbox) setAsleep(off int, on bool) {
+// stores only (see the pipes' "Memory ordering", pipe.go).
+func (m *Mailbox) setAsleep(off int, on bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.mine == nil {
@@ -316,9 +342,9 @@ func (m *mailbox) setAsleep(off int, on bool) {
 	u32(m.mine, off).Swap(v)
 }
 
-// woken is told of the neighbour's WAKE, for the slots or (barrier) for
+// Woken is told of the neighbour's WAKE, for the slots or (barrier) for
 // bar.
-func (m *mailbox) woken(barrier bool) {
+func (m *Mailbox) Woken(barrier bool) {
 	ch := m.wake
 	if barrier {
 		ch = m.barWake
@@ -329,12 +355,12 @@ func (m *mailbox) woken(barrier bool) {
 	}
 }
 
-// signal makes v this side's barrier signal, and reports whether the
+// Signal makes v this side's barrier signal, and reports whether the
 // neighbour is asleep waiting for one (then it must be woken); ok is
-// false once the mailbox is closed. Signals only grow (barrier_mail.go).
+// false once the mailbox is closed. Signals only grow.
 // A swap: a full barrier after the puts before it, and before the load
-// of barAsleep (the Dekker pair of sleepBarrier).
-func (m *mailbox) signal(v uint64) (asleep, ok bool) {
+// of barAsleep (the Dekker pair of SleepBarrier).
+func (m *Mailbox) Signal(v uint64) (asleep, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.mine == nil {
@@ -344,9 +370,9 @@ func (m *mailbox) signal(v uint64) (asleep, ok bool) {
 	return u32(m.peer, offBarAsleep).Load() != 0, true
 }
 
-// signalled returns the neighbour's last barrier signal; ok is false
+// Signalled returns the neighbour's last barrier signal; ok is false
 // once the mailbox is closed.
-func (m *mailbox) signalled() (v uint64, ok bool) {
+func (m *Mailbox) Signalled() (v uint64, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.peer == nil {
@@ -355,18 +381,28 @@ func (m *mailbox) signalled() (v uint64, ok bool) {
 	return u64(m.peer, offBar).Load(), true
 }
 
-// reached reports whether the neighbour's barrier signal is v or later.
-func (m *mailbox) reached(v uint64) bool {
-	got, ok := m.signalled()
+// Given returns this side's last barrier signal (0 once closed).
+func (m *Mailbox) Given() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.mine == nil {
+		return 0
+	}
+	return u64(m.mine, offBar).Load()
+}
+
+// Reached reports whether the neighbour's barrier signal is v or later.
+func (m *Mailbox) Reached(v uint64) bool {
+	got, ok := m.Signalled()
 	return ok && got >= v
 }
 
-// sleepBarrier marks this side asleep (on) or awake for the neighbour's
+// SleepBarrier marks this side asleep (on) or awake for the neighbour's
 // barrier signal. Calls are serialized by the transport's barrier lock.
-func (m *mailbox) sleepBarrier(on bool) { m.setAsleep(offBarAsleep, on) }
+func (m *Mailbox) SleepBarrier(on bool) { m.setAsleep(offBarAsleep, on) }
 
-// close unmaps the mailbox once no exchange touches it.
-func (m *mailbox) close() {
+// Close unmaps the mailbox once no exchange touches it.
+func (m *Mailbox) Close() {
 	m.mu.Lock()
 	open := m.mine != nil
 	m.mine, m.peer = nil, nil
