@@ -93,7 +93,7 @@ func (m *Mesh) doubling(data []float32) error {
 		if err := m.exchangeF32(peer, peer, data, buf); err != nil {
 			return err
 		}
-		collective.Reduce(data, buf, collective.Sum)
+		collective.Combine(data, buf, collective.Sum)
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (m *Mesh) ring(data []float32) error {
 		if err := m.exchangeF32(right, left, out, buf); err != nil {
 			return err
 		}
-		collective.Reduce(in, buf, collective.Sum)
+		collective.Combine(in, buf, collective.Sum)
 	}
 	for s := range n - 1 {
 		if err := m.exchangeF32(right, left, seg((r+1-s+n)%n), seg((r-s+n)%n)); err != nil {

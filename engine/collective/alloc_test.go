@@ -30,17 +30,17 @@ func TestNoAllocs(t *testing.T) {
 	}
 	for _, op := range allOps {
 		cases := map[string]func(){
-			"Reduce float32": func() { Reduce(f32a, f32b, op); Finish(f32a, op, 2) },
-			"Reduce float64": func() { Reduce(f64a, f64b, op); Finish(f64a, op, 2) },
-			"Reduce int32":   func() { Reduce(i32a, i32b, op); Finish(i32a, op, 2) },
-			"Reduce int64":   func() { Reduce(i64a, i64b, op); Finish(i64a, op, 2) },
-			"Reduce16 f16":   func() { Reduce16(Float16, h16a, h16b, op); Finish16(Float16, h16a, op, 2) },
-			"Reduce16 bf16":  func() { Reduce16(BFloat16, h16a, h16b, op); Finish16(BFloat16, h16a, op, 2) },
-			"AsBytes/From":   func() { _, _ = FromBytes[float64](AsBytes(f64a)) },
-			"AsBytes16/From": func() { _, _ = FromBytes16(AsBytes16(h16a)) },
-			"ReduceBytes all": func() {
+			"Combine float32": func() { Combine(f32a, f32b, op); Finish(f32a, op, 2) },
+			"Combine float64": func() { Combine(f64a, f64b, op); Finish(f64a, op, 2) },
+			"Combine int32":   func() { Combine(i32a, i32b, op); Finish(i32a, op, 2) },
+			"Combine int64":   func() { Combine(i64a, i64b, op); Finish(i64a, op, 2) },
+			"Combine16 f16":   func() { Combine16(Float16, h16a, h16b, op); Finish16(Float16, h16a, op, 2) },
+			"Combine16 bf16":  func() { Combine16(BFloat16, h16a, h16b, op); Finish16(BFloat16, h16a, op, 2) },
+			"AsBytes/From":    func() { _, _ = FromBytes[float64](AsBytes(f64a)) },
+			"AsBytes16/From":  func() { _, _ = FromBytes16(AsBytes16(h16a)) },
+			"CombineBytes all": func() {
 				for _, dt := range allDTypes {
-					if ReduceBytes(dt, bytes[dt][0], bytes[dt][1], op) != nil || FinishBytes(dt, bytes[dt][0], op, 2) != nil {
+					if CombineBytes(dt, bytes[dt][0], bytes[dt][1], op) != nil || FinishBytes(dt, bytes[dt][0], op, 2) != nil {
 						panic("unexpected error")
 					}
 				}

@@ -227,7 +227,7 @@ func (c *Comm) foldIn(ctx context.Context, tag uint32, dt DType, data []byte, op
 		err = c.recvCheck(m, len(data), r-1)
 	}
 	if err == nil {
-		err = ReduceBytes(dt, data, buf, op)
+		err = CombineBytes(dt, data, buf, op)
 	}
 	return p2, rem, false, err
 }
@@ -300,7 +300,7 @@ func (c *Comm) exchangeReduce(ctx context.Context, peer int, tag uint32, dt DTyp
 			err = c.recvCheck(m, len(data), peer)
 		}
 		if err == nil {
-			err = ReduceBytes(dt, data, buf, op)
+			err = CombineBytes(dt, data, buf, op)
 		}
 		return err
 	}
@@ -321,7 +321,7 @@ type pipeState struct {
 // into the destination; c.reduceChunk is it as a method value, made once.
 func (c *Comm) pipeChunk(off, n int) error {
 	p := &c.pipe
-	return ReduceBytes(p.dt, p.dst[off:off+n], p.src[off:off+n], p.op)
+	return CombineBytes(p.dt, p.dst[off:off+n], p.src[off:off+n], p.op)
 }
 
 // skipChunk is the onChunk of exchanges with nothing to do per piece.

@@ -21,7 +21,7 @@ func BenchmarkReduce(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				Reduce(d, s, Sum)
+				Combine(d, s, Sum)
 			}
 		})
 		b.Run("float64-sum-"+label, func(b *testing.B) {
@@ -32,7 +32,7 @@ func BenchmarkReduce(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				Reduce(d, s, Sum)
+				Combine(d, s, Sum)
 			}
 		})
 		b.Run("bfloat16-sum-"+label, func(b *testing.B) {
@@ -43,7 +43,7 @@ func BenchmarkReduce(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				Reduce16(BFloat16, d, s, Sum)
+				Combine16(BFloat16, d, s, Sum)
 			}
 		})
 	}

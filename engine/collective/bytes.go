@@ -2,7 +2,7 @@ package collective
 
 import "unsafe"
 
-// ReduceBytes is Reduce (or Reduce16) over raw buffers holding elements of
+// CombineBytes is Combine (or Combine16) over raw buffers holding elements of
 // type dt in native byte order: it views dst and src as element slices,
 // without copying, and reduces src into dst.
 //
@@ -16,8 +16,8 @@ import "unsafe"
 // Go's allocator aligns every make([]byte, n) with n >= 8 to 8 bytes, and
 // buffers from the transport are page- or cache-line-aligned, so in
 // practice only sub-slices at odd offsets fail.
-func ReduceBytes(dt DType, dst, src []byte, op Op) error {
-	const fn = "ReduceBytes"
+func CombineBytes(dt DType, dst, src []byte, op Op) error {
+	const fn = "CombineBytes"
 	size := dt.Size()
 	if size == 0 {
 		return errDType(fn, dt)
@@ -48,7 +48,7 @@ func ReduceBytes(dt DType, dst, src []byte, op Op) error {
 // FinishBytes is Finish (or Finish16) over a raw buffer of dt elements.
 // It returns an error, leaving data untouched, if dt or op is invalid, if
 // op is Mean and n <= 0 (ErrCount), or if data's length or alignment is
-// wrong (as for ReduceBytes).
+// wrong (as for CombineBytes).
 func FinishBytes(dt DType, data []byte, op Op, n int) error {
 	const fn = "FinishBytes"
 	size := dt.Size()

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// TestReduceBytesMatchesTyped runs every dtype × op through ReduceBytes and
+// TestReduceBytesMatchesTyped runs every dtype × op through CombineBytes and
 // FinishBytes and requires the bits of the typed kernels.
 func TestReduceBytesMatchesTyped(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
@@ -15,41 +15,41 @@ func TestReduceBytesMatchesTyped(t *testing.T) {
 	for _, op := range allOps {
 		check := func(dt DType, dst, src, want []byte) {
 			t.Helper()
-			if err := ReduceBytes(dt, dst, src, op); err != nil {
+			if err := CombineBytes(dt, dst, src, op); err != nil {
 				t.Fatalf("%v %v: %v", dt, op, err)
 			}
 			if err := FinishBytes(dt, dst, op, meanN); err != nil {
 				t.Fatalf("%v %v: %v", dt, op, err)
 			}
 			if string(dst) != string(want) {
-				t.Errorf("%v %v: ReduceBytes differs from the typed kernel", dt, op)
+				t.Errorf("%v %v: CombineBytes differs from the typed kernel", dt, op)
 			}
 		}
 		{
 			a, b := randF32s(r, n), randF32s(r, n)
 			w := append([]float32(nil), a...)
-			Reduce(w, b, op)
+			Combine(w, b, op)
 			Finish(w, op, meanN)
 			check(Float32, AsBytes(a), AsBytes(b), AsBytes(w))
 		}
 		{
 			a, b := randF64s(r, n), randF64s(r, n)
 			w := append([]float64(nil), a...)
-			Reduce(w, b, op)
+			Combine(w, b, op)
 			Finish(w, op, meanN)
 			check(Float64, AsBytes(a), AsBytes(b), AsBytes(w))
 		}
 		{
 			a, b := randI32s(r, n), randI32s(r, n)
 			w := append([]int32(nil), a...)
-			Reduce(w, b, op)
+			Combine(w, b, op)
 			Finish(w, op, meanN)
 			check(Int32, AsBytes(a), AsBytes(b), AsBytes(w))
 		}
 		{
 			a, b := randI64s(r, n), randI64s(r, n)
 			w := append([]int64(nil), a...)
-			Reduce(w, b, op)
+			Combine(w, b, op)
 			Finish(w, op, meanN)
 			check(Int64, AsBytes(a), AsBytes(b), AsBytes(w))
 		}
@@ -61,7 +61,7 @@ func TestReduceBytesMatchesTyped(t *testing.T) {
 				b[i] = uint16(r.IntN(0x7000)) | uint16(r.IntN(2))<<15
 			}
 			w := append([]uint16(nil), a...)
-			Reduce16(dt, w, b, op)
+			Combine16(dt, w, b, op)
 			Finish16(dt, w, op, meanN)
 			check(dt, AsBytes16(a), AsBytes16(b), AsBytes16(w))
 		}
@@ -100,7 +100,7 @@ func TestReduceBytesErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		before := string(tc.dst)
-		err := ReduceBytes(tc.dt, tc.dst, tc.src, tc.op)
+		err := CombineBytes(tc.dt, tc.dst, tc.src, tc.op)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 			continue
@@ -113,26 +113,26 @@ func TestReduceBytesErrors(t *testing.T) {
 
 	// Typed errors carry the details.
 	var le *LengthError
-	if err := ReduceBytes(Float32, aligned(8, 0), aligned(4, 0), Sum); !errors.As(err, &le) ||
-		le.DType != Float32 || le.DstLen != 8 || le.SrcLen != 4 || le.Func != "ReduceBytes" {
+	if err := CombineBytes(Float32, aligned(8, 0), aligned(4, 0), Sum); !errors.As(err, &le) ||
+		le.DType != Float32 || le.DstLen != 8 || le.SrcLen != 4 || le.Func != "CombineBytes" {
 		t.Errorf("LengthError: %v %+v", err, le)
 	}
 	var ae *AlignmentError
 	src := aligned(8, 4)
-	if err := ReduceBytes(Int64, aligned(8, 0), src, Sum); !errors.As(err, &ae) ||
+	if err := CombineBytes(Int64, aligned(8, 0), src, Sum); !errors.As(err, &ae) ||
 		ae.Arg != "src" || ae.Addr != uintptr(unsafe.Pointer(&src[0])) || ae.DType != Int64 {
 		t.Errorf("AlignmentError: %v %+v", err, ae)
 	}
 
 	// Misaligned is fine for dtypes whose size divides the offset, and
 	// empty buffers are fine whatever their address.
-	if err := ReduceBytes(Int32, aligned(8, 4), aligned(8, 4), Sum); err != nil {
+	if err := CombineBytes(Int32, aligned(8, 4), aligned(8, 4), Sum); err != nil {
 		t.Error(err)
 	}
-	if err := ReduceBytes(Float64, aligned(0, 3), aligned(0, 5), Sum); err != nil {
+	if err := CombineBytes(Float64, aligned(0, 3), aligned(0, 5), Sum); err != nil {
 		t.Error(err)
 	}
-	if err := ReduceBytes(Float64, nil, nil, Min); err != nil {
+	if err := CombineBytes(Float64, nil, nil, Min); err != nil {
 		t.Error(err)
 	}
 }

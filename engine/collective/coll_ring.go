@@ -156,9 +156,9 @@ func (c *Comm) ringReduceScatter(ctx context.Context, tag uint32, dt DType, data
 		}
 		local := data[recvOff : recvOff+len(in)]
 		if s == n-2 { // segment r: the result goes into data
-			err = ReduceBytes(dt, local, in, op)
+			err = CombineBytes(dt, local, in, op)
 		} else { // a partial result: combine in scratch, pass it on
-			err = ReduceBytes(dt, in, local, op)
+			err = CombineBytes(dt, in, local, op)
 			send = in
 		}
 		if err != nil {

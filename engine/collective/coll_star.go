@@ -47,7 +47,7 @@ func (c *Comm) star(ctx context.Context, tag uint32, dt DType, data []byte, op O
 			err = c.recvCheck(m, len(data), from)
 		}
 		if err == nil {
-			err = ReduceBytes(dt, data, buf, op)
+			err = CombineBytes(dt, data, buf, op)
 		}
 		if err != nil {
 			return err

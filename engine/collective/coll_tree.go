@@ -213,7 +213,7 @@ func (c *Comm) binomialReduce(ctx context.Context, tag uint32, root int, dt DTyp
 			err = c.recvCheck(m, len(buf), from)
 		}
 		if err == nil {
-			err = ReduceBytes(dt, acc, buf, op)
+			err = CombineBytes(dt, acc, buf, op)
 		}
 		if err != nil {
 			return err

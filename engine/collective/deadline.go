@@ -173,7 +173,7 @@ func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []
 			err = c.recvCheck(m, len(data), p)
 		}
 		if err == nil {
-			err = ReduceBytes(dt, data, buf, op)
+			err = CombineBytes(dt, data, buf, op)
 		}
 		if err != nil {
 			return got, err

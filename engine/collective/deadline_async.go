@@ -148,7 +148,7 @@ func (c *Comm) deadlineGatherAsync(ctx context.Context, dl plumb.CollAsync, tag 
 			err = c.recvCheck(m, len(data), p)
 		}
 		if err == nil {
-			err = ReduceBytes(dt, data, buf, op)
+			err = CombineBytes(dt, data, buf, op)
 		}
 		if err != nil {
 			return got, explain(err)

@@ -14,11 +14,11 @@
 //
 // # Entry points
 //
-//   - Reduce and Finish: generic over Elem (float32, float64, int32, int64
+//   - Combine and Finish: generic over Elem (float32, float64, int32, int64
 //     and types based on them).
-//   - Reduce16 and Finish16: []uint16 holding Float16 or BFloat16; each
+//   - Combine16 and Finish16: []uint16 holding Float16 or BFloat16; each
 //     element pair is combined in float32 and rounded back to 16 bits.
-//   - ReduceBytes and FinishBytes: raw []byte buffers (as received from
+//   - CombineBytes and FinishBytes: raw []byte buffers (as received from
 //     the transport) with a DType; they view the bytes as elements without
 //     copying and return errors (errors.Is-able sentinels, see errors.go)
 //     instead of panicking.
@@ -37,7 +37,7 @@
 // truncating division of the wrapped sum. Floating-point Sum and Prod are
 // one IEEE round-to-nearest-even operation per element. Max and Min are
 // exact, order -0 below +0, and propagate NaN (the NaN already in dst wins,
-// otherwise src's). See Reduce for details.
+// otherwise src's). See Combine for details.
 //
 // Every kernel is deterministic: the same inputs give the same output bits,
 // on every architecture, except that the sign and payload of a NaN

@@ -52,7 +52,7 @@ var (
 
 // Sentinel errors of the byte-slice functions, returned wrapped. Test for
 // them with errors.Is; *LengthError and *AlignmentError carry the details.
-// The typed-slice functions (Reduce, Finish, Reduce16, Finish16) panic
+// The typed-slice functions (Combine, Finish, Combine16, Finish16) panic
 // instead, with a message naming the same condition.
 var (
 	// ErrDTypeLength means a byte length is not a multiple of the DType's
@@ -67,7 +67,7 @@ var (
 	// to the element size, so it cannot be viewed as a slice of elements.
 	ErrAlignment = errors.New("boltmesh: collective: buffer not aligned to element size")
 	// ErrDType means a DType is not one of the defined constants, or is not
-	// accepted by the function (Reduce16 takes only Float16 and BFloat16).
+	// accepted by the function (Combine16 takes only Float16 and BFloat16).
 	ErrDType = errors.New("boltmesh: collective: invalid dtype")
 	// ErrOp means an Op is not one of the defined constants.
 	ErrOp = errors.New("boltmesh: collective: invalid op")
@@ -115,7 +115,7 @@ var (
 // LengthError reports byte slices whose lengths are unusable. Err is
 // ErrDTypeLength or ErrLengthMismatch.
 type LengthError struct {
-	Func   string // "ReduceBytes", "FinishBytes", "FromBytes", ...
+	Func   string // "CombineBytes", "FinishBytes", "FromBytes", ...
 	DType  DType
 	DstLen int // length in bytes of dst (or the only buffer)
 	SrcLen int // length in bytes of src; -1 when there is no src

@@ -309,7 +309,7 @@ func (c *Comm) osAllReduce(ctx context.Context, tag uint32, dt DType, data []byt
 		a, b := q*chunk, min(bl, (q+1)*chunk)
 		copy(acc[a:b], contrib(0, a, b))
 		for i := 1; i < n && err == nil; i++ {
-			err = ReduceBytes(dt, acc[a:b], contrib(i, a, b), op)
+			err = CombineBytes(dt, acc[a:b], contrib(i, a, b), op)
 		}
 		if err == nil {
 			err = FinishBytes(dt, acc[a:b], op, n)

@@ -6,11 +6,13 @@ import (
 	"unsafe"
 )
 
-// Reduce combines src into dst element-wise: dst[i] = dst[i] op src[i].
+// Combine folds src into dst element-wise: dst[i] = dst[i] op src[i],
+// on this rank alone: the local kernel every collective reduces with
+// (the collective reduce, MPI_Reduce's counterpart, is ReduceTo).
 //
 // Mean reduces as Sum; call Finish once all contributions are in. dst and
 // src must have the same length and must either be the same slice or not
-// overlap. Reduce panics if the lengths differ or op is invalid.
+// overlap. Combine panics if the lengths differ or op is invalid.
 //
 // Integers: Sum and Prod wrap around on overflow (two's complement, as Go
 // arithmetic does).
@@ -21,7 +23,7 @@ import (
 // dst[i] is NaN it is kept, otherwise src[i]'s NaN is taken, so the payload
 // of the first NaN in reduction order survives.
 //
-// Reduce is deterministic: the same inputs give the same bits, on every
+// Combine is deterministic: the same inputs give the same bits, on every
 // architecture, except for the sign and payload of a NaN produced by Sum,
 // Prod or Mean, which are unspecified (hardware- and compiler-dependent:
 // the result is a NaN, but with two NaN operands x86 returns the first,
@@ -29,12 +31,12 @@ import (
 // reassociation and contains no multiply-add that could be fused, so as long
 // as every rank applies contributions in the same order, every rank gets a
 // bit-identical result.
-func Reduce[T Elem](dst, src []T, op Op) {
+func Combine[T Elem](dst, src []T, op Op) {
 	if len(dst) != len(src) {
-		panic("collective: Reduce: dst has " + strconv.Itoa(len(dst)) + " elements, src " + strconv.Itoa(len(src)))
+		panic("collective: Combine: dst has " + strconv.Itoa(len(dst)) + " elements, src " + strconv.Itoa(len(src)))
 	}
 	if !op.valid() {
-		panic("collective: Reduce: invalid op " + op.String())
+		panic("collective: Combine: invalid op " + op.String())
 	}
 	n := len(dst)
 	if n == 0 {

@@ -2,7 +2,7 @@ package collective
 
 import "strconv"
 
-// Reduce16 combines src into dst element-wise for 16-bit floating-point
+// Combine16 folds src into dst element-wise for 16-bit floating-point
 // data (dt is Float16 or BFloat16; elements are bit patterns):
 //
 //	dst[i] = round16(f32(dst[i]) op f32(src[i]))
@@ -14,19 +14,19 @@ import "strconv"
 // intermediate has at least 2p+2 bits (p = 11 or 8), so the double rounding
 // is innocuous and the result is the correctly rounded 16-bit value of the
 // exact sum or product. Max and Min are exact and select one operand's bits
-// unchanged, with the rules of Reduce (-0 below +0; NaN propagates, dst's
+// unchanged, with the rules of Combine (-0 below +0; NaN propagates, dst's
 // NaN first). Mean reduces as Sum; finish it with Finish16.
 //
-// Like Reduce, Reduce16 is deterministic (up to the payload of NaNs
+// Like Combine, Combine16 is deterministic (up to the payload of NaNs
 // produced by Sum, Prod or Mean) and does no reassociation. It
 // panics if the lengths differ, dt is not Float16 or BFloat16, or op is
 // invalid. dst and src must be the same slice or not overlap.
-func Reduce16(dt DType, dst, src []uint16, op Op) {
+func Combine16(dt DType, dst, src []uint16, op Op) {
 	if len(dst) != len(src) {
-		panic("collective: Reduce16: dst has " + strconv.Itoa(len(dst)) + " elements, src " + strconv.Itoa(len(src)))
+		panic("collective: Combine16: dst has " + strconv.Itoa(len(dst)) + " elements, src " + strconv.Itoa(len(src)))
 	}
 	if !op.valid() {
-		panic("collective: Reduce16: invalid op " + op.String())
+		panic("collective: Combine16: invalid op " + op.String())
 	}
 	switch dt {
 	case Float16:
@@ -34,7 +34,7 @@ func Reduce16(dt DType, dst, src []uint16, op Op) {
 	case BFloat16:
 		reduceBF16(dst, src, op)
 	default:
-		panic("collective: Reduce16: dtype " + dt.String() + " is not a 16-bit float")
+		panic("collective: Combine16: dtype " + dt.String() + " is not a 16-bit float")
 	}
 }
 

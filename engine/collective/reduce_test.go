@@ -155,7 +155,7 @@ func TestReduceFloat32(t *testing.T) {
 		a0, b := randF32s(r, n), randF32s(r, n)
 		for _, op := range allOps {
 			a := append([]float32(nil), a0...)
-			Reduce(a, b, op)
+			Combine(a, b, op)
 			Finish(a, op, meanN)
 			bad := 0
 			for i := range a {
@@ -201,7 +201,7 @@ func TestReduceFloat64(t *testing.T) {
 		a0, b := randF64s(r, n), randF64s(r, n)
 		for _, op := range allOps {
 			a := append([]float64(nil), a0...)
-			Reduce(a, b, op)
+			Combine(a, b, op)
 			Finish(a, op, meanN)
 			bad := 0
 			for i := range a {
@@ -223,7 +223,7 @@ func TestReduceInt32(t *testing.T) {
 		a0, b := randI32s(r, n), randI32s(r, n)
 		for _, op := range allOps {
 			a := append([]int32(nil), a0...)
-			Reduce(a, b, op)
+			Combine(a, b, op)
 			Finish(a, op, meanN)
 			bad := 0
 			for i := range a {
@@ -257,7 +257,7 @@ func TestReduceInt64(t *testing.T) {
 		a0, b := randI64s(r, n), randI64s(r, n)
 		for _, op := range allOps {
 			a := append([]int64(nil), a0...)
-			Reduce(a, b, op)
+			Combine(a, b, op)
 			Finish(a, op, meanN)
 			bad := 0
 			for i := range a {
@@ -319,7 +319,7 @@ func TestReduce16(t *testing.T) {
 			a0, b := rand16s(r, n), rand16s(r, n)
 			for _, op := range allOps {
 				a := append([]uint16(nil), a0...)
-				Reduce16(h.dt, a, b, op)
+				Combine16(h.dt, a, b, op)
 				Finish16(h.dt, a, op, meanN)
 				bad := 0
 				for i := range a {
@@ -379,14 +379,14 @@ func TestSpecials(t *testing.T) {
 	}
 	for _, op := range []Op{Max, Min} {
 		d := append([]float64(nil), a...)
-		Reduce(d, b, op)
+		Combine(d, b, op)
 		d32 := make([]float32, len(a))
 		s32 := make([]float32, len(a))
 		for i := range a {
 			d32[i], s32[i] = float32(a[i]), float32(b[i])
 		}
 		o32 := append([]float32(nil), d32...)
-		Reduce(d32, s32, op)
+		Combine(d32, s32, op)
 		for i := range a {
 			want, want32 := a[i], o32[i]
 			if refMaxMin(a[i], b[i], op == Max) {
@@ -405,7 +405,7 @@ func TestSpecials(t *testing.T) {
 				d16[i], s16[i] = h.fromF(float32(a[i])), h.fromF(float32(b[i]))
 			}
 			o16 := append([]uint16(nil), d16...)
-			Reduce16(h.dt, d16, s16, op)
+			Combine16(h.dt, d16, s16, op)
 			for i := range a {
 				want := o16[i]
 				if refMaxMin(float64(h.toF32(o16[i])), float64(h.toF32(s16[i])), op == Max) {
@@ -420,8 +420,8 @@ func TestSpecials(t *testing.T) {
 	// Max(-0, +0) = +0 and Min(+0, -0) = -0 in both orders.
 	for _, c := range [][2]float64{{negZero, 0}, {0, negZero}} {
 		mx, mn := []float64{c[0]}, []float64{c[0]}
-		Reduce(mx, []float64{c[1]}, Max)
-		Reduce(mn, []float64{c[1]}, Min)
+		Combine(mx, []float64{c[1]}, Max)
+		Combine(mn, []float64{c[1]}, Min)
 		if math.Signbit(mx[0]) || !math.Signbit(mn[0]) {
 			t.Errorf("Max/Min(%v, %v) = %v, %v", c[0], c[1], mx[0], mn[0])
 		}
@@ -444,11 +444,11 @@ func TestDeterminism(t *testing.T) {
 			acc := append([]float32(nil), f32[0]...)
 			for j := 1; j < k; j++ {
 				if rep == 2 {
-					if err := ReduceBytes(Float32, AsBytes(acc), AsBytes(f32[j]), op); err != nil {
+					if err := CombineBytes(Float32, AsBytes(acc), AsBytes(f32[j]), op); err != nil {
 						t.Fatal(err)
 					}
 				} else {
-					Reduce(acc, f32[j], op)
+					Combine(acc, f32[j], op)
 				}
 			}
 			Finish(acc, op, k)
@@ -464,7 +464,7 @@ func TestDeterminism(t *testing.T) {
 			for range 3 {
 				acc := append([]uint16(nil), u16[0]...)
 				for j := 1; j < k; j++ {
-					Reduce16(dt, acc, u16[j], op)
+					Combine16(dt, acc, u16[j], op)
 				}
 				Finish16(dt, acc, op, k)
 				if first16 == nil {
@@ -483,7 +483,7 @@ func TestDeterminism(t *testing.T) {
 
 func TestAliasedDst(t *testing.T) {
 	x := []float64{1, -2, 3}
-	Reduce(x, x, Sum)
+	Combine(x, x, Sum)
 	if x[0] != 2 || x[1] != -4 || x[2] != 6 {
 		t.Fatal(x)
 	}
@@ -500,14 +500,14 @@ func mustPanic(t *testing.T, name string, f func()) {
 }
 
 func TestPanics(t *testing.T) {
-	mustPanic(t, "Reduce lengths", func() { Reduce(make([]float32, 2), make([]float32, 3), Sum) })
-	mustPanic(t, "Reduce op", func() { Reduce(make([]int32, 2), make([]int32, 2), 0) })
-	mustPanic(t, "Reduce op empty", func() { Reduce[int64](nil, nil, Prod+1) })
+	mustPanic(t, "Combine lengths", func() { Combine(make([]float32, 2), make([]float32, 3), Sum) })
+	mustPanic(t, "Combine op", func() { Combine(make([]int32, 2), make([]int32, 2), 0) })
+	mustPanic(t, "Combine op empty", func() { Combine[int64](nil, nil, Prod+1) })
 	mustPanic(t, "Finish op", func() { Finish(make([]float64, 2), 0, 1) })
 	mustPanic(t, "Finish n", func() { Finish(make([]float64, 2), Mean, 0) })
-	mustPanic(t, "Reduce16 dtype", func() { Reduce16(Float32, make([]uint16, 2), make([]uint16, 2), Sum) })
-	mustPanic(t, "Reduce16 lengths", func() { Reduce16(Float16, make([]uint16, 2), make([]uint16, 1), Sum) })
-	mustPanic(t, "Reduce16 op", func() { Reduce16(BFloat16, nil, nil, 9) })
+	mustPanic(t, "Combine16 dtype", func() { Combine16(Float32, make([]uint16, 2), make([]uint16, 2), Sum) })
+	mustPanic(t, "Combine16 lengths", func() { Combine16(Float16, make([]uint16, 2), make([]uint16, 1), Sum) })
+	mustPanic(t, "Combine16 op", func() { Combine16(BFloat16, nil, nil, 9) })
 	mustPanic(t, "Finish16 dtype", func() { Finish16(Int32, nil, Sum, 1) })
 	mustPanic(t, "Finish16 n", func() { Finish16(Float16, nil, Mean, -1) })
 	// Finish with a count beyond the element type's range.

@@ -46,7 +46,7 @@ func vecInput(rng *rand.Rand, dt DType, n int) []byte {
 // TestReduceVecMatchesPortable checks that the vector kernels give the same
 // bits as the portable loops for every dtype and op, at lengths around the
 // vector block and with misaligned starts. NaN results are compared as
-// NaN, since their payload is unspecified (see Reduce).
+// NaN, since their payload is unspecified (see Combine).
 func TestReduceVecMatchesPortable(t *testing.T) {
 	if !useVec {
 		t.Skip("no vector kernels on this machine")
@@ -61,11 +61,11 @@ func TestReduceVecMatchesPortable(t *testing.T) {
 					s := vecInput(rng, dt, n+skew)[skew*dt.Size():]
 					want := bytes.Clone(d)
 					useVec = false
-					if err := ReduceBytes(dt, want, s, op); err != nil {
+					if err := CombineBytes(dt, want, s, op); err != nil {
 						t.Fatal(err)
 					}
 					useVec = true
-					if err := ReduceBytes(dt, d, s, op); err != nil {
+					if err := CombineBytes(dt, d, s, op); err != nil {
 						t.Fatal(err)
 					}
 					if i := vecMismatch(dt, d, want); i >= 0 {
