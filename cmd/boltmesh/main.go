@@ -1,13 +1,3 @@
-// Command boltmesh benchmarks and profiles boltmesh.
-//
-//	boltmesh bench [flags]          run the benchmark suites (rank 0, or every rank under a launcher)
-//	boltmesh rank [flags]           join a mesh as a participant and follow rank 0
-//	boltmesh train [flags]          data-parallel training of an MLP on MNIST
-//	boltmesh soak [flags]           many ranks in an allreduce and barrier loop, with their resources
-//	boltmesh profile [flags] FILE   summarize a CPU profile
-//	boltmesh keygen FILE            write a new mesh key to FILE
-//
-// Run "boltmesh COMMAND --help" for each command's flags.
 package main
 
 import (

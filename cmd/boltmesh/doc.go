@@ -1,19 +1,19 @@
-// Package cmd holds boltmesh's commands. cmd/boltmesh is the CLI:
-// boltmesh bench (the benchmark against the stdnet baseline, on local
-// processes or across machines), boltmesh rank (a participant that joins
-// a mesh and follows rank 0), boltmesh train (data-parallel MNIST
-// training over the allreduce), boltmesh soak (many ranks in an allreduce
-// and barrier loop, reporting their setup time and resources), boltmesh
-// profile (where a CPU profile's time went) and boltmesh keygen (a new
-// mesh key). "boltmesh COMMAND --help" lists each command's flags; the
-// README has the recipes.
+// Command boltmesh benchmarks and profiles boltmesh.
+//
+//	boltmesh bench [flags]          run the benchmark suites (rank 0, or every rank under a launcher)
+//	boltmesh rank [flags]           join a mesh as a participant and follow rank 0
+//	boltmesh train [flags]          data-parallel training of an MLP on MNIST
+//	boltmesh soak [flags]           many ranks in an allreduce and barrier loop, with their resources
+//	boltmesh profile [flags] FILE   summarize a CPU profile
+//	boltmesh keygen FILE            write a new mesh key to FILE
+//
+// Run "boltmesh COMMAND --help" for each command's flags.
 //
 // # Launching
 //
-// bench, rank, train and soak take the same launch flags. With none, bench
-// and train start 2 ranks and soak 32 (--ranks N) as local processes on
-// loopback. Across
-// machines every rank gets --rank and --world, and either --peers (every
+// bench, rank, train and soak take the same launch flags. With none,
+// bench and train start 2 ranks and soak 32 (--ranks N) as local
+// processes on loopback. Across machines every rank gets --rank and --world, and either --peers (every
 // rank's host:port, in rank order), --rendezvous (rank 0's rendezvous
 // address) or --coordinator (a star: rank 0 listens there, the others
 // dial it). Under a launcher the rank and world come from its
@@ -106,4 +106,4 @@
 // default, and --congestion system keeps the kernel's everywhere. bench
 // prints which one each side of its comparison used: the stdnet baseline
 // keeps the kernel's.
-package cmd
+package main
