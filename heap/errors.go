@@ -3,6 +3,7 @@ package heap
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors of package heap, usually wrapped in an *AllocError or a
@@ -62,12 +63,16 @@ type AllocError struct {
 func (e *AllocError) Error() string {
 	switch e.Op {
 	case "alloc":
-		return fmt.Sprintf("heap: alloc size=%d align=%d: %v", e.Size, e.Align, e.Err)
+		return fmt.Sprintf("heap: alloc size=%d align=%d: %s", e.Size, e.Align, unprefixed(e.Err))
 	case "free", "bytes":
-		return fmt.Sprintf("heap: %s offset=%d len=%d: %v", e.Op, e.Offset, e.Size, e.Err)
+		return fmt.Sprintf("heap: %s offset=%d len=%d: %s", e.Op, e.Offset, e.Size, unprefixed(e.Err))
 	}
-	return fmt.Sprintf("heap: %s size=%d: %v", e.Op, e.Size, e.Err)
+	return fmt.Sprintf("heap: %s size=%d: %s", e.Op, e.Size, unprefixed(e.Err))
 }
 
 // Unwrap returns the cause.
 func (e *AllocError) Unwrap() error { return e.Err }
+
+// unprefixed is err's message without the "heap: " its wrapper already
+// says.
+func unprefixed(err error) string { return strings.TrimPrefix(err.Error(), "heap: ") }

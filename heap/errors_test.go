@@ -193,3 +193,20 @@ func TestErrorsAfterClose(t *testing.T) {
 		t.Errorf("after Close: Region %d bytes, FD %d, InUse %d", len(h.Region()), h.FD(), h.InUse())
 	}
 }
+
+// TestAllocErrorMessage: an AllocError says "heap:" once, however its
+// sentinel is worded.
+func TestAllocErrorMessage(t *testing.T) {
+	h, err := heap.New(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	err = h.Free(heap.Buffer{Offset: 0, Len: 100})
+	if got, want := err.Error(), "heap: free offset=0 len=100: buffer not allocated"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	if !errors.Is(err, heap.ErrNotAllocated) {
+		t.Errorf("%v is not ErrNotAllocated", err)
+	}
+}

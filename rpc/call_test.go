@@ -154,6 +154,10 @@ func TestFunctionNotFound(t *testing.T) {
 	as := newAgents(t, 2, rpc.Options{})
 	_, err := as[0].Call(context.Background(), 1, "missing", []byte("x"))
 	wantCallError(t, err, rpc.ErrFunctionNotFound, 1, "missing")
+	// The message says "rpc:" once.
+	if got, want := err.Error(), `rpc: call "missing" on rank 1: function not found`; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
 	mustCall(t, as[0], 1, "echo", nil) // the server is fine
 }
 

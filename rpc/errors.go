@@ -3,6 +3,7 @@ package rpc
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/plumb"
@@ -63,7 +64,7 @@ type CallError struct {
 }
 
 func (e *CallError) Error() string {
-	s := fmt.Sprintf("rpc: call %q on rank %d: %v", e.Name, e.Rank, e.Err)
+	s := fmt.Sprintf("rpc: call %q on rank %d: %s", e.Name, e.Rank, strings.TrimPrefix(e.Err.Error(), "rpc: "))
 	if e.Cause != nil {
 		s += ": " + e.Cause.Error()
 	}
