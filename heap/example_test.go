@@ -29,5 +29,5 @@ func Example() {
 	// Output:
 	// {0 100} {4096 10} 110
 	// symmetric
-	// heap: free offset=0 len=100: heap: buffer not allocated
+	// heap: free offset=0 len=100: buffer not allocated
 }
