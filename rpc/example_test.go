@@ -64,6 +64,6 @@ func Example() {
 	// Output:
 	// HELLO <nil>
 	// WORLD <nil>
-	// rpc: call "lower" on rank 1: rpc: function not found
+	// rpc: call "lower" on rank 1: function not found
 	// [<nil> <nil>]
 }
