@@ -104,7 +104,7 @@ var (
 	// errGone is the cause of a star worker's loss of a peer that the
 	// coordinator reported gone without an orderly GOODBYE.
 	errGone = errors.New("the coordinator lost its connection to it")
-	// errNotQueued is TryRecvCollInto's "nothing has arrived".
+	// errNotQueued is tryRecvOwnedInto's "nothing has arrived".
 	errNotQueued = errors.New("boltmesh: no message queued")
 	// errUnlinked is returned by a link asked to send before the stream
 	// of the lane is registered (while the mesh forms; link.go).

@@ -20,12 +20,12 @@ import (
 // farewell is what a peer's GOODBYE told, and whether it answered this
 // rank's. Lock rule: none needed (atomics, a channel closed once).
 type farewell struct {
-	said     atomic.Bool   // the peer announced an orderly close
-	done     atomic.Uint64 // barriers it had completed then
-	coll     atomic.Uint32 // and its collective owner's progress, which the engine does not read
-	lost     atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
-	answered chan struct{} // closed when it answered this rank's GOODBYE, or was lost
-	once     sync.Once
+	said      atomic.Bool   // the peer announced an orderly close
+	done      atomic.Uint64 // barriers it had completed then
+	ownerDone atomic.Uint32 // and its owned range's owner's progress, which the engine does not read
+	lost      atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
+	answered  chan struct{} // closed when it answered this rank's GOODBYE, or was lost
+	once      sync.Once
 }
 
 func (f *farewell) init() { f.answered = make(chan struct{}) }
@@ -37,7 +37,7 @@ func (f *farewell) closing() bool { return f.said.Load() }
 // completed, the owner's progress value, and the first rank it knew
 // lost (-1: none).
 func (f *farewell) told() (done uint64, coll uint32, lost int) {
-	return f.done.Load(), f.coll.Load(), int(f.lost.Load())
+	return f.done.Load(), f.ownerDone.Load(), int(f.lost.Load())
 }
 
 // deliverGoodbye handles a GOODBYE from p that came on c: its answer to
@@ -49,7 +49,7 @@ func (p *peer) deliverGoodbye(c *ioloop.Conn, h *frame.Header) {
 		return
 	}
 	p.bye.done.Store(h.Offset)
-	p.bye.coll.Store(h.Aux)
+	p.bye.ownerDone.Store(h.Aux)
 	p.bye.lost.Store(int32(p.t.goodbyeLost(p.rank, h.Tag)))
 	p.bye.said.Store(true)
 	a := frame.Header{Kind: frame.KindGoodbye, Flags: frame.FlagReply, Src: uint32(p.t.rank)}

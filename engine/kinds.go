@@ -42,8 +42,8 @@ func init() {
 	kinds[frame.KindAbandon] = frameOps{ // no payload, no credit, never queued
 		arrive: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 			putBuffer(bb)
-			if !isCollTag(h.Tag) {
-				p.violation(c, fmt.Errorf("%w: ABANDON on tag %#x, outside the collective tags", ErrProtocol, h.Tag))
+			if !isOwnedTag(h.Tag) {
+				p.violation(c, fmt.Errorf("%w: ABANDON on tag %#x, outside the owned tag range", ErrProtocol, h.Tag))
 				return
 			}
 			p.mu.Lock()

@@ -34,14 +34,14 @@ type matcher struct {
 //	an RTS queued for it                 -> r claimed for its DATA, the CTS sent (takeRTS)
 //	nothing, the peer lost               -> its loss as an error of op
 //	nothing, try                         -> errNotQueued
-//	nothing, coll and the owner refuses  -> its error (collPosting)
+//	nothing, owned and the owner refuses -> its error (ownedPosting)
 //	nothing                              -> r posted, and p's link read again if a
 //	                                        deferred payload may be what r waits for
 //
 // A queued message longer than r's buffer fails r with a *TruncatedError
 // and stays queued. r's own outcome (err, n, data, aux) is set when match
 // returns with posted false and a nil error.
-func (p *peer) match(r *recvReq, try, coll bool, op string) (posted bool, err error) {
+func (p *peer) match(r *recvReq, try, owned bool, op string) (posted bool, err error) {
 	tag := uint32(r.tag)
 	p.mu.Lock()
 	q := p.m.queue(tag)
@@ -66,8 +66,8 @@ func (p *peer) match(r *recvReq, try, coll bool, op string) (posted bool, err er
 		err = p.errFor(op)
 	case try:
 		err = errNotQueued
-	case coll:
-		err = p.collPosting(tag, r.meta)
+	case owned:
+		err = p.ownedPosting(tag, r.meta)
 	}
 	if err != nil {
 		p.m.tidy(tag, q)
@@ -93,7 +93,7 @@ type tagQueue struct {
 
 // queuedMsg is a message that arrived before its receive: an eager one's
 // payload, or a rendezvous one's announcement (RTS), and its header's Aux
-// (the collectives' call meta).
+// (the owned range's meta).
 type queuedMsg struct {
 	bb  *ioloop.Buffer // an eager message's payload; nil for an RTS
 	aux uint32
@@ -290,7 +290,7 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 	p.mu.Lock()
 	if p.unwanted(tag) {
 		p.mu.Unlock()
-		ioloop.PutBuffer(bb) // its owner no longer wants it: see coll_owner.go
+		ioloop.PutBuffer(bb) // its owner no longer wants it: see owner.go
 		p.freeCredit(cost)
 		return
 	}
@@ -302,8 +302,8 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 		r.take(bb, aux)
 		return
 	}
-	if isCollTag(tag) {
-		p.collQueued(tag, aux)
+	if isOwnedTag(tag) {
+		p.ownedQueued(tag, aux)
 	}
 	p.m.hold(q, queuedMsg{bb: bb, aux: aux})
 	p.mu.Unlock()
@@ -379,7 +379,7 @@ func (m *matcher) removeRTS(tag uint32, id uint64) bool {
 // failWaiting fails receives waiting on the tags in (in tag order of the
 // map, in posting order per tag): for each tag, errFor is asked of its
 // receives from the first, which fail with the error it returns, until it
-// returns nil or one is not collective.
+// returns nil or one is not on the owned range.
 func (m *matcher) failWaiting(in func(u uint32) bool, errFor func(u uint32, r *recvReq) error) {
 	for u, q := range m.tags {
 		if !in(u) {
@@ -387,7 +387,7 @@ func (m *matcher) failWaiting(in func(u uint32) bool, errFor func(u uint32, r *r
 		}
 		for {
 			r, ok := q.recvs.peek()
-			if !ok || !r.coll {
+			if !ok || !r.owned {
 				break
 			}
 			err := errFor(u, r)

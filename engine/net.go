@@ -46,11 +46,11 @@ type closeState struct {
 }
 
 // progress is what this rank completed, told to its peers in GOODBYE:
-// the barriers, and the collective tag range's owner's progress, which the
-// engine does not read (coll_owner.go). mu serializes installing the owner.
+// the barriers, and the owned tag range's owner's progress, which the
+// engine does not read (owner.go). mu serializes installing the owner.
 type progress struct {
 	barriers atomic.Uint64            // barriers completed
-	owner    atomic.Pointer[ownerRef] // the owner of the collective tags, once installed
+	owner    atomic.Pointer[ownerRef] // the owner of the owned tag range, once installed
 	mu       sync.Mutex
 }
 
@@ -184,7 +184,7 @@ func (t *NetTransport) sayGoodbye() {
 		if !p.up() {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Tag: lost, Aux: t.collProgress(), Offset: t.progress.barriers.Load()}
+		h := frame.Header{Kind: frame.KindGoodbye, Src: uint32(t.rank), Tag: lost, Aux: t.ownerProgress(), Offset: t.progress.barriers.Load()}
 		if p.link.ownCtl() {
 			p.link.send(laneCtl, h, nil, ctx.Done())
 		}

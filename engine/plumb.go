@@ -39,22 +39,22 @@ func (h *plumbing) t() *NetTransport { return (*NetTransport)(h) }
 
 // SendColl implements plumb.Coll.
 func (h *plumbing) SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
-	return h.t().sendColl(ctx, to, tag, meta, p)
+	return h.t().sendOwned(ctx, to, tag, meta, p)
 }
 
 // RecvCollInto implements plumb.Coll.
 func (h *plumbing) RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
-	return h.t().recvCollInto(ctx, from, tag, meta, dst)
+	return h.t().recvOwnedInto(ctx, from, tag, meta, dst)
 }
 
 // TryRecvCollInto implements plumb.Coll.
 func (h *plumbing) TryRecvCollInto(from int, tag, meta uint32, dst []byte) (int, bool, error) {
-	return h.t().tryRecvCollInto(from, tag, meta, dst)
+	return h.t().tryRecvOwnedInto(from, tag, meta, dst)
 }
 
 // ExchangeColl implements plumb.Coll.
 func (h *plumbing) ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
-	return h.t().exchangeColl(ctx, to, from, tag, meta, out, in)
+	return h.t().exchangeOwned(ctx, to, from, tag, meta, out, in)
 }
 
 // Neighbour implements plumb.Coll.
@@ -62,16 +62,16 @@ func (h *plumbing) Neighbour(rank int) bool { return h.t().neighbour(rank) }
 
 // ExchangeCollChunks implements plumb.Coll.
 func (h *plumbing) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error {
-	return h.t().exchangeCollChunks(ctx, to, from, tag, meta, out, in, outChunk, inChunk, onChunk)
+	return h.t().exchangeOwnedChunks(ctx, to, from, tag, meta, out, in, outChunk, inChunk, onChunk)
 }
 
 // OwnColl implements plumb.CollOwned.
 func (h *plumbing) OwnColl(newOwner func() plumb.CollOwner) plumb.CollOwner {
-	return h.t().ownColl(newOwner)
+	return h.t().own(newOwner)
 }
 
 // AbandonColl implements plumb.CollOwned.
-func (h *plumbing) AbandonColl(tag uint32, why uint64) { h.t().abandonColl(tag, why) }
+func (h *plumbing) AbandonColl(tag uint32, why uint64) { h.t().abandonOwned(tag, why) }
 
 // DropUnwanted implements plumb.CollOwned.
 func (h *plumbing) DropUnwanted() { h.t().dropUnwanted() }
@@ -79,53 +79,53 @@ func (h *plumbing) DropUnwanted() { h.t().dropUnwanted() }
 // StartColl implements plumb.CollAsync. The send it returns is pooled:
 // it goes back to the pool when Wait or Drop finishes it.
 func (h *plumbing) StartColl(ctx context.Context, to int, tag, meta uint32, p []byte) (plumb.CollSend, error) {
-	s, err := h.t().startCollSend(ctx, to, tag, meta, p)
+	s, err := h.t().startOwnedSend(ctx, to, tag, meta, p)
 	if err != nil {
 		return nil, err
 	}
-	b := collSends.Get().(*pooledSend)
-	b.collSend = s
+	b := ownedSends.Get().(*pooledSend)
+	b.ownedSend = s
 	return b, nil
 }
 
 // PostColl implements plumb.CollAsync.
 func (h *plumbing) PostColl(to int, tag, meta uint32, p []byte) error {
-	return h.t().postColl(to, tag, meta, p)
+	return h.t().postOwned(to, tag, meta, p)
 }
 
 // RecvCollFrom implements plumb.CollAsync.
 func (h *plumbing) RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
-	return h.t().recvCollFromPeer(ctx, from, tag, meta, dst, deadline, inFlightUntil)
+	return h.t().recvOwnedFromPeer(ctx, from, tag, meta, dst, deadline, inFlightUntil)
 }
 
 // TryRecvCollFrom implements plumb.CollAsync.
 func (h *plumbing) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (int, bool, error) {
-	return h.t().tryRecvCollFrom(from, tag, meta, dst, inFlightUntil)
+	return h.t().tryRecvOwnedFrom(from, tag, meta, dst, inFlightUntil)
 }
 
-// pooledSend is a collSend as a plumb.CollSend: a pointer, so that
+// pooledSend is a ownedSend as a plumb.CollSend: a pointer, so that
 // handing it out as an interface allocates nothing once the pool is warm.
-type pooledSend struct{ collSend }
+type pooledSend struct{ ownedSend }
 
-var collSends = sync.Pool{New: func() any { return new(pooledSend) }}
+var ownedSends = sync.Pool{New: func() any { return new(pooledSend) }}
 
 // Wait implements plumb.CollSend.
 func (b *pooledSend) Wait(ctx context.Context) error {
-	err := b.collSend.Wait(ctx)
+	err := b.ownedSend.Wait(ctx)
 	b.free()
 	return err
 }
 
 // Drop implements plumb.CollSend.
 func (b *pooledSend) Drop() {
-	b.collSend.Drop()
+	b.ownedSend.Drop()
 	b.free()
 }
 
 // free returns b to the pool.
 func (b *pooledSend) free() {
-	b.collSend = collSend{}
-	collSends.Put(b)
+	b.ownedSend = ownedSend{}
+	ownedSends.Put(b)
 }
 
 // SetServiceHandler implements plumb.Service.

@@ -90,7 +90,7 @@ func (t *NetTransport) recvDone(r *recvReq, err error, w waitOpts) (int, []byte,
 		err = r.err
 	}
 	if err == nil && w.checkMeta && r.aux != w.meta {
-		err = &plumb.CollMismatchError{Rank: r.from, Tag: uint32(r.tag) - collTagBase, Want: w.meta, Got: r.aux}
+		err = &plumb.CollMismatchError{Rank: r.from, Tag: uint32(r.tag) - ownedTagBase, Want: w.meta, Got: r.aux}
 	}
 	t.recycle(r)
 	return n, data, err
@@ -107,7 +107,7 @@ func (t *NetTransport) recycle(r *recvReq) {
 func (t *NetTransport) newRecv(from int, tag uint32, dst []byte, into bool, w waitOpts) *recvReq {
 	r := t.pools.reqs.Get().(*recvReq)
 	r.into, r.dst, r.from, r.tag = into, dst, from, int(tag)
-	r.coll, r.meta = w.checkMeta, w.meta
+	r.owned, r.meta = w.checkMeta, w.meta
 	return r
 }
 

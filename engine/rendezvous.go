@@ -277,7 +277,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	}
 	if p.unwanted(tag) {
 		p.mu.Unlock()
-		p.answerRTS(id, false) // its owner no longer wants it: see coll_owner.go
+		p.answerRTS(id, false) // its owner no longer wants it: see owner.go
 		return
 	}
 	q := p.m.queue(tag)
@@ -288,8 +288,8 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 		p.answerRTS(id, true)
 		return
 	}
-	if isCollTag(tag) {
-		p.collQueued(tag, h.Aux)
+	if isOwnedTag(tag) {
+		p.ownedQueued(tag, h.Aux)
 	}
 	p.m.hold(q, queuedMsg{aux: h.Aux, id: id, n: n})
 	p.mu.Unlock()

@@ -30,7 +30,7 @@ type recvReq struct {
 	tag   int
 	n     int    // bytes received
 	aux   uint32 // the message header's Aux
-	coll  bool   // a collective receive, expecting meta
+	owned bool   // a receive on the owned range, expecting meta
 	meta  uint32
 	data  []byte // Recv: the message
 	rdv   rdvPieces
@@ -91,6 +91,6 @@ func (r *recvReq) truncated(n int) *TruncatedError {
 }
 
 func (r *recvReq) reset() {
-	r.dst, r.data, r.err, r.n, r.aux, r.coll, r.meta, r.rdv = nil, nil, nil, 0, 0, false, 0, rdvPieces{}
+	r.dst, r.data, r.err, r.n, r.aux, r.owned, r.meta, r.rdv = nil, nil, nil, 0, 0, false, 0, rdvPieces{}
 	r.state.Store(reqPosted)
 }

@@ -51,10 +51,10 @@ type view struct {
 
 // departure is a peer that left the world.
 type departure struct {
-	rank   int
-	closed bool   // closed in order (GOODBYE); otherwise lost
-	cause  error  // lost: what broke its connection
-	coll   uint32 // closed: the collective owner's progress its GOODBYE told
+	rank      int
+	closed    bool   // closed in order (GOODBYE); otherwise lost
+	cause     error  // lost: what broke its connection
+	ownerDone uint32 // closed: the owner's progress its GOODBYE told (plumb.CollOwner.Progress)
 }
 
 // firstView returns the view a transport of world ranks starts with:
@@ -142,10 +142,10 @@ func (t *NetTransport) noteLoss(rank int, cause error) {
 }
 
 // noteClosed makes the next view: rank closed in order after completing
-// done barriers, with coll the collective owner's progress its GOODBYE
+// done barriers, with coll the owned range's owner's progress its GOODBYE
 // told, reporting lost as the first loss it knew of (-1: none). Barriers
-// after those, and the collective receives the owner says it left
-// unanswerable (closedInColl), can no longer complete.
+// after those, and the receives on the owned range the owner says it left
+// unanswerable (closedInRange), can no longer complete.
 func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) {
 	t.changeView(func(v *view) bool {
 		if v.departed(rank) != nil {
@@ -155,7 +155,7 @@ func (t *NetTransport) noteClosed(rank int, done uint64, coll uint32, lost int) 
 		if done < v.closedBarriers {
 			v.closedBarriers, v.closedRank = done, rank
 		}
-		v.left = append(v.left, departure{rank: rank, closed: true, coll: coll})
+		v.left = append(v.left, departure{rank: rank, closed: true, ownerDone: coll})
 		return true
 	})
 }
@@ -169,16 +169,16 @@ func (v *view) closedBefore(epoch uint64, op string) error {
 	return &PeerError{Op: op, Rank: v.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 }
 
-// closedInColl returns an error if, in view v, a peer closed in order
-// leaving the collective receives waiting now unanswerable, as the owner
+// closedInRange returns an error if, in view v, a peer closed in order
+// leaving the receives on the owned range waiting now unanswerable, as the owner
 // of the collective tags says (plumb.CollOwner.Closed), or nil.
-func (t *NetTransport) closedInColl(v *view, op string) error {
-	o := t.collOwner()
+func (t *NetTransport) closedInRange(v *view, op string) error {
+	o := t.owner()
 	if o == nil {
 		return nil
 	}
 	for _, d := range v.left {
-		if d.closed && o.Closed(d.coll) {
+		if d.closed && o.Closed(d.ownerDone) {
 			return &PeerError{Op: op, Rank: d.rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 		}
 	}
@@ -187,7 +187,7 @@ func (t *NetTransport) closedInColl(v *view, op string) error {
 
 // changeCause returns why a wait w must end in view v: a peer lost (if
 // w.anyLost), or peers that closed in order (see waitOpts.epoch and
-// collClose); nil if none.
+// ownerClose); nil if none.
 func (t *NetTransport) changeCause(v *view, w waitOpts) error {
 	if w.anyLost {
 		if err := v.lostErr(w.op); err != nil {
@@ -199,11 +199,11 @@ func (t *NetTransport) changeCause(v *view, w waitOpts) error {
 			return err
 		}
 	}
-	if w.collClose {
-		return t.closedInColl(v, w.op)
+	if w.ownerClose {
+		return t.closedInRange(v, w.op)
 	}
 	return nil
 }
 
 // waitsOnView reports whether a change of the view may end wait w.
-func (w *waitOpts) waitsOnView() bool { return w.anyLost || w.epoch > 0 || w.collClose }
+func (w *waitOpts) waitsOnView() bool { return w.anyLost || w.epoch > 0 || w.ownerClose }

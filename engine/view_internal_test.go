@@ -39,7 +39,7 @@ func TestViewCopyOnWrite(t *testing.T) {
 	tr.noteClosed(1, 4, 9, -1)
 	tr.noteClosed(1, 4, 9, -1) // the same close again
 	v2 := tr.view()
-	if v2.epoch != 2 || v2.member(1) || len(v2.left) != 2 || v2.left[1] != (departure{rank: 1, closed: true, coll: 9}) {
+	if v2.epoch != 2 || v2.member(1) || len(v2.left) != 2 || v2.left[1] != (departure{rank: 1, closed: true, ownerDone: 9}) {
 		t.Fatalf("after a close and two repeats: epoch %d, left %+v", v2.epoch, v2.left)
 	}
 	if err := v2.closedBefore(4, "barrier"); err != nil {

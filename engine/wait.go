@@ -24,7 +24,7 @@ import (
 // The give-up set (waitOpts) is one for every wait: ctx's end (cancel),
 // a timeout, and a change of the membership view that ends the wait
 // (changeCause: a peer lost, a peer closed before the barrier or leaving
-// the collective unanswerable). Both phases check it; what arrived by the
+// the receives on the owned range unanswerable). Both phases check it; what arrived by the
 // time one fires wins over it.
 //
 // Lock rule: a wait holds no lock of the transport while it spins or
@@ -33,19 +33,19 @@ import (
 
 // waitOpts says how a wait gives up, and what a receive accepts.
 type waitOpts struct {
-	cancel    <-chan struct{} // a context's Done, or nil
-	ctx       context.Context // its Done is cancel; nil without a context
-	timeout   time.Duration   // > 0: give up after it with ErrTimeout
-	anyLost   bool            // give up when any peer is lost (collectives)
-	epoch     uint64          // barrier: give up when a peer closes before completing it
-	collClose bool            // collective: give up when a peer closed leaving it unanswerable (closedInColl)
-	try       bool            // take a queued message or fail with errNotQueued; never wait
-	leave     bool            // give up the wait for a message being read in once inflight closes, or at leaveAt (plumb.ErrInFlight)
-	inflight  <-chan struct{} // with leave: closes when the wait for a message being read in ends
-	leaveAt   time.Time       // with leave and no inflight: when it ends (zero: never)
-	meta      uint32          // with checkMeta: the Aux the message must carry
-	checkMeta bool
-	op        string
+	cancel     <-chan struct{} // a context's Done, or nil
+	ctx        context.Context // its Done is cancel; nil without a context
+	timeout    time.Duration   // > 0: give up after it with ErrTimeout
+	anyLost    bool            // give up when any peer is lost (the owned range: its owner needs every rank)
+	epoch      uint64          // barrier: give up when a peer closes before completing it
+	ownerClose bool            // the owned range: give up when a peer closed leaving it unanswerable (closedInRange)
+	try        bool            // take a queued message or fail with errNotQueued; never wait
+	leave      bool            // give up the wait for a message being read in once inflight closes, or at leaveAt (plumb.ErrInFlight)
+	inflight   <-chan struct{} // with leave: closes when the wait for a message being read in ends
+	leaveAt    time.Time       // with leave and no inflight: when it ends (zero: never)
+	meta       uint32          // with checkMeta: the Aux the message must carry
+	checkMeta  bool
+	op         string
 }
 
 // ctxWait is the waitOpts of an operation op bounded by ctx.

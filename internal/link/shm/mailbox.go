@@ -10,7 +10,7 @@ import (
 // shares memory) exchange a small message without a frame, at most
 // MailboxMax bytes each way: each side writes its part into one of its
 // two slots in memory the pair shares, and reads the other's from there
-// (the engine's exchange protocol: engine/coll_mailbox.go), and where each
+// (the engine's exchange protocol: engine/owned_mailbox.go), and where each
 // side gives the other its barrier signal (engine/barrier_mail.go).
 // Recursive doubling's steps, which are such exchanges, then cost one
 // cache line's trip each way instead of a frame's way through a pipe.

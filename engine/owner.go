@@ -6,8 +6,9 @@ import (
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
-// The owner of the collective tag range (plumb.CollOwner; package
-// collective installs it) decides which of the range's arrivals it still
+// The owned tag range: the reserved tags the transport lends, whole, to
+// one owner (plumb.CollOwner; package collective installs itself) for
+// messages that carry a meta word, and the owner decides which of the range's arrivals it still
 // wants and when a receive in the range fails; the engine asks it at these
 // points, with the peer's mu held, and knows nothing of what it does with
 // the range:
@@ -30,9 +31,9 @@ import (
 // pointer.
 type ownerRef struct{ plumb.CollOwner }
 
-// ownColl installs newOwner's owner unless one is installed, and returns
+// own installs newOwner's owner unless one is installed, and returns
 // the one installed.
-func (t *NetTransport) ownColl(newOwner func() plumb.CollOwner) plumb.CollOwner {
+func (t *NetTransport) own(newOwner func() plumb.CollOwner) plumb.CollOwner {
 	t.progress.mu.Lock()
 	defer t.progress.mu.Unlock()
 	if o := t.progress.owner.Load(); o != nil {
@@ -43,79 +44,79 @@ func (t *NetTransport) ownColl(newOwner func() plumb.CollOwner) plumb.CollOwner 
 	return o.CollOwner
 }
 
-// collOwner returns the owner of the collective tag range, or nil.
-func (t *NetTransport) collOwner() plumb.CollOwner {
+// owner returns the owner of the owned tag range, or nil.
+func (t *NetTransport) owner() plumb.CollOwner {
 	if o := t.progress.owner.Load(); o != nil {
 		return o.CollOwner
 	}
 	return nil
 }
 
-// collProgress is what this rank's GOODBYE tells in its Aux: the owner's
+// ownerProgress is what this rank's GOODBYE tells in its Aux: the owner's
 // progress, or 0.
-func (t *NetTransport) collProgress() uint32 {
-	if o := t.collOwner(); o != nil {
+func (t *NetTransport) ownerProgress() uint32 {
+	if o := t.owner(); o != nil {
 		return o.Progress()
 	}
 	return 0
 }
 
 // unwanted reports whether a message from p for wire tag is one the
-// owner of the collective tags no longer wants. p.mu is held.
+// owner of the range no longer wants. p.mu is held.
 func (p *peer) unwanted(tag uint32) bool {
-	if !isCollTag(tag) {
+	if !isOwnedTag(tag) {
 		return false
 	}
-	o := p.t.collOwner()
-	return o != nil && !o.Wanted(p.rank, tag-collTagBase)
+	o := p.t.owner()
+	return o != nil && !o.Wanted(p.rank, tag-ownedTagBase)
 }
 
-// WantedMail reports, for a collective tag in a mailbox (relative to
+// WantedMail reports, for a tag of the owned range in a mailbox (relative to
 // the range), whether the owner still wants p's part for it. p.mu is
 // held.
-func (p *peer) WantedMail(tag uint32) bool { return !p.unwanted(collTagBase + tag) }
+func (p *peer) WantedMail(tag uint32) bool { return !p.unwanted(ownedTagBase + tag) }
 
-// collQueued runs when a collective message for tag, with aux, is queued
-// from p: every collective receive from p waiting on another tag that the
+// ownedQueued runs when a message on the owned range for tag, with aux, is queued
+// from p: every receive on the range from p waiting on another tag that the
 // owner says conflicts with it fails with the owner's error. p.mu is held.
-func (p *peer) collQueued(tag, aux uint32) {
-	o := p.t.collOwner()
+func (p *peer) ownedQueued(tag, aux uint32) {
+	o := p.t.owner()
 	if o == nil {
 		return
 	}
-	p.failCollRecvs(tag, func(u uint32, r *recvReq) error {
-		return o.Conflict(p.rank, u-collTagBase, r.meta, tag-collTagBase, aux)
+	p.failOwnedRecvs(tag, func(u uint32, r *recvReq) error {
+		return o.Conflict(p.rank, u-ownedTagBase, r.meta, tag-ownedTagBase, aux)
 	})
 }
 
-// failCollRecvs fails the collective receives from p waiting on every tag
+// failOwnedRecvs fails the receives on the owned range from p waiting on every tag
 // but skip (0: none is skipped) for which errFor returns an error, with
 // it; errFor is asked of the receives of one tag in order until it returns
 // nil. p.mu is held.
-func (p *peer) failCollRecvs(skip uint32, errFor func(u uint32, r *recvReq) error) {
-	p.m.failWaiting(func(u uint32) bool { return u != skip && isCollTag(u) }, errFor)
+func (p *peer) failOwnedRecvs(skip uint32, errFor func(u uint32, r *recvReq) error) {
+	p.m.failWaiting(func(u uint32) bool { return u != skip && isOwnedTag(u) }, errFor)
 }
 
-// collPosting returns the error a collective receive from p for tag,
+// ownedPosting returns the error a receive on the owned range from p for tag,
 // expecting meta, fails with instead of being posted, as the owner says:
 // its own (Posting), or a conflict with a message queued on another tag.
 // p.mu is held.
-func (p *peer) collPosting(tag, meta uint32) error {
-	o := p.t.collOwner()
+func (p *peer) ownedPosting(tag, meta uint32) error {
+	o := p.t.owner()
 	if o == nil {
 		return nil
 	}
-	if err := o.Posting(p.rank, tag-collTagBase, meta); err != nil {
+	if err := o.Posting(p.rank, tag-ownedTagBase, meta); err != nil {
 		return err
 	}
-	return p.m.firstQueued(func(u uint32) bool { return u != tag && isCollTag(u) }, func(u, aux uint32) error {
-		return o.Conflict(p.rank, tag-collTagBase, meta, u-collTagBase, aux)
+	return p.m.firstQueued(func(u uint32) bool { return u != tag && isOwnedTag(u) }, func(u, aux uint32) error {
+		return o.Conflict(p.rank, tag-ownedTagBase, meta, u-ownedTagBase, aux)
 	})
 }
 
-// abandonColl sends an ABANDON for collective tag tag with why to every
+// abandonOwned sends an ABANDON for tag tag of the owned range with why to every
 // peer that is up, on the control stream, without waiting.
-func (t *NetTransport) abandonColl(tag uint32, why uint64) {
+func (t *NetTransport) abandonOwned(tag uint32, why uint64) {
 	if tag >= plumb.CollTags {
 		return
 	}
@@ -123,29 +124,29 @@ func (t *NetTransport) abandonColl(tag uint32, why uint64) {
 		if !p.up() {
 			continue
 		}
-		h := frame.Header{Kind: frame.KindAbandon, Src: uint32(t.rank), Tag: collTagBase + tag, Offset: why}
+		h := frame.Header{Kind: frame.KindAbandon, Src: uint32(t.rank), Tag: ownedTagBase + tag, Offset: why}
 		p.link.post(laneCtl, h, nil, false) // a lost peer needs no news
 	}
 }
 
 // abandoned handles p's ABANDON on wire tag with why: the owner hears of
-// it, and every collective receive from p waiting is checked again
+// it, and every receive on the owned range from p waiting is checked again
 // (Posting). p.mu is held.
 func (p *peer) abandoned(tag uint32, why uint64) {
-	o := p.t.collOwner()
+	o := p.t.owner()
 	if o == nil {
 		return
 	}
-	o.Abandoned(p.rank, tag-collTagBase, why)
-	p.failCollRecvs(0, func(u uint32, r *recvReq) error {
-		return o.Posting(p.rank, u-collTagBase, r.meta)
+	o.Abandoned(p.rank, tag-ownedTagBase, why)
+	p.failOwnedRecvs(0, func(u uint32, r *recvReq) error {
+		return o.Posting(p.rank, u-ownedTagBase, r.meta)
 	})
 }
 
-// dropUnwanted drops, from every peer, the queued collective messages
+// dropUnwanted drops, from every peer, the queued messages on the range
 // that the owner no longer wants.
 func (t *NetTransport) dropUnwanted() {
-	if t.collOwner() == nil {
+	if t.owner() == nil {
 		return
 	}
 	for _, p := range t.view().peers {
@@ -158,7 +159,7 @@ func (t *NetTransport) dropUnwanted() {
 	}
 }
 
-// dropUnwanted drops the queued collective messages from p that the owner
+// dropUnwanted drops the queued messages on the range from p that the owner
 // no longer wants, releasing their credit (the senders of queued RTSs are
 // told to send nothing).
 //

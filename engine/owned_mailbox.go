@@ -22,7 +22,7 @@ func (t *NetTransport) mailboxOf(r int) *linkshm.Mailbox {
 	return nil
 }
 
-// exchangeMail is exchangeColl with a neighbour that is both to and
+// exchangeMail is exchangeOwned with a neighbour that is both to and
 // from, when both out and in are at most plumb.MailboxMax bytes, through the
 // pair's mailbox (internal/link/shm/mailbox.go): this rank's part is written there, and the
 // neighbour's waited for there, for Options.Spin, then asleep: a receive
@@ -40,7 +40,7 @@ func (t *NetTransport) mailboxOf(r int) *linkshm.Mailbox {
 func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *linkshm.Mailbox, tag, meta uint32, out, in []byte) (int, error) {
 	mb.Lock()
 	defer mb.Unlock()
-	if err := t.view().lostErr("collective"); err != nil {
+	if err := t.view().lostErr(ownedOp); err != nil {
 		return 0, t.lossErr(err)
 	}
 	asleep, ok := mb.Post(tag, meta, out)
@@ -50,7 +50,7 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *linkshm.Ma
 	if asleep {
 		t.wakeNeighbour(p)
 	}
-	w := collWait(t, ctx, meta)
+	w := ownedWait(t, ctx, meta)
 	site := waitSite{kind: siteMail, mb: mb, tag: tag, meta: meta, in: in}
 	spun := p.spin.budget(t.spinBudget())
 	found, err := t.spinSite(p, &site, spun, w)
@@ -67,7 +67,7 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *linkshm.Ma
 		p.spin.slept(spun, slept, t.spinBudget())
 	}
 	if byFrame && err == nil {
-		err = t.sendColl(ctx, p.rank, tag, meta, out)
+		err = t.sendOwned(ctx, p.rank, tag, meta, out)
 	}
 	return n, err
 }
@@ -89,7 +89,7 @@ func mailResult(from int, tag, meta uint32, n int, got uint32, in []byte) (int, 
 // mapped heap does, so that the part of a neighbour that closed in order
 // right after writing it is still read.)
 func (t *NetTransport) mailClosed(p *peer) error {
-	return &PeerError{Op: "collective", Rank: p.rank, Err: ErrClosed}
+	return &PeerError{Op: ownedOp, Rank: p.rank, Err: ErrClosed}
 }
 
 // testHookMail, if set (by tests, before any transport runs), is called
@@ -107,10 +107,10 @@ const (
 // until the receive completes, the part is in, or the give-up set fires.
 func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFrame bool, err error) {
 	mb, tag, meta, in := s.mb, s.tag, s.meta, s.in
-	r := t.newRecv(p.rank, collTagBase+tag, in, true, w)
+	r := t.newRecv(p.rank, ownedTagBase+tag, in, true, w)
 	posted, err := p.match(r, false, true, w.op)
 	if !posted {
-		n, err = t.collDone(r, err, w)
+		n, err = t.ownedDone(r, err, w)
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	mb.Sleep(true)
@@ -118,10 +118,10 @@ func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFra
 	done, cause := t.sleep(p, r, s, w, nil)
 	switch {
 	case done:
-		n, err = t.collDone(r, nil, w)
+		n, err = t.ownedDone(r, nil, w)
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	case cause != nil:
-		n, err = t.collDone(r, t.withdraw(p, r, cause), w)
+		n, err = t.ownedDone(r, t.withdraw(p, r, cause), w)
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	// The part is in the mailbox: take the receive back (unless a frame
@@ -135,7 +135,7 @@ func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFra
 	p.mu.Unlock()
 	if !withdrawn {
 		<-r.done
-		n, err = t.collDone(r, nil, w)
+		n, err = t.ownedDone(r, nil, w)
 		return t.mailOr(p, mb, tag, meta, in, n, err)
 	}
 	t.recycle(r)
@@ -149,7 +149,7 @@ func (t *NetTransport) sleepMail(p *peer, s *waitSite, w waitOpts) (n int, byFra
 	}
 	// Rewritten since it was seen: the neighbour gave the call up and went
 	// on. The receive says so.
-	n, err = t.recvCollInto(w.ctx, p.rank, tag, meta, in)
+	n, err = t.recvOwnedInto(w.ctx, p.rank, tag, meta, in)
 	return n, false, err
 }
 
@@ -171,10 +171,10 @@ func (t *NetTransport) mailOr(p *peer, mb *linkshm.Mailbox, tag, meta uint32, in
 
 // mailConflict returns the error an exchange on tag expecting meta fails
 // with because the neighbour's part of another step is in the mailbox,
-// as the owner of the collective tags judges it (a frame for another step
+// as the owner of the range judges it (a frame for another step
 // queued while a receive waits, CollOwner.Conflict), or nil.
 func (t *NetTransport) mailConflict(p *peer, mb *linkshm.Mailbox, tag, meta uint32) error {
-	o := t.collOwner()
+	o := t.owner()
 	if o == nil {
 		return nil
 	}
@@ -190,11 +190,11 @@ func (t *NetTransport) mailConflict(p *peer, mb *linkshm.Mailbox, tag, meta uint
 	return o.Conflict(p.rank, tag, meta, other, got)
 }
 
-// collDone ends a collective receive r whose wait ended with err, as
-// recvCollInto does.
-func (t *NetTransport) collDone(r *recvReq, err error, w waitOpts) (int, error) {
+// ownedDone ends a receive r on the owned range whose wait ended with err, as
+// recvOwnedInto does.
+func (t *NetTransport) ownedDone(r *recvReq, err error, w waitOpts) (int, error) {
 	n, _, err := t.recvDone(r, err, w)
-	return n, t.lossErr(collErr(err))
+	return n, t.lossErr(ownedErr(err))
 }
 
 // wakeNeighbour sends p, a neighbour asleep on its mailbox, a WAKE.

@@ -10,34 +10,34 @@ import (
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
-// Collective sends that do not wait, and receives that care about one
-// peer only: what an algorithm needs that must never be held up by a
-// slow, stopped or lost rank (the deadline allreduce of package
-// collective).
+// Sends on the owned range that do not wait, and receives that care
+// about one peer only: what an owner's algorithm needs that must never be
+// held up by a slow, stopped or lost rank (the deadline allreduce of
+// package collective).
 
-// collSend is a collective message being sent (startCollSend). Finish it with
+// ownedSend is a message on the owned range being sent (startOwnedSend). Finish it with
 // exactly one of Wait or Drop; its zero value is a completed send.
-type collSend struct {
+type ownedSend struct {
 	t *NetTransport
 	o sendOp
 }
 
-// startCollSend starts sending p to rank to under collective tag tag with meta
+// startOwnedSend starts sending p to rank to under tag tag of the owned range with meta
 // and returns without waiting for the bytes to go out (only, if need be,
 // for flow-control credit, until ctx ends): p must stay untouched until
 // Wait or Drop returns. A message above the eager limit waits at the
 // receiver, unread, until a receive takes it.
-func (t *NetTransport) startCollSend(ctx context.Context, to int, tag, meta uint32, p []byte) (collSend, error) {
+func (t *NetTransport) startOwnedSend(ctx context.Context, to int, tag, meta uint32, p []byte) (ownedSend, error) {
 	if tag >= plumb.CollTags {
-		return collSend{}, ErrReservedTag
+		return ownedSend{}, ErrReservedTag
 	}
-	o, err := t.startColl(ctx, to, tag, meta, p)
-	return collSend{t: t, o: o}, err
+	o, err := t.startOwned(ctx, to, tag, meta, p)
+	return ownedSend{t: t, o: o}, err
 }
 
 // Done reports, without waiting, whether the send is over: Wait or Drop
 // would return at once.
-func (s collSend) Done() bool {
+func (s ownedSend) Done() bool {
 	switch {
 	case s.o.s != nil:
 		st := s.o.s.state.Load()
@@ -59,7 +59,7 @@ func (s collSend) Done() bool {
 // Wait waits until the message is sent (its receiver took it, for one
 // that waits for that), or ctx ends: then, as SendContext, it is dropped
 // if it is not yet committed.
-func (s collSend) Wait(ctx context.Context) error {
+func (s ownedSend) Wait(ctx context.Context) error {
 	if s.t == nil {
 		return nil
 	}
@@ -74,17 +74,17 @@ func (s collSend) Wait(ctx context.Context) error {
 // (a rendezvous one, which takes one exchange with the receiver) or, if
 // no byte of it went out, dropped; one already committed is sent whole in
 // the background. It returns once p may be reused.
-func (s collSend) Drop() {
+func (s ownedSend) Drop() {
 	if s.t != nil {
 		s.t.finishSend(s.o, closedChan)
 	}
 }
 
-// postColl sends a short collective message (at most a quarter of the
+// postOwned sends a short message on the owned range (at most a quarter of the
 // eager limit) without waiting at all: p is copied. It fails with
 // ErrNoCredit if the receiver holds so much of this rank's that there is
 // no credit left for it.
-func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
+func (t *NetTransport) postOwned(to int, tag, meta uint32, p []byte) error {
 	if tag >= plumb.CollTags {
 		return ErrReservedTag
 	}
@@ -93,49 +93,49 @@ func (t *NetTransport) postColl(to int, tag, meta uint32, p []byte) error {
 	}
 	pr := t.peer(to)
 	if !pr.up() {
-		return t.sendSelf(pr, collTagBase+tag, meta, p)
+		return t.sendSelf(pr, ownedTagBase+tag, meta, p)
 	}
 	window := pr.out.known.Load()
 	cost := frame.Cost(uint64(len(p)))
 	if window == 0 || cost > t.eagerMax(window)/4 || !pr.out.take(cost) {
 		return ErrNoCredit
 	}
-	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: collTagBase + tag, Aux: meta}
+	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: ownedTagBase + tag, Aux: meta}
 	if err := pr.link.post(laneData, h, p, true); err != nil {
-		return t.connErr(pr, "collective", err)
+		return t.connErr(pr, ownedOp, err)
 	}
 	return nil
 }
 
-// recvCollFromPeer is recvCollInto that gives up only when rank from is lost
+// recvOwnedFromPeer is recvOwnedInto that gives up only when rank from is lost
 // (or ctx ends, or deadline passes: ErrTimeout; zero: none), not when any
-// other rank is lost or closes: for a collective that goes on without
+// other rank is lost or closes: for an owner's call that goes on without
 // ranks that left. If it gives up while the message's bytes are being
 // read into dst, it waits for them until inFlightUntil (zero: for as long
 // as they take); once that passes too (a sender stopped halfway), it
 // returns an *plumb.InFlightError, and dst stays the transport's until the
 // message is in or from is lost. Times rather than contexts, so that a
 // deadline allreduce allocates nothing.
-func (t *NetTransport) recvCollFromPeer(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
-	return t.recvCollFrom(ctx, from, tag, meta, dst, deadline, inFlightUntil, false)
+func (t *NetTransport) recvOwnedFromPeer(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
+	return t.recvOwnedFrom(ctx, from, tag, meta, dst, deadline, inFlightUntil, false)
 }
 
-// tryRecvCollFrom is recvCollFromPeer that takes only a message that has
+// tryRecvOwnedFrom is recvOwnedFromPeer that takes only a message that has
 // already arrived (ok false: none has), and waits for its bytes until
 // inFlightUntil.
-func (t *NetTransport) tryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (n int, ok bool, err error) {
-	n, err = t.recvCollFrom(nil, from, tag, meta, dst, time.Time{}, inFlightUntil, true)
+func (t *NetTransport) tryRecvOwnedFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (n int, ok bool, err error) {
+	n, err = t.recvOwnedFrom(nil, from, tag, meta, dst, time.Time{}, inFlightUntil, true)
 	if err == errNotQueued {
 		return 0, false, nil
 	}
 	return n, err == nil, err
 }
 
-func (t *NetTransport) recvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time, try bool) (int, error) {
+func (t *NetTransport) recvOwnedFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time, try bool) (int, error) {
 	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
-	w := waitOpts{op: "collective", meta: meta, checkMeta: true, try: try}
+	w := waitOpts{op: ownedOp, meta: meta, checkMeta: true, try: try}
 	if ctx != nil {
 		w.cancel, w.ctx = ctx.Done(), ctx
 	}
@@ -148,6 +148,6 @@ func (t *NetTransport) recvCollFrom(ctx context.Context, from int, tag, meta uin
 			w.timeout = max(time.Until(inFlightUntil), time.Nanosecond)
 		}
 	}
-	n, _, err := t.recv(from, collTagBase+tag, dst, true, w)
-	return n, collErr(err)
+	n, _, err := t.recv(from, ownedTagBase+tag, dst, true, w)
+	return n, ownedErr(err)
 }

@@ -9,86 +9,90 @@ import (
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
-// collTagBase is the start of the tag space that collectives own:
-// plumb.CollTags tags in the reserved range, apart from users' tags and from the
-// barrier's.
-const collTagBase = TagReservedBase + 0x0100_0000
+// Messaging on the owned tag range (owner.go): plumb.CollTags tags in the
+// reserved range, apart from users' tags and from the barrier's, lent
+// whole to one owner (package collective). Every message on it carries a
+// meta word the owner chooses (package collective: its call's operation,
+// element type and reduction) in the frame header's Aux field, and every
+// receive names the meta it expects: a message with another one fails the
+// receive with a *plumb.CollMismatchError, so that ranks whose calls
+// differ learn of it instead of mixing bytes. The range's operations are
+// reported as ownedOp.
 
-// Every collective message carries its call's meta (a word the collective
-// layer derives from the operation, element type and reduction) in the
-// frame header's Aux field, and every collective receive names the meta it
-// expects: a message with another one fails the receive with a
-// *plumb.CollMismatchError, so that ranks which called different collectives, or
-// the same one with different types, learn of it instead of mixing bytes.
+// ownedTagBase is the first tag of the owned range.
+const ownedTagBase = TagReservedBase + 0x0100_0000
 
-// sendColl is Send on the collective tag space: tag is in [0, plumb.CollTags),
-// and meta travels with the message. It is what package engine/collective
-// builds on.
-func (t *NetTransport) sendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
+// ownedOp is the operation errors on the owned range name: what users
+// call its owner's operations.
+const ownedOp = "collective"
+
+// sendOwned is Send on the owned range: tag is in [0, plumb.CollTags), and
+// meta travels with the message.
+func (t *NetTransport) sendOwned(ctx context.Context, to int, tag, meta uint32, p []byte) error {
 	if tag >= plumb.CollTags {
 		return ErrReservedTag
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.lossErr(t.sendAux(ctx.Done(), to, collTagBase+tag, meta, p))
+	return t.lossErr(t.sendAux(ctx.Done(), to, ownedTagBase+tag, meta, p))
 }
 
-// collWait is how a collective receive waits: until ctx ends, or any peer
-// is lost (a collective needs every rank) or closed leaving it
-// unanswerable (closedInColl), for a message carrying meta.
-func collWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
-	w := ctxWait(ctx, "collective")
+// ownedWait is how a receive on the owned range waits: until ctx ends, or
+// any peer is lost (the owner's calls need every rank) or closed leaving it
+// unanswerable (closedInRange), for a message carrying meta.
+func ownedWait(t *NetTransport, ctx context.Context, meta uint32) waitOpts {
+	w := ctxWait(ctx, ownedOp)
 	w.anyLost, w.meta, w.checkMeta = true, meta, true
-	w.collClose = t.collOwner() != nil
+	w.ownerClose = t.owner() != nil
 	return w
 }
 
-// recvCollInto is RecvIntoContext on the collective tag space for a
-// message carrying meta. Because a collective needs every rank, it also
+// recvOwnedInto is RecvIntoContext on the owned range for a message
+// carrying meta. Because the owner's calls need every rank, it also
 // gives up as soon as any peer is lost, with ErrPeerLost naming the first
 // rank lost (see PeerError.ClosedAfter).
-func (t *NetTransport) recvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
+func (t *NetTransport) recvOwnedInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
 	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
-	n, _, err := t.recv(from, collTagBase+tag, dst, true, collWait(t, ctx, meta))
-	return n, t.lossErr(collErr(err))
+	n, _, err := t.recv(from, ownedTagBase+tag, dst, true, ownedWait(t, ctx, meta))
+	return n, t.lossErr(ownedErr(err))
 }
 
-// collErr reports a collective message longer than its buffer as the
+// ownedErr reports a message on the owned range longer than its buffer as the
 // length mismatch it is.
-func collErr(err error) error {
+func ownedErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var te *TruncatedError
 	if errors.As(err, &te) {
-		return &plumb.CollLengthError{Rank: te.From, Tag: uint32(te.Tag) - collTagBase, Want: te.Cap, Got: te.Len}
+		return &plumb.CollLengthError{Rank: te.From, Tag: uint32(te.Tag) - ownedTagBase, Want: te.Cap, Got: te.Len}
 	}
 	return err
 }
 
-// tryRecvCollInto takes a message from rank from under collective tag tag
+// tryRecvOwnedInto takes a message from rank from under tag tag of the owned range
 // into dst if one has arrived, without waiting: ok is false if none has.
-func (t *NetTransport) tryRecvCollInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error) {
+func (t *NetTransport) tryRecvOwnedInto(from int, tag, meta uint32, dst []byte) (n int, ok bool, err error) {
 	if tag >= plumb.CollTags {
 		return 0, false, ErrReservedTag
 	}
-	w := waitOpts{op: "collective", try: true, meta: meta, checkMeta: true}
-	n, _, err = t.recv(from, collTagBase+tag, dst, true, w)
+	w := waitOpts{op: ownedOp, try: true, meta: meta, checkMeta: true}
+	n, _, err = t.recv(from, ownedTagBase+tag, dst, true, w)
 	if err == errNotQueued {
 		return 0, false, nil
 	}
-	return n, err == nil, t.lossErr(collErr(err))
+	return n, err == nil, t.lossErr(ownedErr(err))
 }
 
-// exchangeColl sends out to rank to and receives from rank from into in,
-// under collective tag tag, at the same time: the send is started without
+// exchangeOwned sends out to rank to and receives from rank from into in,
+// under tag tag of the owned range, at the same time: the send is started without
 // waiting, the receive runs, and then the send is waited for. Two ranks
 // exchanging large messages therefore never wait for each other, and no
 // goroutine hand-off sits in a step's latency.
-func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
+func (t *NetTransport) exchangeOwned(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
 	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
@@ -101,12 +105,12 @@ func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta
 		}
 	}
 	held := t.holdPolling(t.peer(from), laneData)
-	o, err := t.startColl(ctx, to, tag, meta, out)
+	o, err := t.startOwned(ctx, to, tag, meta, out)
 	t.releasePolling(t.peer(from), laneData, held)
 	if err != nil {
 		return 0, t.lossErr(err)
 	}
-	n, rerr := t.recvCollInto(ctx, from, tag, meta, in)
+	n, rerr := t.recvOwnedInto(ctx, from, tag, meta, in)
 	var cancel <-chan struct{}
 	if rerr != nil {
 		cancel = closedChan // the call is over: drop what has not gone out
@@ -117,16 +121,16 @@ func (t *NetTransport) exchangeColl(ctx context.Context, to, from int, tag, meta
 	return n, rerr
 }
 
-// startColl starts sending one collective message to rank to.
-func (t *NetTransport) startColl(ctx context.Context, to int, tag, meta uint32, out []byte) (sendOp, error) {
-	o, err := t.startSend(ctx.Done(), to, collTagBase+tag, meta, out)
+// startOwned starts sending one message on the owned range to rank to.
+func (t *NetTransport) startOwned(ctx context.Context, to int, tag, meta uint32, out []byte) (sendOp, error) {
+	o, err := t.startSend(ctx.Done(), to, ownedTagBase+tag, meta, out)
 	if errors.Is(err, ioloop.ErrCanceled) {
 		err = ctx.Err()
 	}
 	return o, err
 }
 
-// chunkState is the reusable state of one exchangeCollChunks call.
+// chunkState is the reusable state of one exchangeOwnedChunks call.
 type chunkState struct {
 	writes []sendOp
 	recvs  []*recvReq
@@ -149,7 +153,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
 
-// exchangeCollChunks is exchangeColl in pieces: out is sent as consecutive
+// exchangeOwnedChunks is exchangeOwned in pieces: out is sent as consecutive
 // frames of at most outChunk bytes, and in is received in frames of at
 // most inChunk (the sender's outChunk, with the same length). Every piece's receive is
 // posted at once, so the event loop reads each one straight into its place
@@ -158,7 +162,7 @@ var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
 // goroutine while the next ones travel: the reduction of one piece
 // overlaps the transfer of the next. An error from onChunk stops the
 // exchange and is returned.
-func (t *NetTransport) exchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error {
+func (t *NetTransport) exchangeOwnedChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error {
 	if tag >= plumb.CollTags {
 		return ErrReservedTag
 	}
@@ -179,13 +183,13 @@ func (t *NetTransport) exchangeCollChunks(ctx context.Context, to, from int, tag
 	st.to, st.tag, st.meta, st.out, st.chunk, st.sent, st.ctx = to, tag, meta, out, outChunk, 0, ctx
 	st.inLen = len(in)
 	held := t.holdPolling(t.peer(from), laneData)
-	err := t.postChunks(st, from, collTagBase+tag, meta, in, inChunk)
+	err := t.postChunks(st, from, ownedTagBase+tag, meta, in, inChunk)
 	if err == nil {
 		err = t.sendUpTo(st, plumb.CollWindow)
 	}
 	t.releasePolling(t.peer(from), laneData, held)
 	if err == nil {
-		err = t.waitChunks(ctx, st, from, collTagBase+tag, meta, inChunk, onChunk)
+		err = t.waitChunks(ctx, st, from, ownedTagBase+tag, meta, inChunk, onChunk)
 	}
 	// After this rank's own onChunk failed, the peer still expects the
 	// rest: send it. After a transport error (a lost peer, ctx) the call is
@@ -216,7 +220,7 @@ func (t *NetTransport) sendUpTo(st *chunkState, k int) error {
 	k = min(k, pieces(len(st.out), st.chunk))
 	for ; st.sent < k; st.sent++ {
 		i := st.sent
-		o, err := t.startColl(st.ctx, st.to, st.tag, st.meta, st.out[i*st.chunk:min((i+1)*st.chunk, len(st.out))])
+		o, err := t.startOwned(st.ctx, st.to, st.tag, st.meta, st.out[i*st.chunk:min((i+1)*st.chunk, len(st.out))])
 		if err != nil {
 			return err
 		}
@@ -232,9 +236,9 @@ func (t *NetTransport) postChunks(st *chunkState, from int, tag, meta uint32, in
 	for i := range pieces(len(in), chunk) {
 		r := t.pools.reqs.Get().(*recvReq)
 		r.into, r.dst, r.from, r.tag = true, in[i*chunk:min((i+1)*chunk, len(in))], from, int(tag)
-		r.coll, r.meta = true, meta
+		r.owned, r.meta = true, meta
 		st.recvs = append(st.recvs, r)
-		if posted, err := p.match(r, false, true, "collective"); !posted {
+		if posted, err := p.match(r, false, true, ownedOp); !posted {
 			r.complete(err) // or r.err, nil, as the queued message filled it
 		}
 	}
@@ -251,7 +255,7 @@ func pieces(n, chunk int) int {
 // length and meta, and runs onChunk for each.
 func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int, tag, meta uint32, chunk int, onChunk func(off, n int) error) error {
 	p := t.peer(from)
-	w := collWait(t, ctx, meta)
+	w := ownedWait(t, ctx, meta)
 	for i, r := range st.recvs {
 		err := t.wait(p, r, w)
 		st.recvs[i] = nil
@@ -265,11 +269,11 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 		t.pools.reqs.Put(r)
 		switch {
 		case err != nil:
-			return collErr(err)
+			return ownedErr(err)
 		case aux != meta:
-			return &plumb.CollMismatchError{Rank: from, Tag: tag - collTagBase, Want: meta, Got: aux}
+			return &plumb.CollMismatchError{Rank: from, Tag: tag - ownedTagBase, Want: meta, Got: aux}
 		case n != want:
-			return &plumb.CollLengthError{Rank: from, Tag: tag - collTagBase, Want: want, Got: n}
+			return &plumb.CollLengthError{Rank: from, Tag: tag - ownedTagBase, Want: want, Got: n}
 		}
 		held := t.holdPolling(p, laneData)
 		err = t.sendUpTo(st, i+1+plumb.CollWindow)
@@ -291,7 +295,7 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 // there: sends a step's data, or reduces the piece before. What the
 // neighbour publishes meanwhile then rings no bell, which would wake
 // this process's event loop for bytes this goroutine reads itself
-// anyway, at a cost that shows in a collective's time between neighbours
+// anyway, at a cost that shows in an exchange's time between neighbours
 // (bench/RESULTS.md, "Figures moved out of code comments", holdPolling).
 // releasePolling ends it, and must come before any sleep: a
 // wait's own spin holds the lane while it polls, and asks for a bell
@@ -334,5 +338,5 @@ func (t *NetTransport) dropChunks(st *chunkState, from int) {
 	st.recvs = st.recvs[:0]
 }
 
-// isCollTag reports whether a wire tag is in the collective tag space.
-func isCollTag(tag uint32) bool { return tag-collTagBase < plumb.CollTags }
+// isOwnedTag reports whether a wire tag is in the owned range.
+func isOwnedTag(tag uint32) bool { return tag-ownedTagBase < plumb.CollTags }
