@@ -50,6 +50,12 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *linkshm.Ma
 	if asleep {
 		t.wakeNeighbour(p)
 	}
+	// The first looks, before the wait is set up: the neighbour's part is
+	// often in already, or comes within them.
+	if n, got, found, _ := mb.Watch(tag, in, t.spinLooks()); found {
+		p.spin.note(false)
+		return mailResult(p.rank, tag, meta, n, got, in)
+	}
 	w := ownedWait(t, ctx, meta)
 	site := waitSite{kind: siteMail, mb: mb, tag: tag, meta: meta, in: in}
 	spun := p.spin.budget(t.spinBudget())
