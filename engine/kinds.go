@@ -126,12 +126,12 @@ func init() {
 	kinds[frame.KindWake] = frameOps{ // no payload, no credit, never queued
 		arrive: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 			putBuffer(bb)
-			l, _ := p.link.(*meshLink)
-			if l == nil || l.mail.Load() == nil {
+			mb := p.link.mailbox()
+			if mb == nil {
 				p.violation(c, fmt.Errorf("%w: WAKE from rank %d, which has no mailbox with this rank", ErrProtocol, p.rank))
 				return
 			}
-			l.mail.Load().Woken(h.Tag == wakeBarrier)
+			mb.Woken(h.Tag == wakeBarrier)
 		},
 	}
 	kinds[frame.KindGoodbye] = frameOps{

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -83,6 +84,10 @@ type link interface {
 	// ownCtl reports whether the control lane is a stream of its own, so
 	// that nothing on it waits behind the data lanes (a full mesh).
 	ownCtl() bool
+	// mailbox returns the pair's mailbox where the peer is a neighbour (a
+	// rank on this host whose lanes are pipes in memory the pair shares),
+	// or nil: the one place being on one host is asked.
+	mailbox() *linkshm.Mailbox
 	// checkLive is one heartbeat check of the link's streams (link_live.go).
 	checkLive(now time.Time)
 	// cause returns err, the end of one of the link's streams, as the
@@ -143,6 +148,8 @@ func (o *oneStream) bytesRead(lane) uint64 { return o.conn.BytesRead() }
 func (o *oneStream) width() int { return 1 }
 
 func (o *oneStream) ownCtl() bool { return false }
+
+func (o *oneStream) mailbox() *linkshm.Mailbox { return nil } // a socket: not a neighbour
 
 func (o *oneStream) abort(c *ioloop.Conn, err error) {
 	if o.conn != nil && o.conn != c {

@@ -193,6 +193,8 @@ func (l *meshLink) width() int { return len(l.data) }
 
 func (l *meshLink) ownCtl() bool { return l.ctl.Load() != nil }
 
+func (l *meshLink) mailbox() *linkshm.Mailbox { return l.mail.Load() }
+
 func (l *meshLink) checkLive(now time.Time) { l.live.check(l.p, l.conn(laneCtl), false, now) }
 
 func (l *meshLink) cause(err error) error { return l.live.cause(err) }

@@ -135,6 +135,6 @@ func (t *NetTransport) neighbour(rank int) bool {
 	if rank < 0 || rank >= t.world {
 		return false
 	}
-	l, ok := t.peer(rank).link.(*meshLink)
-	return ok && l.pipes.Load()
+	l := t.peer(rank).link
+	return l != nil && l.mailbox() != nil
 }

@@ -16,8 +16,8 @@ func (t *NetTransport) mailboxOf(r int) *linkshm.Mailbox {
 	if r < 0 || r >= t.world {
 		return nil
 	}
-	if l, ok := t.peer(r).link.(*meshLink); ok {
-		return l.mail.Load()
+	if l := t.peer(r).link; l != nil {
+		return l.mailbox()
 	}
 	return nil
 }
