@@ -73,7 +73,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.baseline, "baseline", bench.BaselineStdnet, "baseline: stdnet or none")
 	fs.StringVar(&f.json, "json", "", "write the boltmesh-bench/v1 JSON report to `file`")
 	fs.StringVar(&f.csv, "csv", "", "write the results as CSV to `file`")
-	fs.StringVar(&f.plot, "plot", "", "write SVG charts of latency and bandwidth against size to `dir`")
+	fs.StringVar(&f.plot, "plot", "", "write SVG charts to `dir`: p50 and p99 latency and bandwidth against size, per op, boltmesh beside the baseline")
 	fs.BoolVar(&f.quick, "quick", false, "a few seconds: fewer sizes, short cases (for CI)")
 	fs.BoolVar(&f.progress, "progress", true, "show a progress bar on stderr when it is a terminal")
 	fs.StringVar(&f.algorithm, "algorithm", "auto", "boltmesh's allreduce algorithm: auto, doubling, ring, halving, onesided or star (every rank takes rank 0's)")

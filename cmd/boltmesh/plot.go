@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/boltmesh/boltmesh/bench"
 	"gonum.org/v1/plot"
@@ -12,28 +15,36 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// chart is one SVG: a metric against message size for one op, one series
-// per implementation.
+// chart is one SVG: metrics against message size for one op, one series
+// per implementation and metric.
 type chart struct {
 	file, title, ylabel string
-	metric              func(bench.Result) float64
+	metrics             []metric
+}
+
+// metric is one line style of a chart: p50 solid, p99 dashed.
+type metric struct {
+	name   string // "" on a chart of one metric
+	dashed bool
+	of     func(bench.Result) float64
 }
 
 // writePlots writes, for every op measured at more than one non-zero
-// size, DIR/SUITE-OP-latency.svg (p50) and DIR/SUITE-OP-bandwidth.svg
-// (busbw, which is algbw except for allreduce), boltmesh and the baseline
-// on the same axes.
+// size, DIR/SUITE-OP-latency.svg (p50 solid, p99 dashed) and
+// DIR/SUITE-OP-bandwidth.svg (busbw, which is algbw except for
+// allreduce), boltmesh and the baseline on the same axes, titled with the
+// op, the ranks and the transport, sizes written as 8 B, 64 KiB, 1 MiB.
 func writePlots(dir string, rep *bench.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--plot: %w", err)
 	}
 	for _, suite := range suitesOf(rep) {
 		for _, op := range opsOf(rep, suite) {
-			if countSizes(rep, suite, op) < 2 {
+			if len(sizesOf(rep, suite, op)) < 2 {
 				continue // one point (a barrier) is not a curve
 			}
-			for _, c := range chartsFor(suite, op) {
-				if err := writeChart(filepath.Join(dir, c.file), c, seriesOf(rep, suite, op, c.metric)); err != nil {
+			for _, c := range chartsFor(rep, suite, op) {
+				if err := writeChart(filepath.Join(dir, c.file), c, seriesOf(rep, suite, op, c.metrics), sizesOf(rep, suite, op)); err != nil {
 					return fmt.Errorf("--plot: %s: %w", c.file, err)
 				}
 			}
@@ -42,53 +53,132 @@ func writePlots(dir string, rep *bench.Report) error {
 	return nil
 }
 
-func chartsFor(suite, op string) []chart {
+func chartsFor(rep *bench.Report, suite, op string) []chart {
 	name := suite + "-" + op
+	what := caseTitle(rep, suite, op)
 	return []chart{
-		{name + "-latency.svg", fmt.Sprintf("%s %s: median latency", suite, op), "p50 (µs)", func(r bench.Result) float64 { return r.P50 }},
-		{name + "-bandwidth.svg", fmt.Sprintf("%s %s: bandwidth", suite, op), "GB/s (busbw)", func(r bench.Result) float64 { return r.BusBW }},
+		{name + "-latency.svg", what + ": latency (p50 solid, p99 dashed)", "µs", []metric{
+			{"p50", false, func(r bench.Result) float64 { return r.P50 }},
+			{"p99", true, func(r bench.Result) float64 { return r.P99 }},
+		}},
+		{name + "-bandwidth.svg", what + ": bandwidth", "GB/s (busbw)", []metric{
+			{"", false, func(r bench.Result) float64 { return r.BusBW }},
+		}},
 	}
 }
 
-// series is one implementation's points.
-type series struct {
-	impl string
-	xys  plotter.XYs
+// caseTitle names what suite/op measured once: the op (the suite too
+// where it says more, as "p2p pingpong" does not), the ranks and
+// boltmesh's transport, e.g. "allreduce · 4 ranks · shm".
+func caseTitle(rep *bench.Report, suite, op string) string {
+	parts := []string{op}
+	if op != suite && !strings.HasPrefix(op, suite) && suite != "p2p" {
+		parts[0] = suite + " " + op
+	}
+	for _, r := range rep.Results {
+		if r.Suite == suite && r.Op == op && r.Impl == bench.ImplBoltmesh {
+			parts = append(parts, fmt.Sprintf("%d ranks", r.Ranks))
+			if r.Transport != "" {
+				parts = append(parts, r.Transport)
+			}
+			break
+		}
+	}
+	return strings.Join(parts, " · ")
 }
 
-// seriesOf returns boltmesh's and the baseline's points for suite/op.
-func seriesOf(rep *bench.Report, suite, op string, metric func(bench.Result) float64) []series {
+// series is one implementation's points of one metric.
+type series struct {
+	label  string
+	dashed bool
+	xys    plotter.XYs
+}
+
+// seriesOf returns boltmesh's and the baseline's points for suite/op,
+// one series per metric.
+func seriesOf(rep *bench.Report, suite, op string, ms []metric) []series {
 	var out []series
 	for _, impl := range []string{bench.ImplBoltmesh, bench.ImplStdnet} {
-		s := series{impl: impl}
-		for _, r := range rep.Results {
-			if r.Suite == suite && r.Op == op && r.Impl == impl && r.Bytes > 0 && metric(r) > 0 {
-				s.xys = append(s.xys, plotter.XY{X: float64(r.Bytes), Y: metric(r)})
+		for _, m := range ms {
+			s := series{label: strings.TrimSpace(impl + " " + m.name), dashed: m.dashed}
+			for _, r := range rep.Results {
+				if r.Suite == suite && r.Op == op && r.Impl == impl && r.Bytes > 0 && m.of(r) > 0 {
+					s.xys = append(s.xys, plotter.XY{X: float64(r.Bytes), Y: m.of(r)})
+				}
 			}
-		}
-		if len(s.xys) > 0 {
-			out = append(out, s)
+			if len(s.xys) > 0 {
+				out = append(out, s)
+			}
 		}
 	}
 	return out
 }
 
-func writeChart(file string, c chart, ss []series) error {
+func writeChart(file string, c chart, ss []series, sizes []int64) error {
 	p := plot.New()
 	p.Title.Text = c.title
-	p.X.Label.Text = "message size (bytes)"
+	p.X.Label.Text = "message size"
 	p.Y.Label.Text = c.ylabel
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks(sizes), plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
-	var args []any
+	impls := map[string]int{}
 	for _, s := range ss {
-		args = append(args, s.impl, s.xys)
+		impl, _, _ := strings.Cut(s.label, " ")
+		i, ok := impls[impl]
+		if !ok {
+			i = len(impls)
+			impls[impl] = i
+		}
+		l, pts, err := plotter.NewLinePoints(s.xys)
+		if err != nil {
+			return err
+		}
+		col := plotutil.Color(i)
+		l.Color, pts.Color, pts.Shape = col, col, plotutil.Shape(i)
+		if s.dashed {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			l.Color = fade(col)
+		}
+		p.Add(l, pts)
+		p.Legend.Add(s.label, l, pts)
 	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return err
+	if p.Y.Min == p.Y.Max { // one value: a log axis needs a range around it
+		p.Y.Min, p.Y.Max = p.Y.Min/2, p.Y.Max*2
 	}
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, file)
+}
+
+// fade is c a little lighter, for a series' second metric.
+func fade(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	lift := func(v uint32) uint8 { return uint8((v>>8)/2 + 127) }
+	return color.RGBA{lift(r), lift(g), lift(b), 255}
+}
+
+// sizeTicks marks the measured sizes on a size axis, written as 8 B,
+// 64 KiB, 1 MiB rather than in raw bytes.
+type sizeTicks []int64
+
+// Ticks implements plot.Ticker.
+func (s sizeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, n := range s {
+		if v := float64(n); v >= lo && v <= hi {
+			out = append(out, plot.Tick{Value: v, Label: sizeLabel(n)})
+		}
+	}
+	return out
+}
+
+// sizeLabel writes n bytes as 8 B, 1 KiB, 1.5 MiB.
+func sizeLabel(n int64) string {
+	s := bench.FormatSize(int(n))
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		return s
+	}
+	return s[:i] + " " + s[i:]
 }
 
 // opsOf lists suite's ops in order of appearance.
@@ -104,13 +194,14 @@ func opsOf(rep *bench.Report, suite string) []string {
 	return out
 }
 
-// countSizes counts the distinct non-zero sizes of suite/op.
-func countSizes(rep *bench.Report, suite, op string) int {
-	sizes := map[int64]bool{}
+// sizesOf returns the distinct non-zero sizes of suite/op, in order.
+func sizesOf(rep *bench.Report, suite, op string) []int64 {
+	var sizes []int64
 	for _, r := range rep.Results {
-		if r.Suite == suite && r.Op == op && r.Bytes > 0 {
-			sizes[r.Bytes] = true
+		if r.Suite == suite && r.Op == op && r.Bytes > 0 && !slices.Contains(sizes, r.Bytes) {
+			sizes = append(sizes, r.Bytes)
 		}
 	}
-	return len(sizes)
+	slices.Sort(sizes)
+	return sizes
 }
