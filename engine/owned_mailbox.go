@@ -51,8 +51,13 @@ func (t *NetTransport) exchangeMail(ctx context.Context, p *peer, mb *linkshm.Ma
 		t.wakeNeighbour(p)
 	}
 	// The first looks, before the wait is set up: the neighbour's part is
-	// often in already, or comes within them.
-	if n, got, found, _ := mb.Watch(tag, in, t.spinLooks()); found {
+	// often in already, or comes within them (one look only where
+	// spinning is disabled).
+	looks := 1
+	if t.spinBudget() > 0 {
+		looks = t.spinLooks()
+	}
+	if n, got, found, _ := mb.Watch(tag, in, looks); found {
 		p.spin.note(false)
 		return mailResult(p.rank, tag, meta, n, got, in)
 	}
