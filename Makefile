@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
+.PHONY: all build test vet race allocs matrix deadline cross bench cores-bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
 
 all: build
 
@@ -52,6 +52,15 @@ cross:
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build $(PKGS) || exit 1; \
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet $(PKGS) || exit 1; \
 	done
+
+# cores-bench: `boltmesh cores`, boltmesh's allreduce beside OpenMPI's
+# (bench/anchors/mpi_allreduce.c, when mpicc and mpirun are on the PATH;
+# nothing is installed) at N = 2, 4, 8, 16 local ranks up to the usable
+# cores, over shared memory and TCP, interleaved rounds, p50 and p99;
+# cores.json and cores-plots/ (CORESFLAGS to change, e.g. --rounds 3).
+cores-bench:
+	@d=$$(mktemp -d) && CGO_ENABLED=0 $(GO) build -o $$d/boltmesh ./cmd/boltmesh && \
+		$$d/boltmesh cores --json cores.json --plot cores-plots $(CORESFLAGS); s=$$?; rm -rf $$d; exit $$s
 
 # bench: `boltmesh bench`, boltmesh against the stdnet baseline (plain
 # net.Conn) with 2 ranks as processes on loopback: ping-pong latency,

@@ -20,6 +20,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"keygen":  cmdKeygen,
 	"train":   cmdTrain,
 	"soak":    cmdSoak,
+	"cores":   cmdCores,
 }
 
 const usage = `boltmesh: zero-copy transport engine tools
@@ -29,6 +30,7 @@ Usage:
   boltmesh rank [flags]           join a mesh as a participant (ranks 1..n-1 on other hosts)
   boltmesh train [flags]          data-parallel MNIST training over boltmesh's allreduce
   boltmesh soak [flags]           many ranks in an allreduce and barrier loop: setup time, fds, threads, RSS
+  boltmesh cores [flags]          the allreduce beside OpenMPI's at 2..16 local ranks, p50 and p99, one sitting
   boltmesh profile [flags] FILE   where a CPU profile's time went
   boltmesh keygen FILE            write a new mesh key (for --key-file) to FILE, mode 0600
 

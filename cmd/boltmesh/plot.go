@@ -115,12 +115,22 @@ func seriesOf(rep *bench.Report, suite, op string, ms []metric) []series {
 }
 
 func writeChart(file string, c chart, ss []series, sizes []int64) error {
+	return lineChart(file, c.title, "message size", c.ylabel, sizeTicks(sizes), true, ss)
+}
+
+// lineChart writes one SVG of ss on a log y axis (and a log x axis when
+// logX), xTicks marking x: one colour per implementation (the label's
+// first word), a dashed, lighter line for a series marked dashed.
+func lineChart(file, title, xlabel, ylabel string, xTicks plot.Ticker, logX bool, ss []series) error {
 	p := plot.New()
-	p.Title.Text = c.title
-	p.X.Label.Text = "message size"
-	p.Y.Label.Text = c.ylabel
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks(sizes), plot.LogTicks{Prec: -1}
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	if logX {
+		p.X.Scale = plot.LogScale{}
+	}
+	p.Y.Scale = plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = xTicks, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	impls := map[string]int{}
 	for _, s := range ss {

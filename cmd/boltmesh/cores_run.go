@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boltmesh/boltmesh/bench"
+)
+
+// The implementations a sitting measures.
+const (
+	implBoltmesh = "boltmesh"
+	implOpenMPI  = "openmpi"
+)
+
+// sample is one implementation's figures for one case in one round.
+type sample struct {
+	P50 float64 `json:"p50_us"`
+	P99 float64 `json:"p99_us"`
+}
+
+// caseKey names one case: a medium, a world size, a message size.
+type caseKey struct {
+	Medium string
+	Ranks  int
+	Bytes  int
+}
+
+// sitting runs the rounds and keeps what they measured.
+type sitting struct {
+	f      *coresFlags
+	log    io.Writer
+	self   string // this binary, for boltmesh's runs
+	mpiBin string // the built OpenMPI anchor, or ""
+	mpiSHM string // OpenMPI's shared-memory btl: vader, or sm
+	tmp    string
+	got    map[caseKey]map[string][]sample
+}
+
+// newSitting finds what can run: this binary always, OpenMPI when mpicc
+// builds the anchor and mpirun is on the PATH.
+func newSitting(f *coresFlags, log io.Writer) (*sitting, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cores: finding this binary: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "boltmesh-cores-")
+	if err != nil {
+		return nil, err
+	}
+	s := &sitting{f: f, log: log, self: self, tmp: tmp, got: map[caseKey]map[string][]sample{}}
+	s.mpiBin, s.mpiSHM = s.buildMPI()
+	return s, nil
+}
+
+// buildMPI builds the OpenMPI anchor, or says why not and returns "".
+func (s *sitting) buildMPI() (bin, shmBTL string) {
+	for _, tool := range []string{"mpicc", "mpirun"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			note(s.log, "%s is not on the PATH: OpenMPI is not measured", tool)
+			return "", ""
+		}
+	}
+	src := filepath.Join(s.f.anchors, "mpi_allreduce.c")
+	bin = filepath.Join(s.tmp, "mpi_allreduce")
+	if out, err := exec.Command("mpicc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		note(s.log, "mpicc %s failed, OpenMPI is not measured: %v: %s", src, err, firstLine(out))
+		return "", ""
+	}
+	shmBTL = "vader"
+	if out, err := exec.Command("ompi_info").Output(); err == nil && !bytes.Contains(out, []byte("btl: vader")) {
+		shmBTL = "sm"
+	}
+	return bin, shmBTL
+}
+
+// run runs every round: in each, every medium, world size and
+// implementation in turn.
+func (s *sitting) run() error {
+	defer os.RemoveAll(s.tmp)
+	for r := 1; r <= s.f.rounds; r++ {
+		for _, medium := range s.f.mediaL {
+			for _, n := range s.f.worlds {
+				fmt.Fprintf(s.log, "round %d/%d: %s, %d ranks\n", r, s.f.rounds, medium, n)
+				if err := s.runBoltmesh(medium, n); err != nil {
+					return err
+				}
+				if s.mpiBin != "" {
+					if err := s.runMPI(medium, n); err != nil {
+						note(s.log, "OpenMPI %s at %d ranks: %v", medium, n, err)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// runBoltmesh runs "boltmesh bench --suite allreduce" at n local ranks.
+func (s *sitting) runBoltmesh(medium string, n int) error {
+	out := filepath.Join(s.tmp, "bench.json")
+	args := []string{"bench", "--ranks", strconv.Itoa(n), "--suite", "allreduce", "--sizes", strings.Join(sizesArg(s.f.bytes), ","),
+		"--baseline", "none", "--duration", s.f.duration.String(), "--json", out, "--force"}
+	if medium == "tcp" {
+		args = append(args, "--transport", "tcp")
+	}
+	limit := time.Duration(len(s.f.bytes))*(s.f.duration+5*time.Second) + 30*time.Second
+	if b, err := command(limit, s.self, args...); err != nil {
+		return fmt.Errorf("cores: boltmesh bench at %d ranks over %s: %w: %s", n, medium, err, lastLine(b))
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rep, err := bench.ReadReport(f)
+	if err != nil {
+		return err
+	}
+	for _, x := range rep.Results {
+		if x.Impl == bench.ImplBoltmesh && x.Op == "allreduce" && x.Error == "" {
+			s.add(caseKey{medium, n, int(x.Bytes)}, implBoltmesh, sample{x.P50, x.P99})
+		}
+	}
+	return nil
+}
+
+// runMPI runs the OpenMPI anchor at n ranks over medium.
+func (s *sitting) runMPI(medium string, n int) error {
+	btl := "tcp"
+	if medium == "shm" {
+		btl = s.mpiSHM
+	}
+	args := append([]string{"--oversubscribe", "--bind-to", "none", "-np", strconv.Itoa(n),
+		"--mca", "btl", btl + ",self", "--mca", "btl_tcp_if_include", "lo", s.mpiBin}, sizesArg(s.f.bytes)...)
+	out, err := command(2*time.Minute, "mpirun", args...)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, lastLine(out))
+	}
+	got, err := parseAnchor(out)
+	if err != nil {
+		return err
+	}
+	for b, x := range got {
+		s.add(caseKey{medium, n, b}, implOpenMPI, x)
+	}
+	return nil
+}
+
+func (s *sitting) add(k caseKey, impl string, x sample) {
+	if s.got[k] == nil {
+		s.got[k] = map[string][]sample{}
+	}
+	s.got[k][impl] = append(s.got[k][impl], x)
+}
+
+// errAnchorOutput is what parseAnchor says of output it cannot read.
+var errAnchorOutput = errors.New("the anchor printed no line of bytes, p50, p99, algbw and busbw")
+
+// parseAnchor reads an anchor's lines, "bytes p50_us p99_us algbw busbw",
+// skipping any other line (mpirun's own).
+func parseAnchor(out []byte) (map[int]sample, error) {
+	got := map[int]sample{}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 5 {
+			continue
+		}
+		b, err1 := strconv.Atoi(f[0])
+		p50, err2 := strconv.ParseFloat(f[1], 64)
+		p99, err3 := strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil || err3 != nil || b <= 0 || p50 <= 0 || p99 < p50 {
+			continue
+		}
+		got[b] = sample{p50, p99}
+	}
+	if len(got) == 0 {
+		return nil, errAnchorOutput
+	}
+	return got, nil
+}
+
+// command runs name with args for at most limit, as root too (mpirun
+// asks), and returns its output.
+func command(limit time.Duration, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	return cmd.CombinedOutput()
+}
+
+func firstLine(b []byte) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return l
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	return s[strings.LastIndex(s, "\n")+1:]
+}
