@@ -54,7 +54,7 @@ cross:
 	done
 
 # cores-bench: `boltmesh cores`, boltmesh's allreduce beside OpenMPI's
-# (bench/anchors/mpi_allreduce.c, when mpicc and mpirun are on the PATH;
+# (bench/netns/mpi_allreduce.c, when mpicc and mpirun are on the PATH;
 # nothing is installed) at N = 2, 4, 8, 16 local ranks up to the usable
 # cores, over shared memory and TCP, interleaved rounds, p50 and p99;
 # cores.json and cores-plots/ (CORESFLAGS to change, e.g. --rounds 3).

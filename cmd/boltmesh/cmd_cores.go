@@ -19,7 +19,7 @@ in one sitting: local ranks at each --ns world size (up to the cores the
 process may use), over shared memory and loopback TCP, in --rounds
 interleaved rounds (each round runs every implementation at every world
 size in turn). boltmesh runs as "boltmesh bench --suite allreduce";
-OpenMPI runs bench/anchors/mpi_allreduce.c (--anchors), built with mpicc
+OpenMPI runs bench/netns/mpi_allreduce.c (--anchor), built with mpicc
 and started with mpirun (vader or sm for shared memory, tcp over lo),
 when both are on the PATH: nothing is installed, and what is missing is
 skipped with a message. It prints p50 and p99 per implementation, world
@@ -38,7 +38,7 @@ type coresFlags struct {
 	ns, sizes, media string
 	rounds           int
 	duration         time.Duration
-	anchors          string
+	anchor           string
 	json, plot       string
 
 	worlds []int // ns, parsed and capped at the usable cores
@@ -56,7 +56,7 @@ func (f *coresFlags) register(fs interface {
 	fs.StringVar(&f.media, "media", "shm,tcp", "media: shm (shared memory) and tcp (loopback)")
 	fs.IntVar(&f.rounds, "rounds", 2, "interleaved rounds")
 	fs.DurationVar(&f.duration, "duration", time.Second, "boltmesh's time per message size and round")
-	fs.StringVar(&f.anchors, "anchors", "bench/anchors", "`dir` holding mpi_allreduce.c")
+	fs.StringVar(&f.anchor, "anchor", "bench/netns/mpi_allreduce.c", "OpenMPI's allreduce anchor, C `source`")
 	fs.StringVar(&f.json, "json", "", "write the boltmesh-cores/v1 report to `file`")
 	fs.StringVar(&f.plot, "plot", "", "write SVG charts to `dir`")
 }

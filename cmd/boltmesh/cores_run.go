@@ -70,7 +70,7 @@ func (s *sitting) buildMPI() (bin, shmBTL string) {
 			return "", ""
 		}
 	}
-	src := filepath.Join(s.f.anchors, "mpi_allreduce.c")
+	src := s.f.anchor
 	bin = filepath.Join(s.tmp, "mpi_allreduce")
 	if out, err := exec.Command("mpicc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
 		note(s.log, "mpicc %s failed, OpenMPI is not measured: %v: %s", src, err, firstLine(out))
@@ -164,10 +164,10 @@ func (s *sitting) add(k caseKey, impl string, x sample) {
 }
 
 // errAnchorOutput is what parseAnchor says of output it cannot read.
-var errAnchorOutput = errors.New("the anchor printed no line of bytes, p50, p99, algbw and busbw")
+var errAnchorOutput = errors.New("the anchor printed no line of bytes, p50, algbw, busbw and p99")
 
-// parseAnchor reads an anchor's lines, "bytes p50_us p99_us algbw busbw",
-// skipping any other line (mpirun's own).
+// parseAnchor reads the anchor's lines, "bytes p50_us algbw busbw p99_us"
+// (bench/netns/mpi_allreduce.c), skipping any other line (mpirun's own).
 func parseAnchor(out []byte) (map[int]sample, error) {
 	got := map[int]sample{}
 	for _, l := range strings.Split(string(out), "\n") {
@@ -177,7 +177,7 @@ func parseAnchor(out []byte) (map[int]sample, error) {
 		}
 		b, err1 := strconv.Atoi(f[0])
 		p50, err2 := strconv.ParseFloat(f[1], 64)
-		p99, err3 := strconv.ParseFloat(f[2], 64)
+		p99, err3 := strconv.ParseFloat(f[4], 64)
 		if err1 != nil || err2 != nil || err3 != nil || b <= 0 || p50 <= 0 || p99 < p50 {
 			continue
 		}

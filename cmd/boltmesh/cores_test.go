@@ -10,7 +10,7 @@ import (
 )
 
 func TestParseAnchor(t *testing.T) {
-	out := []byte("some mpirun warning\n8 0.55 0.97 0.014 0.014\n65536 29.12 54.07 2.251 2.251\n1024 5 4 0.1 0.1\n")
+	out := []byte("some mpirun warning\n8 0.55 0.014 0.014 0.97\n65536 29.12 2.251 2.251 54.07\n1024 5 0.1 0.1 4\n")
 	got, err := parseAnchor(out)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestCores(t *testing.T) {
 	dir := t.TempDir()
 	js, plots := filepath.Join(dir, "cores.json"), filepath.Join(dir, "plots")
 	stdout, stderr, err := cli(t, "cores", "--ns", "2", "--sizes", "8,64K", "--media", "shm", "--rounds", "1",
-		"--duration", "100ms", "--anchors", "../../bench/anchors", "--json", js, "--plot", plots)
+		"--duration", "100ms", "--anchor", "../../bench/netns/mpi_allreduce.c", "--json", js, "--plot", plots)
 	if err != nil {
 		t.Fatalf("cores: %v\n%s", err, stderr)
 	}
