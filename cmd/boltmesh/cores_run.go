@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -162,9 +161,6 @@ func (s *sitting) add(k caseKey, impl string, x sample) {
 	}
 	s.got[k][impl] = append(s.got[k][impl], x)
 }
-
-// errAnchorOutput is what parseAnchor says of output it cannot read.
-var errAnchorOutput = errors.New("the anchor printed no line of bytes, p50, algbw, busbw and p99")
 
 // parseAnchor reads the anchor's lines, "bytes p50_us algbw busbw p99_us"
 // (bench/netns/mpi_allreduce.c), skipping any other line (mpirun's own).

@@ -101,3 +101,6 @@ func quoteValue(v string) string {
 	}
 	return v
 }
+
+// errAnchorOutput is what parseAnchor says of output it cannot read.
+var errAnchorOutput = errors.New("the anchor printed no line of bytes, p50, algbw, busbw and p99")
