@@ -32,6 +32,13 @@ type Config struct {
 	// other rank through shared memory), "tcp" or "thunderbolt" (none),
 	// "shm+tcp" or "shm+thunderbolt" (some). Default: unnamed (empty).
 	Transport string `json:"transport,omitempty"`
+	// SingleCopy says, in the boltmesh results, how large messages moved
+	// between ranks on one host (engine.Options.SingleCopyMin): "rings
+	// (off)" (the default), "cma from 256KiB" (copied once, straight from
+	// the sender's buffer, by Linux's process_vm_readv), "rings (refused
+	// by the kernel)", or both with the ranks of each. Empty where no rank
+	// was a neighbour.
+	SingleCopy string `json:"single_copy,omitempty"`
 	// Algorithm is boltmesh's allreduce algorithm, as
 	// collective.ParseAlgorithm reads it; empty: auto.
 	Algorithm string `json:"algorithm,omitempty"`

@@ -73,6 +73,11 @@ var (
 	// (a CTS, a DATA piece no receive took), a frame on a stripe stream
 	// that carries only DATA, a malformed payload.
 	ErrProtocol = errors.New("boltmesh: protocol violation")
+	// ErrSingleCopy is the cause of a neighbour's loss when this rank
+	// failed to copy a message from its memory (Options.SingleCopyMin)
+	// after their meeting found it could: the neighbour's process is gone,
+	// or it named memory it does not have.
+	ErrSingleCopy = errors.New("boltmesh: single copy from a neighbour failed")
 	// ErrFlowControl is the cause of a peer's loss when it sent more than
 	// the flow-control credit this rank granted it (see
 	// Options.MaxQueuedBytes).

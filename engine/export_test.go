@@ -251,3 +251,11 @@ func View(t *NetTransport) (epoch uint64, members, left []int, next <-chan struc
 	}
 	return v.epoch, members, left, v.next
 }
+
+// SingleCopies returns how many messages t copied from rank's memory
+// (single_copy.go).
+func SingleCopies(t *NetTransport, rank int) uint64 { return t.peer(rank).copy.count.Load() }
+
+// BreakSingleCopy makes t's next copies from rank fail, as if its process
+// were gone: they read from a pid no process has.
+func BreakSingleCopy(t *NetTransport, rank int) { t.peer(rank).copy.pid = 1<<22 + 7 }

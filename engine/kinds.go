@@ -58,7 +58,7 @@ func init() {
 			if credited && !p.useCredit(c, frame.Cost(0)) {
 				return nil
 			}
-			return p.rtsBuf(l)
+			return p.rtsBuf(l)[:h.Length] // at most RTSCopySize: checked with the header
 		},
 		arrive: func(p *peer, c *ioloop.Conn, l lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 			p.deliverRTS(c, l, h, bb)

@@ -51,6 +51,7 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
 	l.usePipes()
 	p.one.mapped.Store(&mappedHeap{r: pair.heap})
 	pair.heap = nil // the peer's now: released at Close
+	p.copy.set(pair.copy)
 	l.mail.Store(pair.mailbox())
 	for _, n := range []lane{laneCtl, laneData} {
 		mem, bell, release := pair.pipe(n)

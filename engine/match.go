@@ -99,6 +99,10 @@ type queuedMsg struct {
 	aux uint32
 	id  uint64 // RTS: the send id
 	n   uint64 // RTS: the message's length
+	// addr is an RTS with Copy's: where the message lies in the sender's
+	// memory, for the receive that takes it to copy from (single_copy.go);
+	// 0 for a plain RTS.
+	addr uint64
 }
 
 // size returns the message's length.

@@ -29,12 +29,13 @@ import (
 //
 // Lock rule: mu guards offers; the rest is set before the mesh forms.
 type neighbours struct {
-	t    *NetTransport
-	host [frame.HostIDSize]byte // this rank's host, as its HELLOs say; zero: no neighbours
-	ln   *shm.Listener          // where higher ranks on this host meet this one; nil if none
-	wg   sync.WaitGroup         // the listener's goroutines
-	warn sync.Once              // the first fallback to TCP is logged
-	shut sync.Once              // close's
+	t     *NetTransport
+	host  [frame.HostIDSize]byte // this rank's host, as its HELLOs say; zero: no neighbours
+	ln    *shm.Listener          // where higher ranks on this host meet this one; nil if none
+	wg    sync.WaitGroup         // the listener's goroutines
+	warn  sync.Once              // the first fallback to TCP is logged
+	probe copyProbe              // what neighbours read to learn that they may copy from this rank
+	shut  sync.Once              // close's
 
 	mu     sync.Mutex
 	offers map[[32]byte]*offer // meetings expected, by token
@@ -63,15 +64,16 @@ type pairMem struct {
 	ring    int    // the data pipe's ring
 	ctlRing int    // the control pipe's ring
 	heap    *heap.Remote
+	copy    pairCopy // the single copy between the two, as the meeting found it
 	mu      sync.Mutex
 	refs    int // pipes registered and not yet released
 }
 
 // Sizes of the meeting's messages (see meet and serveMeeting).
 const (
-	meetAsk   = 32 + 4 + 8*4 // token, rank, ring, control ring, heap size, memory size
-	meetReply = 1 + 8        // accepted, heap size
-	meetFDs   = 4            // pipes' memory, data bell, control bell, heap
+	meetAsk   = 32 + 4 + 8*4 + probeSize // token, rank, ring, control ring, heap size, memory size, probe
+	meetReply = 1 + 8 + probeSize + 1    // accepted, heap size, probe, whether the dialer's probe read right
+	meetFDs   = 4                        // pipes' memory, data bell, control bell, heap
 )
 
 // PipeRingBudget is the shared memory, in bytes of data rings, that
@@ -112,6 +114,7 @@ func newNeighbours(t *NetTransport, star bool) *neighbours {
 	if t.opts.SharedMemory != SharedMemoryAuto || star || t.world < 2 {
 		return n
 	}
+	n.probe.init(t.opts.SingleCopyMin)
 	host, err := shm.HostID(t.opts.HostID)
 	if err != nil {
 		n.fallBack(-1, fmt.Errorf("this host's identity: %w", err))
@@ -216,9 +219,15 @@ func (n *neighbours) serveMeeting(uc *net.UnixConn) {
 		var reply [meetReply]byte
 		reply[0] = 1
 		binary.LittleEndian.PutUint64(reply[1:], n.t.heap.Size())
+		n.probe.put(reply[9:])
+		if pair.copy.in {
+			reply[9+probeSize] = 1
+		}
 		if err = shm.SendFDs(uc, reply[:], n.t.heap.FD()); err != nil {
 			pair.release()
 			pair = nil
+		} else {
+			pair.copy.out = pair.copy.out && n.heardCopy(uc)
 		}
 	} else {
 		n.fallBack(o.rank, err)
@@ -246,7 +255,8 @@ func (n *neighbours) admit(uc *net.UnixConn, rank int, ask []byte, fds []int) (*
 		closeFDs(fds[1:])
 		return nil, fmt.Errorf("%w: meeting as rank %d for the handshake of rank %d", ErrProtocol, got, rank)
 	}
-	if uid, _, err := shm.PeerCred(uc); err != nil || uid != os.Getuid() {
+	uid, pid, err := shm.PeerCred(uc)
+	if err != nil || uid != os.Getuid() {
 		closeFDs(fds[1:])
 		return nil, fmt.Errorf("the neighbour runs as user %d, this rank as %d (%v)", uid, os.Getuid(), err)
 	}
@@ -268,6 +278,10 @@ func (n *neighbours) admit(uc *net.UnixConn, rank int, ask []byte, fds []int) (*
 		pair.release()
 		return nil, err
 	}
+	// The dialer copies from this rank if it offered a probe (it takes
+	// part) and then says it read this rank's right (heardCopy).
+	probe := ask[68:]
+	pair.copy = pairCopy{pid: pid, in: n.readProbe(rank, pid, probe), out: offered(probe) && n.probe.on()}
 	return pair, nil
 }
 
@@ -283,7 +297,8 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 	}
 	defer uc.Close()
 	uc.SetDeadline(time.Now().Add(o.HandshakeTimeout))
-	if uid, _, err := shm.PeerCred(uc); err != nil || uid != os.Getuid() {
+	uid, pid, err := shm.PeerCred(uc)
+	if err != nil || uid != os.Getuid() {
 		return nil, fmt.Errorf("the neighbour runs as user %d, this rank as %d (%v)", uid, os.Getuid(), err)
 	}
 	ring := o.PipeRing
@@ -318,6 +333,7 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 	binary.LittleEndian.PutUint64(ask[44:], uint64(ctl))
 	binary.LittleEndian.PutUint64(ask[52:], n.t.heap.Size())
 	binary.LittleEndian.PutUint64(ask[60:], uint64(size))
+	n.probe.put(ask[68:])
 	if err := shm.SendFDs(uc, ask[:], fd, theirs[0], theirs[1], n.t.heap.FD()); err != nil {
 		pair.release()
 		return nil, err
@@ -334,6 +350,14 @@ func (n *neighbours) meet(rank int, addr string, token []byte) (*pairMem, error)
 	if err != nil {
 		pair.release()
 		return nil, err
+	}
+	pair.copy = pairCopy{pid: pid, in: n.readProbe(rank, pid, reply[9:]), out: reply[9+probeSize] == 1 && n.probe.on()}
+	said := []byte{0} // the meeting's last word: whether this rank copies from the acceptor
+	if pair.copy.in {
+		said[0] = 1
+	}
+	if _, err := uc.Write(said); err != nil {
+		pair.copy.in = false // the acceptor will not send by single copy: no matter
 	}
 	return pair, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -62,6 +63,8 @@ func TestNeighboursExchange(t *testing.T) {
 		{"two hosts/4", []string{"a", "a", "b", "b"}, engine.Options{}, func(me int) []int { return []int{me ^ 1} }},
 		{"off/3", []string{"", "", ""}, engine.Options{SharedMemory: engine.SharedMemoryOff}, func(int) []int { return nil }},
 		{"small rings/2", []string{"", ""}, engine.Options{PipeRing: 64 << 10}, func(me int) []int { return others(me, 2) }},
+		{"single copy from 256 KiB/2", []string{"", ""}, engine.Options{SingleCopyMin: 256 << 10}, func(me int) []int { return others(me, 2) }},
+		{"single copy from 1 B/3", []string{"", "", ""}, engine.Options{SingleCopyMin: 1}, func(me int) []int { return others(me, 3) }},
 		{"streams/3", []string{"", "", "x"}, engine.Options{Streams: 3, StripeMin: 64 << 10}, func(me int) []int {
 			return map[int][]int{0: {1}, 1: {0}, 2: nil}[me] // rank 2 stripes over TCP to both
 		}},
@@ -71,8 +74,16 @@ func TestNeighboursExchange(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make([]error, len(ts))
 			for r, tr := range ts {
-				if got := tr.Topology().Neighbours; !slices.Equal(got, c.want(r)) {
+				top := tr.Topology()
+				if got := top.Neighbours; !slices.Equal(got, c.want(r)) {
 					t.Fatalf("rank %d: Topology().Neighbours = %v, want %v", r, got, c.want(r))
+				}
+				wantCopy := c.want(r)
+				if c.opts.SingleCopyMin <= 0 || runtime.GOOS != "linux" {
+					wantCopy = nil
+				}
+				if got := top.SingleCopy; !slices.Equal(got, wantCopy) {
+					t.Fatalf("rank %d: Topology().SingleCopy = %v, want %v", r, got, wantCopy)
 				}
 				wg.Go(func() {
 					if errs[r] = exchange(tr, 3, 6, 8<<20); errs[r] == nil {

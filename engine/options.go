@@ -168,6 +168,20 @@ type Options struct {
 	// are its higher rank's choice. Default 0: DefaultPipeRing(world),
 	// 1 MiB in worlds of up to 17 ranks, smaller in larger ones.
 	PipeRing int
+	// SingleCopyMin, if positive, is the shortest message sent to a
+	// neighbour by single copy (frame/spec.md, "Single copy"): the
+	// receiver copies it straight from the sender's buffer into its
+	// receive's (Linux's process_vm_readv), where through the rings every
+	// byte is copied twice. Both ranks of a pair must set it. Pairs whose
+	// meeting found the kernel refusing it (Yama's ptrace_scope, a
+	// container), and systems without it, keep the rings;
+	// Topology().SingleCopy says which neighbours this rank copies from.
+	// Default 0: off, the rings for every size, as measured so far: on
+	// the 2-core development VM the kernel's copy runs at a third to a
+	// fifth of memmove's speed and loses to the rings at every size
+	// (bench/RESULTS.md, "Single copy between neighbours"). 256 KiB is
+	// the size to try on a machine where it is fast.
+	SingleCopyMin int
 	// Logger receives warnings: refused connections (the first 5 at once,
 	// then at most one every 10 s, each saying how many were not logged
 	// since the one before, so that a flood of strangers does not flood

@@ -105,7 +105,7 @@ func (t *NetTransport) exchangeOwned(ctx context.Context, to, from int, tag, met
 		}
 	}
 	held := t.holdPolling(t.peer(from), laneData)
-	o, err := t.startOwned(ctx, to, tag, meta, out)
+	o, err := t.startOwned(ctx, to, tag, meta, out, true)
 	t.releasePolling(t.peer(from), laneData, held)
 	if err != nil {
 		return 0, t.lossErr(err)
@@ -121,9 +121,10 @@ func (t *NetTransport) exchangeOwned(ctx context.Context, to, from int, tag, met
 	return n, rerr
 }
 
-// startOwned starts sending one message on the owned range to rank to.
-func (t *NetTransport) startOwned(ctx context.Context, to int, tag, meta uint32, out []byte) (sendOp, error) {
-	o, err := t.startSend(ctx.Done(), to, ownedTagBase+tag, meta, out)
+// startOwned starts sending one message on the owned range to rank to;
+// copyEager as startSend's.
+func (t *NetTransport) startOwned(ctx context.Context, to int, tag, meta uint32, out []byte, copyEager bool) (sendOp, error) {
+	o, err := t.startSend(ctx.Done(), to, ownedTagBase+tag, meta, out, copyEager)
 	if errors.Is(err, ioloop.ErrCanceled) {
 		err = ctx.Err()
 	}
@@ -143,6 +144,7 @@ type chunkState struct {
 	out       []byte
 	chunk     int
 	sent      int
+	settled   int  // the pieces before it are settled (settleCopies)
 	local     bool // onChunk failed (rather than the transport)
 
 	inLen int // the receiving side: the length of in
@@ -160,8 +162,10 @@ var chunkStates = sync.Pool{New: func() any { return new(chunkState) }}
 // in in as it arrives; at most plumb.CollWindow pieces are in flight each way.
 // After each piece has arrived, in order, onChunk(off, n) runs on this
 // goroutine while the next ones travel: the reduction of one piece
-// overlaps the transfer of the next. An error from onChunk stops the
-// exchange and is returned.
+// overlaps the transfer of the next. onChunk may write out[off:off+n]
+// (an exchange that reduces into what it sends): out's pieces there have
+// left by then (settleCopies). An error from onChunk stops the exchange
+// and is returned.
 func (t *NetTransport) exchangeOwnedChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error {
 	if tag >= plumb.CollTags {
 		return ErrReservedTag
@@ -180,7 +184,7 @@ func (t *NetTransport) exchangeOwnedChunks(ctx context.Context, to, from int, ta
 	}
 	st := chunkStates.Get().(*chunkState)
 	defer chunkStates.Put(st)
-	st.to, st.tag, st.meta, st.out, st.chunk, st.sent, st.ctx = to, tag, meta, out, outChunk, 0, ctx
+	st.to, st.tag, st.meta, st.out, st.chunk, st.sent, st.settled, st.ctx = to, tag, meta, out, outChunk, 0, 0, ctx
 	st.inLen = len(in)
 	held := t.holdPolling(t.peer(from), laneData)
 	err := t.postChunks(st, from, ownedTagBase+tag, meta, in, inChunk)
@@ -215,12 +219,34 @@ func (t *NetTransport) exchangeOwnedChunks(ctx context.Context, to, from int, ta
 	return t.lossErr(err)
 }
 
+// settleCopies finishes the pieces of st.out sent by single copy that
+// hold any of its first end bytes: onChunk may write out where in's piece
+// lands (an exchange that reduces into what it sends), and a piece by
+// single copy is read from out by the receiver whenever it takes it, not
+// when its send starts as a piece through a ring is. A finished piece's
+// slot is left a completed send.
+func (t *NetTransport) settleCopies(st *chunkState, end int) error {
+	for k := st.settled; k < len(st.writes) && k*st.chunk < end; k++ {
+		if o := st.writes[k]; o.s != nil && o.s.copy != 0 {
+			st.writes[k] = sendOp{}
+			if err := t.finishSend(o, st.ctx.Done()); err != nil {
+				if errors.Is(err, ioloop.ErrCanceled) {
+					err = st.ctx.Err()
+				}
+				return err
+			}
+		}
+		st.settled = k + 1
+	}
+	return nil
+}
+
 // sendUpTo starts sending the pieces of st.out before piece k.
 func (t *NetTransport) sendUpTo(st *chunkState, k int) error {
 	k = min(k, pieces(len(st.out), st.chunk))
 	for ; st.sent < k; st.sent++ {
 		i := st.sent
-		o, err := t.startOwned(st.ctx, st.to, st.tag, st.meta, st.out[i*st.chunk:min((i+1)*st.chunk, len(st.out))])
+		o, err := t.startOwned(st.ctx, st.to, st.tag, st.meta, st.out[i*st.chunk:min((i+1)*st.chunk, len(st.out))], true)
 		if err != nil {
 			return err
 		}
@@ -277,6 +303,9 @@ func (t *NetTransport) waitChunks(ctx context.Context, st *chunkState, from int,
 		}
 		held := t.holdPolling(p, laneData)
 		err = t.sendUpTo(st, i+1+plumb.CollWindow)
+		if err == nil && n > 0 {
+			err = t.settleCopies(st, i*chunk+n)
+		}
 		if err == nil && n > 0 {
 			if err = onChunk(i*chunk, n); err != nil {
 				st.local = true

@@ -31,7 +31,7 @@ func (t *NetTransport) startOwnedSend(ctx context.Context, to int, tag, meta uin
 	if tag >= plumb.CollTags {
 		return ownedSend{}, ErrReservedTag
 	}
-	o, err := t.startOwned(ctx, to, tag, meta, p)
+	o, err := t.startOwned(ctx, to, tag, meta, p, false)
 	return ownedSend{t: t, o: o}, err
 }
 

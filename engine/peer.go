@@ -45,6 +45,7 @@ type peer struct {
 	svcIn serviceIn
 	bye   farewell
 	spin  spinGauge // how long waits on the peer spin (spin_gauge.go)
+	copy  copyState // the single copy with a neighbour (single_copy.go)
 
 	windowOpen bool          // the first CREDIT went out
 	released   chan struct{} // closed when the link is released

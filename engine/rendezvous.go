@@ -39,11 +39,11 @@ import (
 // mu; rts[i] belongs to the reader of lane i's stream (0: data, 1:
 // control).
 type rdvState struct {
-	in      map[uint64]*recvReq    // receives waiting for a rendezvous message's DATA, by send id
-	filling [MaxStreams]*recvReq   // the receive data lane i's reader reads a DATA piece into, if any (fill.go)
-	out     map[uint64]*rdvSend    // rendezvous sends waiting for their CTS, by send id
-	rts     [2][frame.RTSSize]byte // an RTS payload being read: on the data, on the control lane
-	maxRTS  uint64                 // the highest send id of an RTS from the peer (ids grow on the wire)
+	in      map[uint64]*recvReq        // receives waiting for a rendezvous message's DATA, by send id
+	filling [MaxStreams]*recvReq       // the receive data lane i's reader reads a DATA piece into, if any (fill.go)
+	out     map[uint64]*rdvSend        // rendezvous sends waiting for their CTS, by send id
+	rts     [2][frame.RTSCopySize]byte // an RTS payload being read: on the data, on the control lane
+	maxRTS  uint64                     // the highest send id of an RTS from the peer (ids grow on the wire)
 	rtsMu   sync.Mutex
 	tombs   tombs // RTSs withdrawn before they came (tombs.go)
 }
@@ -62,6 +62,7 @@ const (
 	rdvWriting        // CTS came: the DATA writes are started
 	rdvNone           // CTS with Error: the receiver wants no data
 	rdvFailed         // the peer was lost, or a DATA write failed to start
+	rdvCopied         // CTS with Copy: the receiver copied the message itself
 )
 
 // rdvSend is a rendezvous send in progress. It is recycled through a pool.
@@ -74,7 +75,8 @@ type rdvSend struct {
 	ws       [MaxStreams]ioloop.Write
 	k        int           // DATA pieces started
 	done     chan struct{} // buffered 1: the answer came, or the peer was lost
-	rts      [frame.RTSSize]byte
+	rts      [frame.RTSCopySize]byte
+	copy     frame.Flags // FlagCopy if the RTS offered the single copy (single_copy.go)
 }
 
 func newRdvSend() any { return &rdvSend{done: make(chan struct{}, 1)} }
@@ -86,7 +88,7 @@ func (s *rdvSend) finish(state uint32, err error) {
 }
 
 func (s *rdvSend) reset() {
-	s.data, s.err, s.k = nil, nil, 0
+	s.data, s.err, s.k, s.copy = nil, nil, 0, 0
 	s.ws = [MaxStreams]ioloop.Write{}
 	s.state.Store(rdvWaiting)
 }
@@ -103,22 +105,24 @@ func (t *NetTransport) rendezvous(p *peer, n int, window uint64) bool {
 }
 
 // sendRdv sends data to p by rendezvous and waits until it is written.
-func (t *NetTransport) sendRdv(cancel <-chan struct{}, p *peer, tag, aux uint32, data []byte) error {
-	s, err := t.startRdv(p, tag, aux, data, cancel)
+func (t *NetTransport) sendRdv(cancel <-chan struct{}, p *peer, tag, aux uint32, data []byte, window uint64) error {
+	s, err := t.startRdv(p, tag, aux, data, window, cancel)
 	if err != nil {
 		return err
 	}
 	return t.waitRdv(p, s, cancel)
 }
 
-// startRdv announces data to p with an RTS.
-func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-chan struct{}) (*rdvSend, error) {
-	if err := t.acquire(p, frame.Cost(0), cancel, "send"); err != nil {
+// startRdv announces data to p with an RTS (by single copy, if it
+// copies: single_copy.go). window is p's, as the caller found it.
+func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, window uint64, cancel <-chan struct{}) (*rdvSend, error) {
+	credit := t.rtsCredit(p, len(data), window)
+	if err := t.acquire(p, credit, cancel, "send"); err != nil {
 		return nil, err
 	}
 	s := t.pools.rdvs.Get().(*rdvSend)
 	s.data, s.tag, s.aux = data, tag, aux
-	frame.EncodeRTS(&s.rts, uint64(len(data)))
+	payload, flags := t.encodeRTS(p, s, credit)
 	p.rdv.rtsMu.Lock() // the ids of a peer's RTSs grow on the wire (see withdrawRTS)
 	p.mu.Lock()
 	if p.lost != nil {
@@ -131,8 +135,8 @@ func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, cancel <-
 	s.id = t.pools.nextID.Add(1)
 	p.rdv.out[s.id] = s
 	p.mu.Unlock()
-	h := frame.Header{Kind: frame.KindRTS, Src: uint32(t.rank), Tag: tag, Aux: aux, Offset: s.id}
-	err := p.link.post(laneData, h, s.rts[:], true)
+	h := frame.Header{Kind: frame.KindRTS, Flags: flags, Src: uint32(t.rank), Tag: tag, Aux: aux, Offset: s.id}
+	err := p.link.post(laneData, h, payload, true)
 	p.rdv.rtsMu.Unlock()
 	if err != nil {
 		// The connection failed: its loss completes s, if it has not yet.
@@ -169,7 +173,7 @@ func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) erro
 	if p.link.ownCtl() && p.out.take(frame.Cost(0)) {
 		on = laneCtl // ahead of anything on the data lane: see withdrawRTS
 	}
-	p.link.post(on, h, s.rts[:], true) // a lost peer completes s anyway
+	p.link.post(on, h, s.rts[:frame.RTSSize], true) // a lost peer completes s anyway
 	<-s.done
 	return t.rdvAnswered(p, s, true, cancel)
 }
@@ -184,6 +188,8 @@ func (t *NetTransport) rdvAnswered(p *peer, s *rdvSend, withdrawn bool, cancel <
 		return nil // the receiver dropped it: its call was over there
 	case rdvFailed:
 		return s.err
+	case rdvCopied:
+		return nil // delivered, withdrawn or not
 	}
 	var err error
 	for i := range s.k {
@@ -205,8 +211,19 @@ func (p *peer) deliverCTS(c *ioloop.Conn, h *frame.Header) {
 		p.violation(c, fmt.Errorf("%w: CTS for send %d, which is not waiting", ErrProtocol, h.Offset))
 		return
 	}
-	if h.Flags&frame.FlagError != 0 {
+	switch {
+	case h.Flags&frame.FlagError != 0:
 		s.finish(rdvNone, nil)
+		return
+	case h.Flags&frame.FlagCopy != s.copy:
+		// A neighbour that may copy answers every RTS with Copy so (or with
+		// Error), and no other.
+		err := fmt.Errorf("%w: CTS (flags %#x) for send %d, which offered the single copy: %v", ErrProtocol, h.Flags, h.Offset, s.copy != 0)
+		p.violation(c, err)
+		s.finish(rdvFailed, &PeerError{Op: "send", Rank: p.rank, Err: ErrPeerLost, Cause: err})
+		return
+	case s.copy != 0:
+		s.finish(rdvCopied, nil)
 		return
 	}
 	if err := p.startData(s); err != nil {
@@ -249,7 +266,14 @@ func piece(n, k, i int) (lo, hi int) {
 // is matched to the first fitting posted receive for its tag or queued.
 func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Buffer) {
 	putBuffer(bb) // the payload is in p.rtsBuf(l)
-	n, err := frame.DecodeRTS(p.rtsBuf(l), p.t.opts.MaxFrame)
+	var n uint64
+	var cp rtsCopy
+	var err error
+	if h.Flags&frame.FlagCopy != 0 {
+		n, cp, err = p.decodeRTSCopy(p.rtsBuf(l))
+	} else {
+		n, err = frame.DecodeRTS(p.rtsBuf(l), p.t.opts.MaxFrame)
+	}
 	if err != nil {
 		p.violation(c, err)
 		return
@@ -257,6 +281,9 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	if h.Flags&frame.FlagError != 0 {
 		p.withdrawRTS(h.Tag, h.Offset, l == laneCtl)
 		return
+	}
+	if cp.extra > 0 && !p.useCredit(c, cp.extra) {
+		return // dropped
 	}
 	tag, id := h.Tag, h.Offset
 	p.mu.Lock()
@@ -269,7 +296,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	stale, own := p.rdv.tombs.arrive(id)
 	if own > 0 { // withdrawn before it came: answered then
 		p.mu.Unlock()
-		p.freeCredit(uint64(stale+own+1) * frame.Cost(0)) // the withdrawals' and the RTS's
+		p.freeCredit(uint64(stale+own+1)*frame.Cost(0) + cp.extra) // the withdrawals' and the RTS's
 		return
 	}
 	if stale > 0 { // withdrawals of RTSs that never came: once p.mu is released
@@ -277,26 +304,41 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	}
 	if p.unwanted(tag) {
 		p.mu.Unlock()
+		p.freeCredit(cp.extra)
 		p.answerRTS(id, false) // its owner no longer wants it: see owner.go
 		return
 	}
 	q := p.m.queue(tag)
 	if r := p.m.offer(q, int(n)); r != nil {
+		if cp.addr != 0 {
+			p.claimBuf(r, n, h.Aux)
+			p.m.tidy(tag, q)
+			p.mu.Unlock()
+			p.copyInto(c, r, id, cp)
+			return
+		}
 		p.claimRdv(r, id, n, h.Aux)
 		p.m.tidy(tag, q)
 		p.mu.Unlock()
 		p.answerRTS(id, true)
 		return
 	}
+	if cp.extra > 0 { // to copy at once, and hold as an eager message
+		p.mu.Unlock()
+		p.copyHeld(c, tag, h.Aux, id, n, cp)
+		return
+	}
 	if isOwnedTag(tag) {
 		p.ownedQueued(tag, h.Aux)
 	}
-	p.m.hold(q, queuedMsg{aux: h.Aux, id: id, n: n})
+	p.m.hold(q, queuedMsg{aux: h.Aux, id: id, n: n, addr: cp.addr})
 	p.mu.Unlock()
 }
 
 // rtsBuf returns the buffer an RTS payload arriving on lane l is read
 // into: one per lane that may carry RTSs, since each has its own reader.
+// Its length is the longest payload's (RTSCopySize): the header, checked
+// before, says how much of it a frame fills.
 func (p *peer) rtsBuf(l lane) []byte {
 	if l == laneCtl {
 		return p.rdv.rts[1][:]
@@ -308,6 +350,15 @@ func (p *peer) rtsBuf(l lane) []byte {
 // DATA goes into r's buffer, and r can no longer be withdrawn. p.mu is
 // held.
 func (p *peer) claimRdv(r *recvReq, id, n uint64, aux uint32) {
+	p.claimBuf(r, n, aux)
+	r.rdv = rdvPieces{id: id, left: int(n)}
+	p.rdv.in[id] = r
+}
+
+// claimBuf makes r the receive of a rendezvous message of n bytes: it
+// can no longer be withdrawn, and its buffer is cut to the message (or
+// made). p.mu is held.
+func (p *peer) claimBuf(r *recvReq, n uint64, aux uint32) {
 	r.state.Or(reqClaimed) // from reqPosted, keeping reqSpun
 	r.aux = aux
 	if r.into {
@@ -316,8 +367,6 @@ func (p *peer) claimRdv(r *recvReq, id, n uint64, aux uint32) {
 		r.data = make([]byte, n)
 		r.dst = r.data
 	}
-	r.rdv = rdvPieces{id: id, left: int(n)}
-	p.rdv.in[id] = r
 }
 
 // answerRTS releases an RTS's credit and answers it: CTS (send the data)
@@ -340,6 +389,13 @@ func (p *peer) sendCTS(id uint64, send bool) {
 // it, and its sender told to send. p.mu is held and released.
 func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 	p.m.takeHead(q)
+	if m.addr != 0 {
+		p.claimBuf(r, m.n, m.aux)
+		p.m.tidy(tag, q)
+		p.mu.Unlock()
+		p.copyInto(nil, r, m.id, rtsCopy{addr: m.addr})
+		return
+	}
 	p.claimRdv(r, m.id, m.n, m.aux)
 	p.m.tidy(tag, q)
 	resume := p.m.undefer() // its DATA may be behind a deferred payload

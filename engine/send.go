@@ -45,7 +45,7 @@ func (t *NetTransport) SendNB(to, tag int, p []byte) (Request, error) {
 	if uint64(len(p)) > t.opts.MaxFrame {
 		return Request{}, fmt.Errorf("boltmesh: send of %d bytes: %w (Options.MaxFrame %d)", len(p), frame.ErrTooLarge, t.opts.MaxFrame)
 	}
-	o, err := t.startSend(nil, to, uint32(tag), 0, p)
+	o, err := t.startSend(nil, to, uint32(tag), 0, p, true)
 	if err != nil {
 		return Request{}, err
 	}
@@ -74,8 +74,8 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	if err != nil {
 		return err
 	}
-	if t.rendezvous(pr, len(p), window) {
-		return t.sendRdv(cancel, pr, tag, aux, p)
+	if t.rendezvous(pr, len(p), window) || t.copies(pr, len(p)) {
+		return t.sendRdv(cancel, pr, tag, aux, p, window)
 	}
 	cost := frame.Cost(uint64(len(p)))
 	if err := t.acquire(pr, cost, cancel, "send"); err != nil {
@@ -102,8 +102,12 @@ type sendOp struct {
 
 // startSend starts sending p to rank to under tag without waiting for the
 // bytes to go out (but for credit, until cancel closes); finish it with
-// finishSend.
-func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32, p []byte) (sendOp, error) {
+// finishSend. copyEager lets a message to a neighbour below the eager
+// limit go by single copy (single_copy.go), which completes once the
+// neighbour's event loop has copied it rather than once it is in the
+// ring: false for sends that must finish, or be withdrawn, without the
+// receiver's process running.
+func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32, p []byte, copyEager bool) (sendOp, error) {
 	if err := t.checkRank(to); err != nil {
 		return sendOp{}, err
 	}
@@ -115,8 +119,8 @@ func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32
 	if err != nil {
 		return sendOp{}, err
 	}
-	if t.rendezvous(pr, len(p), window) {
-		s, err := t.startRdv(pr, tag, aux, p, cancel)
+	if t.rendezvous(pr, len(p), window) || copyEager && t.copies(pr, len(p)) {
+		s, err := t.startRdv(pr, tag, aux, p, window, cancel)
 		return sendOp{p: pr, s: s}, err
 	}
 	cost := frame.Cost(uint64(len(p)))

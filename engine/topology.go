@@ -17,10 +17,15 @@ type Topology struct {
 	// this rank met. Both ends of a pair agree. The others are reached
 	// over TCP.
 	Neighbours []int
+	// SingleCopy are the neighbours whose large messages this rank copies
+	// straight from their memory (Options.SingleCopyMin; Linux's
+	// process_vm_readv), as their meeting found it; from the other
+	// neighbours they come through the pipes' rings.
+	SingleCopy []int
 }
 
 // Topology returns how the transport's world is joined. Neighbours is
-// the caller's.
+// the caller's, as is SingleCopy.
 func (t *NetTransport) Topology() Topology {
 	top := Topology{Star: t.topo.star, Center: -1, Loopback: t.topo.loopback}
 	if top.Star {
@@ -29,6 +34,9 @@ func (t *NetTransport) Topology() Topology {
 	for _, p := range t.view().peers {
 		if t.neighbour(p.rank) {
 			top.Neighbours = append(top.Neighbours, p.rank)
+			if p.copy.in.Load() {
+				top.SingleCopy = append(top.SingleCopy, p.rank)
+			}
 		}
 	}
 	return top

@@ -50,6 +50,35 @@ func EncodeRTS(dst *[RTSSize]byte, length uint64) {
 	binary.LittleEndian.PutUint64(dst[:], length)
 }
 
+// EncodeRTSCopy writes the payload of an RTS with FlagCopy: the length of
+// the message, its address in the sender's memory, and the credit the
+// RTS uses: Cost(0), or Cost(length) for a message the receiver copies at
+// once and holds until a receive takes it (see spec.md, "Single copy").
+func EncodeRTSCopy(dst *[RTSCopySize]byte, length, addr, credit uint64) {
+	binary.LittleEndian.PutUint64(dst[:], length)
+	binary.LittleEndian.PutUint64(dst[8:], addr)
+	binary.LittleEndian.PutUint64(dst[16:], credit)
+}
+
+// DecodeRTSCopy reads the payload of an RTS with FlagCopy, bounded as
+// DecodeRTS's; a credit other than Cost(0) or Cost(length) is
+// ErrBadLength ("credit"). It does not judge the address: only the
+// receiver's copy can, and a bad one fails that copy, never touching the
+// receiver's memory but the receive's buffer.
+func DecodeRTSCopy(src []byte, maxLength uint64) (length, addr, credit uint64, err error) {
+	if len(src) < RTSCopySize {
+		return 0, 0, 0, &DecodeError{Kind: KindRTS, Field: "payload", Value: uint64(len(src)), Limit: RTSCopySize, Err: ErrShort}
+	}
+	if length, err = DecodeRTS(src, maxLength); err != nil {
+		return 0, 0, 0, err
+	}
+	credit = binary.LittleEndian.Uint64(src[16:])
+	if credit != Cost(0) && credit != Cost(length) {
+		return 0, 0, 0, &DecodeError{Kind: KindRTS, Field: "credit", Value: credit, Limit: Cost(length), Err: ErrBadLength}
+	}
+	return length, binary.LittleEndian.Uint64(src[8:]), credit, nil
+}
+
 // DecodeRTS reads an RTS payload. maxLength bounds the message length, as
 // Decode's bounds a payload (0: DefaultMaxLength).
 func DecodeRTS(src []byte, maxLength uint64) (uint64, error) {

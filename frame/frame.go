@@ -102,11 +102,18 @@ func (h *Header) validate(maxLength uint64) error {
 	if bad := h.Flags &^ spec.flags; bad != 0 {
 		return &DecodeError{Kind: h.Kind, Field: "flags", Value: uint64(bad), Err: ErrBadFlags}
 	}
+	if h.Flags&(FlagCopy|FlagError) == FlagCopy|FlagError {
+		return &DecodeError{Kind: h.Kind, Field: "flags", Value: uint64(FlagCopy | FlagError), Err: ErrBadFlags}
+	}
 	if h.Length > maxLength {
 		return &DecodeError{Kind: h.Kind, Field: "length", Value: h.Length, Limit: maxLength, Err: ErrTooLarge}
 	}
-	if spec.fixed >= 0 && h.Length != uint64(spec.fixed) && !(h.Flags&FlagReply != 0 && spec.replyEmpty && h.Length == 0) {
-		return &DecodeError{Kind: h.Kind, Field: "length", Value: h.Length, Limit: uint64(spec.fixed), Err: ErrBadLength}
+	fixed := spec.fixed
+	if h.Flags&FlagCopy != 0 && spec.copyLen > 0 {
+		fixed = spec.copyLen
+	}
+	if fixed >= 0 && h.Length != uint64(fixed) && !(h.Flags&FlagReply != 0 && spec.replyEmpty && h.Length == 0) {
+		return &DecodeError{Kind: h.Kind, Field: "length", Value: h.Length, Limit: uint64(fixed), Err: ErrBadLength}
 	}
 	if spec.max > 0 && h.Length > uint64(spec.max) {
 		return &DecodeError{Kind: h.Kind, Field: "length", Value: h.Length, Limit: uint64(spec.max), Err: ErrTooLarge}

@@ -29,16 +29,16 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindGoodbye:   frame.FlagReply,
 	frame.KindGone:      frame.FlagError,
 	frame.KindCredit:    0,
-	frame.KindRTS:       frame.FlagError,
-	frame.KindCTS:       frame.FlagError,
+	frame.KindRTS:       frame.FlagError | frame.FlagCopy,
+	frame.KindCTS:       frame.FlagError | frame.FlagCopy,
 	frame.KindData:      0,
 	frame.KindAbandon:   0,
 	frame.KindNeighbour: frame.FlagReply,
 	frame.KindWake:      0,
 }
 
-// validLength returns a payload length every kind accepts.
-func validLength(k frame.Kind) uint64 {
+// validLength returns a payload length kind k accepts with flags f.
+func validLength(k frame.Kind, f frame.Flags) uint64 {
 	switch k {
 	case frame.KindHello:
 		return frame.HelloSize
@@ -49,6 +49,9 @@ func validLength(k frame.Kind) uint64 {
 	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone, frame.KindCredit, frame.KindCTS, frame.KindAbandon, frame.KindWake:
 		return 0
 	case frame.KindRTS:
+		if f&frame.FlagCopy != 0 {
+			return frame.RTSCopySize
+		}
 		return frame.RTSSize
 	case frame.KindReject, frame.KindPutAck, frame.KindNeighbour:
 		return 17
@@ -244,8 +247,8 @@ func TestRoundTrip(t *testing.T) {
 		allowed := allowedFlags[k]
 		// Every subset of the allowed flags.
 		for f := frame.Flags(0); f <= allowed; f++ {
-			if f&^allowed != 0 {
-				continue
+			if f&^allowed != 0 || f&(frame.FlagCopy|frame.FlagError) == frame.FlagCopy|frame.FlagError {
+				continue // not allowed; Copy with Error: TestCopyFlag
 			}
 			h := frame.Header{
 				Kind:   k,
@@ -254,7 +257,7 @@ func TestRoundTrip(t *testing.T) {
 				Tag:    math.MaxUint32,
 				Aux:    7,
 				Offset: math.MaxUint64 - uint64(k),
-				Length: validLength(k),
+				Length: validLength(k, f),
 			}
 			b := encode(h)
 			// Decode must read only the header: trailing bytes are ignored.
@@ -424,7 +427,7 @@ func TestDecodeBadFlagsEveryKind(t *testing.T) {
 			t.Fatalf("kind %v missing from test table", k)
 		}
 		for _, f := range allFlags {
-			h := frame.Header{Kind: k, Flags: f, Length: validLength(k)}
+			h := frame.Header{Kind: k, Flags: f, Length: validLength(k, f)}
 			b := encode(h)
 			if f&allowed != 0 {
 				if _, err := frame.Decode(b[:], 0); err != nil {
@@ -641,5 +644,19 @@ func BenchmarkEncodeDecode(b *testing.B) {
 func TestAllowedFlagsTableComplete(t *testing.T) {
 	if len(allowedFlags) != len(frame.Kinds()) {
 		t.Fatalf("allowedFlags has %d kinds, package defines %d", len(allowedFlags), len(frame.Kinds()))
+	}
+}
+
+// TestCopyFlag pins the single copy's header rules: an RTS with Copy is
+// exactly RTSCopySize bytes (and a plain one RTSSize), and Copy never
+// comes with Error.
+func TestCopyFlag(t *testing.T) {
+	for _, c := range []rejectCase{
+		{in: hdr(frame.Header{Kind: frame.KindRTS, Flags: frame.FlagCopy, Length: frame.RTSSize}), err: frame.ErrBadLength, field: "length", kind: frame.KindRTS, value: frame.RTSSize, limit: frame.RTSCopySize},
+		{in: hdr(frame.Header{Kind: frame.KindRTS, Length: frame.RTSCopySize}), err: frame.ErrBadLength, field: "length", kind: frame.KindRTS, value: frame.RTSCopySize, limit: frame.RTSSize},
+		{in: hdr(frame.Header{Kind: frame.KindRTS, Flags: frame.FlagCopy | frame.FlagError, Length: frame.RTSCopySize}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindRTS, value: uint64(frame.FlagCopy | frame.FlagError)},
+		{in: hdr(frame.Header{Kind: frame.KindCTS, Flags: frame.FlagCopy | frame.FlagError}), err: frame.ErrBadFlags, field: "flags", kind: frame.KindCTS, value: uint64(frame.FlagCopy | frame.FlagError)},
+	} {
+		checkReject(t, c)
 	}
 }

@@ -120,3 +120,52 @@ func checkCost(t *testing.T, n uint64) {
 		t.Fatalf("Cost(%d) = %d: %d is not the least power of two >= %d", n, c, p, n)
 	}
 }
+
+// FuzzRTSCopy fuzzes the payloads of RTSs with Copy: fewer than
+// RTSCopySize bytes are ErrShort; a length above the limit ErrTooLarge,
+// as DecodeRTS's; a credit other than Cost(0) or Cost(length)
+// ErrBadLength naming "credit"; any other decodes to its three words and
+// re-encodes to them.
+func FuzzRTSCopy(f *testing.F) {
+	var b [frame.RTSCopySize]byte
+	for _, n := range []uint64{0, 1, 256 << 10, 1 << 20, frame.DefaultMaxLength + 1} {
+		frame.EncodeRTSCopy(&b, n, 0x7f0000001000, frame.Cost(n))
+		f.Add(b[:])
+		frame.EncodeRTSCopy(&b, n, 0x7f0000001000, frame.Cost(0))
+		f.Add(b[:])
+	}
+	frame.EncodeRTSCopy(&b, 4096, 1, 12345)
+	f.Add(b[:])
+	f.Add(b[:23])
+	maxes := []uint64{0, 4096, 1 << 62}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, max := range maxes {
+			n, addr, credit, err := frame.DecodeRTSCopy(data, max)
+			limit := max
+			if limit == 0 {
+				limit = frame.DefaultMaxLength
+			}
+			switch {
+			case len(data) < frame.RTSCopySize:
+				requireDecodeErr(t, "DecodeRTSCopy", err, frame.ErrShort, frame.DecodeError{Kind: frame.KindRTS, Field: "payload", Value: uint64(len(data)), Limit: frame.RTSCopySize})
+				continue
+			case binary.LittleEndian.Uint64(data) > limit:
+				requireDecodeErr(t, "DecodeRTSCopy", err, frame.ErrTooLarge, frame.DecodeError{Kind: frame.KindRTS, Field: "message length", Value: binary.LittleEndian.Uint64(data), Limit: limit})
+				continue
+			}
+			want := binary.LittleEndian.Uint64(data)
+			if c := binary.LittleEndian.Uint64(data[16:]); c != frame.Cost(0) && c != frame.Cost(want) {
+				requireDecodeErr(t, "DecodeRTSCopy", err, frame.ErrBadLength, frame.DecodeError{Kind: frame.KindRTS, Field: "credit", Value: c, Limit: frame.Cost(want)})
+				continue
+			}
+			if err != nil || n != want {
+				t.Fatalf("DecodeRTSCopy(% x, %d) = %d, %v", data[:frame.RTSCopySize], max, n, err)
+			}
+			var out [frame.RTSCopySize]byte
+			frame.EncodeRTSCopy(&out, n, addr, credit)
+			if !bytes.Equal(out[:], data[:frame.RTSCopySize]) {
+				t.Fatalf("re-encode mismatch:\n in % x\nout % x", data[:frame.RTSCopySize], out)
+			}
+		}
+	})
+}

@@ -45,6 +45,11 @@ const (
 	FlagReply Flags = 1 << 0 // the frame answers one of the same kind (handshake, GOODBYE)
 	FlagError Flags = 1 << 1 // the payload is an error text instead of data
 	FlagMore  Flags = 1 << 2 // a fragment: more frames of the same message follow
+	// FlagCopy marks the single copy between neighbours: an RTS that also
+	// names where the message lies in the sender's memory (payload
+	// RTSCopySize), and the CTS of a receiver that copied it from there
+	// itself (send no DATA). Never with FlagError.
+	FlagCopy Flags = 1 << 3
 )
 
 // Fixed payload sizes of the handshake and request kinds.
@@ -53,6 +58,7 @@ const (
 	MACSize       = 32   // payload of KindAuth: HMAC-SHA256
 	GetReqSize    = 16   // payload of KindGetReq
 	RTSSize       = 8    // payload of KindRTS: the message length
+	RTSCopySize   = 24   // payload of KindRTS with FlagCopy: the length, the address, the credit used
 	MaxReasonSize = 1024 // longest KindReject payload
 	MachineIDSize = 16   // a machine (kernel) identity, in HELLO
 	HostIDSize    = 16   // a host identity, in HELLO
@@ -71,6 +77,7 @@ type kindSpec struct {
 	fixed      int   // exact payload length, or -1 for any
 	replyEmpty bool  // with FlagReply the payload may also be empty
 	max        int   // upper bound on payload length below the decoder's, or 0
+	copyLen    int   // with FlagCopy the payload is exactly this long instead of fixed
 	routed     bool  // a star's coordinator may forward it (Dst may be set)
 }
 
@@ -89,8 +96,8 @@ var kindSpecs = [...]kindSpec{
 	KindGoodbye:   {name: "GOODBYE", flags: FlagReply, fixed: 0, routed: true},
 	KindGone:      {name: "GONE", flags: FlagError, fixed: 0},
 	KindCredit:    {name: "CREDIT", fixed: 0, routed: true},
-	KindRTS:       {name: "RTS", flags: FlagError, fixed: RTSSize, routed: true},
-	KindCTS:       {name: "CTS", flags: FlagError, fixed: 0, routed: true},
+	KindRTS:       {name: "RTS", flags: FlagError | FlagCopy, fixed: RTSSize, copyLen: RTSCopySize, routed: true},
+	KindCTS:       {name: "CTS", flags: FlagError | FlagCopy, fixed: 0, routed: true},
 	KindData:      {name: "DATA", fixed: -1, routed: true},
 	KindAbandon:   {name: "ABANDON", fixed: 0, routed: true},
 	KindNeighbour: {name: "NEIGHBOUR", flags: FlagReply, fixed: -1, max: MaxNeighbour},

@@ -68,7 +68,7 @@ func TestThunderboltCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, stderr)
 	}
-	if !strings.Contains(stdout, "transport: shared memory (rank 1 on this host)\n") || !strings.Contains(stdout, "== p2p · 2 ranks · shm ==") {
+	if !strings.Contains(stdout, "transport: shared memory (rank 1 on this host); large messages: ") || !strings.Contains(stdout, "== p2p · 2 ranks · shm ==") {
 		t.Errorf("the table does not name the transport:\n%s", stdout)
 	}
 }

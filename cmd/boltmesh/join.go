@@ -165,6 +165,11 @@ func engineOptions(f *meshFlags, m membership) (engine.Options, error) {
 	if o.StripeMin, err = parseSizeFlag("stripe-min", f.stripeMin, "1M"); err != nil {
 		return o, err
 	}
+	if f.singleCopy != "off" {
+		if o.SingleCopyMin, err = parseSizeFlag("single-copy-min", f.singleCopy, "256K or off"); err != nil {
+			return o, err
+		}
+	}
 	if o.SocketBuffer, err = parseSizeFlag("socket-buffer", f.sockBuf, "4M"); err != nil {
 		return o, err
 	}

@@ -114,6 +114,7 @@ func (b *benchRun) runRank(rln net.Listener) (*bench.Report, error) {
 	b.used = used
 	cfg := b.cfg
 	cfg.Transport = b.used.name()
+	cfg.SingleCopy = b.used.singleCopy()
 	r := &bench.Runner{T: j.t, StdnetHost: j.host(), MeshKey: b.opts.MeshKey}
 	if b.bf != nil && b.bf.progress && b.m.rank == 0 {
 		r.Progress = newProgress(b.stderr)

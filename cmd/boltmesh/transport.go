@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/boltmesh/boltmesh/bench"
 	"github.com/boltmesh/boltmesh/engine"
 )
 
@@ -65,11 +66,14 @@ type links struct {
 	network string // "tcp" or "thunderbolt"
 	shm     []int  // the neighbours, in rank order
 	net     []int  // the other ranks, in rank order
+	copy    []int  // the neighbours this rank copies large messages from once
+	copyMin int    // from this size (engine.Options.SingleCopyMin); not positive: off
 }
 
 // linksOf reads t's links once its mesh has formed.
 func linksOf(t *engine.NetTransport, network string) links {
-	l := links{network: network, shm: t.Topology().Neighbours}
+	top := t.Topology()
+	l := links{network: network, shm: top.Neighbours, copy: top.SingleCopy, copyMin: t.Options().SingleCopyMin}
 	for r := range t.WorldSize() {
 		if r != t.Rank() && !slices.Contains(l.shm, r) {
 			l.net = append(l.net, r)
@@ -92,15 +96,41 @@ func (l links) name() string {
 }
 
 // line is the header bench prints before its tables, e.g.
-// "transport: shared memory (ranks 1-3 on this host)".
+// "transport: shared memory (ranks 1-3 on this host); large messages:
+// cma from 256KiB".
 func (l links) line() string {
 	switch {
 	case len(l.shm) == 0:
 		return "transport: " + l.network
 	case len(l.net) == 0:
-		return "transport: shared memory (" + rankList(l.shm) + " on this host)"
+		return "transport: shared memory (" + rankList(l.shm) + " on this host); large messages: " + l.singleCopy()
 	}
-	return "transport: shared memory with " + rankList(l.shm) + "; " + l.network + " with " + rankList(l.net)
+	return "transport: shared memory with " + rankList(l.shm) + "; " + l.network + " with " + rankList(l.net) + "; large messages between neighbours: " + l.singleCopy()
+}
+
+// singleCopy says how large messages move between this rank and its
+// neighbours (bench.Config.SingleCopy), or "" if it has none.
+func (l links) singleCopy() string {
+	var rings []int
+	for _, r := range l.shm {
+		if !slices.Contains(l.copy, r) {
+			rings = append(rings, r)
+		}
+	}
+	cma := engine.SingleCopyMechanism + " from " + bench.FormatSize(l.copyMin)
+	switch {
+	case len(l.shm) == 0:
+		return ""
+	case l.copyMin <= 0:
+		return "rings (off)"
+	case engine.SingleCopyMechanism == "":
+		return "rings (no single copy on this system)"
+	case len(rings) == len(l.shm):
+		return "rings (refused by the kernel)"
+	case len(rings) == 0:
+		return cma
+	}
+	return cma + " with " + rankList(l.copy) + ", rings with " + rankList(rings) + " (refused by the kernel)"
 }
 
 // require checks that every rank of local (the ranks on this host) is a

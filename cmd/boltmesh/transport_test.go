@@ -12,21 +12,28 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/bench"
+	"github.com/boltmesh/boltmesh/engine"
 )
 
 // TestLinksNames: the report's transport and the header bench prints,
 // for each mix of neighbours and network links.
 func TestLinksNames(t *testing.T) {
+	if engine.SingleCopyMechanism == "" {
+		t.Skip("no single copy on this system: the header says so for every case")
+	}
+	cma := engine.SingleCopyMechanism
 	for _, c := range []struct {
 		l          links
 		name, line string
 	}{
-		{links{network: "tcp", shm: []int{1, 2, 3}}, "shm", "transport: shared memory (ranks 1-3 on this host)"},
-		{links{network: "tcp", shm: []int{1}}, "shm", "transport: shared memory (rank 1 on this host)"},
+		{links{network: "tcp", shm: []int{1, 2, 3}, copy: []int{1, 2, 3}, copyMin: 256 << 10}, "shm", "transport: shared memory (ranks 1-3 on this host); large messages: " + cma + " from 256KiB"},
+		{links{network: "tcp", shm: []int{1}}, "shm", "transport: shared memory (rank 1 on this host); large messages: rings (off)"},
+		{links{network: "tcp", shm: []int{1, 2, 3}, copy: []int{2}, copyMin: 1 << 20}, "shm", "transport: shared memory (ranks 1-3 on this host); large messages: " + cma + " from 1MiB with rank 2, rings with ranks 1, 3 (refused by the kernel)"},
+		{links{network: "tcp", shm: []int{1}, copyMin: 1 << 20}, "shm", "transport: shared memory (rank 1 on this host); large messages: rings (refused by the kernel)"},
 		{links{network: "tcp", net: []int{1, 2, 3}}, "tcp", "transport: tcp"},
 		{links{network: "thunderbolt", net: []int{1}}, "thunderbolt", "transport: thunderbolt"},
-		{links{network: "tcp", shm: []int{1, 2}, net: []int{3}}, "shm+tcp", "transport: shared memory with ranks 1, 2; tcp with rank 3"},
-		{links{network: "thunderbolt", shm: []int{2}, net: []int{1, 3, 4, 5}}, "shm+thunderbolt", "transport: shared memory with rank 2; thunderbolt with ranks 1, 3-5"},
+		{links{network: "tcp", shm: []int{1, 2}, net: []int{3}, copy: []int{1, 2}, copyMin: 256 << 10}, "shm+tcp", "transport: shared memory with ranks 1, 2; tcp with rank 3; large messages between neighbours: " + cma + " from 256KiB"},
+		{links{network: "thunderbolt", shm: []int{2}, net: []int{1, 3, 4, 5}, copyMin: -1}, "shm+thunderbolt", "transport: shared memory with rank 2; thunderbolt with ranks 1, 3-5; large messages between neighbours: rings (off)"},
 		{links{network: "tcp"}, "tcp", "transport: tcp"},
 	} {
 		if got := c.l.name(); got != c.name {
@@ -116,7 +123,7 @@ func checkTransports(t *testing.T, got []string, want string) {
 func TestBenchTransportDefault(t *testing.T) {
 	stdout, got := benchTransport(t)
 	checkTransports(t, got, "shm")
-	if !strings.Contains(stdout, "transport: shared memory (rank 1 on this host)\n") || !strings.Contains(stdout, "== p2p · 2 ranks · shm ==") {
+	if !strings.Contains(stdout, "transport: shared memory (rank 1 on this host); large messages: ") || !strings.Contains(stdout, "== p2p · 2 ranks · shm ==") {
 		t.Errorf("the header does not say shared memory:\n%s", stdout)
 	}
 }

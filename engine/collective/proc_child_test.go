@@ -14,8 +14,12 @@ import (
 )
 
 // procOpts are the transport options of every rank of these tests: a small
-// symmetric heap, as the collectives do not use it.
-var procOpts = engine.Options{HeapSize: 1 << 20}
+// symmetric heap, as the collectives do not use it, and the single copy
+// from 256 KiB, so that ranks in separate processes copy large pieces
+// straight from each other's memory (engine.Options.SingleCopyMin; the
+// rings between processes are what the default runs, in every other
+// multi-process test).
+var procOpts = engine.Options{HeapSize: 1 << 20, SingleCopyMin: 256 << 10}
 
 // procRunChild runs one child role (see procStart); a non-nil error makes
 // the child exit 1.

@@ -34,7 +34,8 @@ type Coll interface {
 	// sender's outChunk), at most engine.CollWindow in flight each way
 	// beyond the one being received. It calls onChunk(off, n) on this
 	// goroutine for each received piece of in, in order, as soon as it
-	// has arrived, while later pieces are still in flight. An error from
+	// has arrived, while later pieces are still in flight; it may write
+	// out[off:off+n], whose pieces have left by then. An error from
 	// onChunk ends the exchange and is returned. in's length must be what
 	// the sender sends, or the exchange fails with engine.ErrCollMismatch.
 	ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error

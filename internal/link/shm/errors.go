@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -10,3 +11,14 @@ import (
 // position, length or box word: ioloop.ErrProtocol, as a frame that does
 // not decode.
 var errCorrupt = fmt.Errorf("%w: pipe position past the ring", ioloop.ErrProtocol)
+
+// Errors of ReadPeer, the single copy between neighbours.
+var (
+	// ErrNoSingleCopy means the kernel refuses this process a copy from
+	// the other's memory, or has no such call: large messages go through
+	// the rings.
+	ErrNoSingleCopy = errors.New("shm: single copy refused")
+	// ErrCopyFault means a copy from the other process's memory failed
+	// part way: the range is not its memory, or the process is gone.
+	ErrCopyFault = errors.New("shm: single copy failed")
+)

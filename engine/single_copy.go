@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/boltmesh/boltmesh/frame"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// Single copy between neighbours (frame/spec.md, "Single copy"). A
+// message of at least Options.SingleCopyMin bytes to a neighbour that
+// copies from this rank goes as an RTS with Copy that names where it
+// lies, and the neighbour copies it from there itself (linkshm.ReadPeer)
+// and answers CTS with Copy: its bytes are copied once, where through
+// the pipe's ring they are copied in and out. Two flavours keep a send's
+// meaning what it was:
+//   - a message the sender would send eagerly uses its whole cost in
+//     credit, and the receiver's event loop copies it at once: into the
+//     receive posted for it, or into a buffer held as an eager SEND's
+//     until a receive takes it (copyHeld). The send finishes without a
+//     receive posted, as an eager one does.
+//   - a longer one uses Cost(0), as any RTS, and waits for its receive,
+//     which copies it (copyInto).
+//
+// The sender's buffer stays untouched until the answer, as a rendezvous
+// send's always does (waitRdv waits for it even when withdrawn). Go's
+// collector does not move heap memory, and a buffer handed to a send
+// lives in the heap (the rdvSend holds it) or in memory mapped outside
+// it: the address stays good until then.
+//
+// Whether a pair may is learned when it meets (neighbour.go): each side
+// sends the address and value of its probe, a random word in its memory,
+// and reads the other's; the acceptor's answer says whether it read the
+// dialer's right, and the dialer's last word whether it read the
+// acceptor's. A pair where the kernel refuses (another user, Yama's
+// ptrace_scope, a container's seccomp) keeps the rings, and says so once
+// in the log. A copy that fails after that drops the neighbour with
+// ErrSingleCopy: it is gone, or it named memory it does not have; to
+// fall back to the ring then would let later messages overtake it.
+
+// SingleCopyMechanism names how this system copies a message from a
+// neighbour's memory: "cma" (Linux's cross memory attach,
+// process_vm_readv), or "" where it cannot (neighbours keep the rings).
+const SingleCopyMechanism = linkshm.SingleCopy
+
+// probeSize is the bytes of a probe in a meeting's message: its address
+// and its value, or zeros from a rank that takes no part.
+const probeSize = 16
+
+// copyProbe is this rank's probe: a word at a fixed place in its memory
+// for the whole life of the transport, or none where it takes no part
+// (Options.SingleCopyMin not positive, or no single copy on this system).
+// It is set before the neighbours' listener starts.
+type copyProbe struct {
+	word *uint64
+	why  sync.Once // the first refusal is logged
+}
+
+// init makes the probe, if this rank takes part.
+func (c *copyProbe) init(min int) {
+	if min <= 0 || linkshm.SingleCopy == "" {
+		return
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	c.word = new(uint64)
+	*c.word = binary.LittleEndian.Uint64(b[:]) | 1 // never 0: 0 is no probe
+}
+
+// on reports whether this rank takes part.
+func (c *copyProbe) on() bool { return c.word != nil }
+
+// put writes the probe's address and value into dst, or zeros.
+func (c *copyProbe) put(dst []byte) {
+	clear(dst[:probeSize])
+	if c.word != nil {
+		binary.LittleEndian.PutUint64(dst, uint64(uintptr(unsafe.Pointer(c.word))))
+		binary.LittleEndian.PutUint64(dst[8:], *c.word)
+	}
+}
+
+// offered reports whether a neighbour's probe is one: it takes part.
+func offered(probe []byte) bool { return binary.LittleEndian.Uint64(probe) != 0 }
+
+// readProbe reports whether this rank may copy from the neighbour of
+// rank, process pid, whose probe is probe: it reads the word there and
+// compares. A refusal is logged once per transport.
+func (n *neighbours) readProbe(rank, pid int, probe []byte) bool {
+	if !n.probe.on() || !offered(probe) {
+		return false
+	}
+	var got [8]byte
+	if err := linkshm.ReadPeer(pid, binary.LittleEndian.Uint64(probe), got[:]); err != nil {
+		n.probe.why.Do(func() {
+			n.t.opts.Logger.Info("boltmesh: large messages between neighbours go through the rings, not by single copy (logged once)", "rank", n.t.rank, "peer", rank, "err", err)
+		})
+		return false
+	}
+	return got == [8]byte(probe[8:16])
+}
+
+// heardCopy reads the meeting's last word, the dialer's: whether it
+// copies from this rank (it read this rank's probe right). Anything else,
+// or nothing before the meeting's deadline, is no.
+func (n *neighbours) heardCopy(uc *net.UnixConn) bool {
+	var b [1]byte
+	k, err := io.ReadFull(uc, b[:])
+	return err == nil && k == 1 && b[0] == 1
+}
+
+// pairCopy is a pair's single copy as its meeting found it: the
+// neighbour's process (its credentials on the meeting's socket), whether
+// this rank copies the neighbour's messages (in), and whether the
+// neighbour may copy this rank's (out).
+type pairCopy struct {
+	pid     int
+	in, out bool
+}
+
+// copyState is a peer's single copy: set before the link is up (in and
+// out are atomics only because a star's or a TCP pair's are never set,
+// and so that set needs no ordering argument), and count.
+type copyState struct {
+	pid   int
+	in    atomic.Bool   // this rank copies the peer's messages itself
+	out   atomic.Bool   // the peer copies this rank's: RTS with Copy
+	count atomic.Uint64 // messages this rank copied from the peer
+}
+
+// set installs what the meeting found.
+func (c *copyState) set(pc pairCopy) {
+	c.pid = pc.pid
+	c.in.Store(pc.in)
+	c.out.Store(pc.out)
+}
+
+// copies reports whether a message of n bytes to p goes by single copy.
+func (t *NetTransport) copies(p *peer, n int) bool {
+	return t.opts.SingleCopyMin > 0 && n >= t.opts.SingleCopyMin && p.copy.out.Load()
+}
+
+// rtsCredit is the credit an RTS for a message of n bytes to p, whose
+// window is window, uses: a message by single copy that would be sent
+// eagerly uses its whole cost, as a SEND would, since the receiver copies
+// it at once and holds it until a receive takes it (so that a send to a
+// neighbour finishes, as an eager one does, without a receive posted);
+// any other, Cost(0).
+func (t *NetTransport) rtsCredit(p *peer, n int, window uint64) uint64 {
+	if c := frame.Cost(uint64(n)); t.copies(p, n) && !t.striped(p, n) && c <= t.eagerMax(window) {
+		return c
+	}
+	return frame.Cost(0)
+}
+
+// encodeRTS fills s's RTS payload for p, whose RTS uses credit, and
+// returns it, with its flags: with the message's address and the credit
+// where it goes by single copy.
+func (t *NetTransport) encodeRTS(p *peer, s *rdvSend, credit uint64) ([]byte, frame.Flags) {
+	if t.copies(p, len(s.data)) {
+		s.copy = frame.FlagCopy
+		frame.EncodeRTSCopy(&s.rts, uint64(len(s.data)), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(s.data)))), credit)
+		return s.rts[:], frame.FlagCopy
+	}
+	frame.EncodeRTS((*[frame.RTSSize]byte)(s.rts[:frame.RTSSize]), uint64(len(s.data)))
+	return s.rts[:frame.RTSSize], 0
+}
+
+// rtsCopy is what an RTS with Copy adds to a plain one: where the message
+// lies in the sender's memory, and the credit it uses beyond Cost(0):
+// none for a message that waits for a receive, as any RTS's does, the
+// rest of its cost for one to copy at once.
+type rtsCopy struct {
+	addr, extra uint64
+}
+
+// decodeRTSCopy reads the payload of an RTS with Copy from p, which only
+// a neighbour this rank copies from may send.
+func (p *peer) decodeRTSCopy(b []byte) (uint64, rtsCopy, error) {
+	n, addr, credit, err := frame.DecodeRTSCopy(b, p.t.opts.MaxFrame)
+	switch {
+	case err != nil:
+		return 0, rtsCopy{}, err
+	case !p.copy.in.Load():
+		return 0, rtsCopy{}, fmt.Errorf("%w: RTS with Copy from a rank this one does not copy from", ErrProtocol)
+	case addr == 0:
+		return 0, rtsCopy{}, fmt.Errorf("%w: RTS with Copy at address 0", ErrProtocol)
+	}
+	return n, rtsCopy{addr: addr, extra: credit - frame.Cost(0)}, nil
+}
+
+// copyInto completes r, claimed for the message of RTS id, by copying it
+// from the peer's memory (cp), and answers CTS with Copy. A copy that
+// fails drops the peer (copyFailed): the meeting found it possible, so
+// the neighbour is gone, or it named memory it does not have. c is the
+// stream the RTS came on, or nil. p.mu is not held.
+func (p *peer) copyInto(c *ioloop.Conn, r *recvReq, id uint64, cp rtsCopy) {
+	if err := linkshm.ReadPeer(p.copy.pid, cp.addr, r.dst); err != nil {
+		r.complete(p.copyFailed(c, err))
+		return
+	}
+	r.n = len(r.dst)
+	p.freeCredit(frame.Cost(0) + cp.extra)
+	p.copied(id)
+	r.complete(nil)
+}
+
+// copyHeld takes the message of RTS id (n bytes, tag, aux), which no
+// receive has posted for, by copying it into a buffer that waits for its
+// receive as an eager SEND's would, holding the RTS's credit (its whole
+// cost) until then. c is the stream the RTS came on.
+func (p *peer) copyHeld(c *ioloop.Conn, tag, aux uint32, id, n uint64, cp rtsCopy) {
+	bb := ioloop.GetBuffer(int(n))
+	if err := linkshm.ReadPeer(p.copy.pid, cp.addr, bb.B); err != nil {
+		ioloop.PutBuffer(bb)
+		p.copyFailed(c, err)
+		return
+	}
+	p.copied(id)
+	p.deliverSend(tag, aux, bb)
+}
+
+// copied answers RTS id with CTS with Copy: the message is in.
+func (p *peer) copied(id uint64) {
+	p.copy.count.Add(1)
+	h := frame.Header{Kind: frame.KindCTS, Flags: frame.FlagCopy, Src: uint32(p.t.rank), Offset: id}
+	p.link.post(laneCtl, h, nil, false) // a lost peer needs no answer
+}
+
+// copyFailed drops p, whose message this rank failed to copy (err, from
+// linkshm.ReadPeer), and returns the error of the receive that wanted it.
+func (p *peer) copyFailed(c *ioloop.Conn, err error) error {
+	err = fmt.Errorf("%w: %w", ErrSingleCopy, err)
+	p.t.opts.Logger.Warn("boltmesh: a single copy from a neighbour failed; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
+	if c != nil {
+		c.Abort(err)
+	}
+	p.link.abort(c, err)
+	return &PeerError{Op: "recv", Rank: p.rank, Err: ErrPeerLost, Cause: err}
+}
