@@ -54,10 +54,12 @@ cross:
 	done
 
 # cores-bench: `boltmesh cores`, boltmesh's allreduce beside OpenMPI's
-# (bench/netns/mpi_allreduce.c, when mpicc and mpirun are on the PATH;
-# nothing is installed) at N = 2, 4, 8, 16 local ranks up to the usable
-# cores, over shared memory and TCP, interleaved rounds, p50 and p99;
-# cores.json and cores-plots/ (CORESFLAGS to change, e.g. --rounds 3).
+# (bench/netns/mpi_allreduce.c, when mpicc and mpirun are on the PATH)
+# and Gloo's over TCP (bench/netns/gloo_allreduce.py, when python3
+# imports torch); nothing is installed. N = 2, 4, 8, 16 local ranks up to
+# the usable cores, over shared memory and TCP, interleaved rounds, p50
+# and p99; cores.json and cores-plots/ (CORESFLAGS to change, e.g.
+# --rounds 3, or --single-copy 256K to add boltmesh's single copy).
 cores-bench:
 	@d=$$(mktemp -d) && CGO_ENABLED=0 $(GO) build -o $$d/boltmesh ./cmd/boltmesh && \
 		$$d/boltmesh cores --json cores.json --plot cores-plots $(CORESFLAGS); s=$$?; rm -rf $$d; exit $$s

@@ -14,16 +14,20 @@ import (
 
 const coresHeader = `Usage: boltmesh cores [flags]
 
-Measures boltmesh's allreduce beside OpenMPI's on this machine's cores,
+Measures boltmesh's allreduce beside OpenMPI's and Gloo's on this
+machine's cores,
 in one sitting: local ranks at each --ns world size (up to the cores the
 process may use), over shared memory and loopback TCP, in --rounds
 interleaved rounds (each round runs every implementation at every world
 size in turn). boltmesh runs as "boltmesh bench --suite allreduce";
 OpenMPI runs bench/netns/mpi_allreduce.c (--anchor), built with mpicc
 and started with mpirun (vader or sm for shared memory, tcp over lo),
-when both are on the PATH: nothing is installed, and what is missing is
-skipped with a message. It prints p50 and p99 per implementation, world
-size and message size, and boltmesh's ratio to OpenMPI's p50; --json
+when both are on the PATH; Gloo runs bench/netns/gloo_allreduce.py
+(--gloo) over TCP where python3 imports torch. Nothing is installed,
+and what is missing is skipped with a message. --single-copy adds
+boltmesh with its single copy between neighbours (boltmesh-cma). It
+prints p50 and p99 per implementation, world size and message size, and
+boltmesh's ratio to OpenMPI's p50; --json
 writes every round's figures, --plot charts p50 and p99 against the
 world size per message size and against the message size per world
 size, one line per implementation.
@@ -38,7 +42,8 @@ type coresFlags struct {
 	ns, sizes, media string
 	rounds           int
 	duration         time.Duration
-	anchor           string
+	anchor, gloo     string
+	singleCopy       string
 	json, plot       string
 
 	worlds []int // ns, parsed and capped at the usable cores
@@ -57,6 +62,8 @@ func (f *coresFlags) register(fs interface {
 	fs.IntVar(&f.rounds, "rounds", 2, "interleaved rounds")
 	fs.DurationVar(&f.duration, "duration", time.Second, "boltmesh's time per message size and round")
 	fs.StringVar(&f.anchor, "anchor", "bench/netns/mpi_allreduce.c", "OpenMPI's allreduce anchor, C `source`")
+	fs.StringVar(&f.gloo, "gloo", "bench/netns/gloo_allreduce.py", "Gloo's allreduce anchor, Python `script` (run where python3 imports torch)")
+	fs.StringVar(&f.singleCopy, "single-copy", "", "also measure boltmesh over shared memory with --single-copy-min `size` (as boltmesh-cma)")
 	fs.StringVar(&f.json, "json", "", "write the boltmesh-cores/v1 report to `file`")
 	fs.StringVar(&f.plot, "plot", "", "write SVG charts to `dir`")
 }
@@ -110,6 +117,11 @@ func (f *coresFlags) resolve(cores int) error {
 	}
 	if f.duration <= 0 {
 		return flagErr("duration", f.duration.String(), "need a positive duration")
+	}
+	if f.singleCopy != "" {
+		if n, err := bench.ParseSize(f.singleCopy); err != nil || n <= 0 {
+			return flagErr("single-copy", f.singleCopy, "want a positive size such as 256K")
+		}
 	}
 	if err := checkOutDir("plot", f.plot); err != nil {
 		return err

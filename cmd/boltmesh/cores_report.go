@@ -77,27 +77,63 @@ func median(xs []sample, metric func(sample) float64) float64 {
 func p50(x sample) float64 { return x.P50 }
 func p99(x sample) float64 { return x.P99 }
 
-// writeTable prints, per medium, a row per world and message size: each
-// implementation's median p50 and p99 over the rounds, and boltmesh's
-// p50 over OpenMPI's.
+// writeTable prints, per medium, a row per world and message size: the
+// median p50 and p99 over the rounds of each implementation measured
+// there (boltmesh and OpenMPI always, boltmesh-cma and Gloo where they
+// ran), and boltmesh's p50 over OpenMPI's (and boltmesh-cma's).
 func (r *coresReport) writeTable(w io.Writer) {
 	for _, medium := range r.media() {
 		fmt.Fprintf(w, "== allreduce · %s · p50 / p99 µs, median of %d rounds ==\n", medium, r.Rounds)
+		cols := r.impls(medium)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "ranks\tsize\tboltmesh\topenmpi\tp50 ratio\t")
+		fmt.Fprint(tw, "ranks\tsize\t", strings.Join(cols, "\t"), "\tp50 ratio\t")
+		if slices.Contains(cols, implCopy) {
+			fmt.Fprint(tw, "cma ratio\t")
+		}
+		fmt.Fprintln(tw)
 		for _, c := range r.Cases {
 			if c.Medium != medium {
 				continue
 			}
-			bm, mpi := c.Impls[implBoltmesh], c.Impls[implOpenMPI]
-			ratio := "-"
-			if len(bm) > 0 && len(mpi) > 0 {
-				ratio = fmt.Sprintf("%.2fx", median(bm, p50)/median(mpi, p50))
+			fmt.Fprintf(tw, "%d\t%s\t", c.Ranks, sizeLabel(int64(c.Bytes)))
+			for _, impl := range cols {
+				fmt.Fprint(tw, pair(c.Impls[impl]), "\t")
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t\n", c.Ranks, sizeLabel(int64(c.Bytes)), pair(bm), pair(mpi), ratio)
+			fmt.Fprint(tw, p50Ratio(c.Impls[implBoltmesh], c.Impls[implOpenMPI]), "\t")
+			if slices.Contains(cols, implCopy) {
+				fmt.Fprint(tw, p50Ratio(c.Impls[implCopy], c.Impls[implOpenMPI]), "\t")
+			}
+			fmt.Fprintln(tw)
 		}
 		tw.Flush()
 	}
+}
+
+// impls lists, in the order of impls, boltmesh and OpenMPI and every
+// other implementation measured over medium.
+func (r *coresReport) impls(medium string) []string {
+	var out []string
+	for _, impl := range impls {
+		if impl == implBoltmesh || impl == implOpenMPI {
+			out = append(out, impl)
+			continue
+		}
+		for _, c := range r.Cases {
+			if c.Medium == medium && len(c.Impls[impl]) > 0 {
+				out = append(out, impl)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// p50Ratio is a's median p50 over b's, or "-" where either has none.
+func p50Ratio(a, b []sample) string {
+	if len(a) == 0 || len(b) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", median(a, p50)/median(b, p50))
 }
 
 // pair is "p50 / p99", or "-" for no samples.
@@ -174,7 +210,7 @@ func (r *coresReport) writePlots(dir string) error {
 // medium that at picks, at the x it gives.
 func (r *coresReport) series(medium string, at func(coresCase) (x float64, ok bool)) []series {
 	var out []series
-	for _, impl := range []string{implBoltmesh, implOpenMPI} {
+	for _, impl := range impls {
 		for _, m := range []struct {
 			name   string
 			dashed bool

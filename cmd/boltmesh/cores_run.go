@@ -18,8 +18,13 @@ import (
 // The implementations a sitting measures.
 const (
 	implBoltmesh = "boltmesh"
+	implCopy     = "boltmesh-cma" // boltmesh with --single-copy-min (cores --single-copy)
 	implOpenMPI  = "openmpi"
+	implGloo     = "gloo"
 )
+
+// impls are the implementations in the order reports list them.
+var impls = []string{implBoltmesh, implCopy, implOpenMPI, implGloo}
 
 // sample is one implementation's figures for one case in one round.
 type sample struct {
@@ -41,6 +46,7 @@ type sitting struct {
 	self   string // this binary, for boltmesh's runs
 	mpiBin string // the built OpenMPI anchor, or ""
 	mpiSHM string // OpenMPI's shared-memory btl: vader, or sm
+	gloo   bool   // python3 imports torch.distributed with Gloo
 	tmp    string
 	got    map[caseKey]map[string][]sample
 }
@@ -58,7 +64,26 @@ func newSitting(f *coresFlags, log io.Writer) (*sitting, error) {
 	}
 	s := &sitting{f: f, log: log, self: self, tmp: tmp, got: map[caseKey]map[string][]sample{}}
 	s.mpiBin, s.mpiSHM = s.buildMPI()
+	s.gloo = s.findGloo()
 	return s, nil
+}
+
+// findGloo reports whether python3 has torch with Gloo, or says why not.
+func (s *sitting) findGloo() bool {
+	if _, err := exec.LookPath("python3"); err != nil {
+		note(s.log, "python3 is not on the PATH: Gloo is not measured")
+		return false
+	}
+	if _, err := os.Stat(s.f.gloo); err != nil {
+		note(s.log, "Gloo's anchor: %v: Gloo is not measured", err)
+		return false
+	}
+	out, err := command(time.Minute, "python3", "-c", "import torch.distributed as d; assert d.is_available() and d.is_gloo_available()")
+	if err != nil {
+		note(s.log, "python3 cannot import torch with Gloo, Gloo is not measured: %s", lastLine(out))
+		return false
+	}
+	return true
 }
 
 // buildMPI builds the OpenMPI anchor, or says why not and returns "".
@@ -90,12 +115,22 @@ func (s *sitting) run() error {
 		for _, medium := range s.f.mediaL {
 			for _, n := range s.f.worlds {
 				fmt.Fprintf(s.log, "round %d/%d: %s, %d ranks\n", r, s.f.rounds, medium, n)
-				if err := s.runBoltmesh(medium, n); err != nil {
+				if err := s.runBoltmesh(medium, n, ""); err != nil {
 					return err
+				}
+				if medium == "shm" && s.f.singleCopy != "" {
+					if err := s.runBoltmesh(medium, n, s.f.singleCopy); err != nil {
+						return err
+					}
 				}
 				if s.mpiBin != "" {
 					if err := s.runMPI(medium, n); err != nil {
 						note(s.log, "OpenMPI %s at %d ranks: %v", medium, n, err)
+					}
+				}
+				if medium == "tcp" && s.gloo {
+					if err := s.runGloo(n); err != nil {
+						note(s.log, "Gloo at %d ranks: %v", n, err)
 					}
 				}
 			}
@@ -104,13 +139,18 @@ func (s *sitting) run() error {
 	return nil
 }
 
-// runBoltmesh runs "boltmesh bench --suite allreduce" at n local ranks.
-func (s *sitting) runBoltmesh(medium string, n int) error {
+// runBoltmesh runs "boltmesh bench --suite allreduce" at n local ranks;
+// with copyMin, with --single-copy-min copyMin, as implCopy.
+func (s *sitting) runBoltmesh(medium string, n int, copyMin string) error {
 	out := filepath.Join(s.tmp, "bench.json")
 	args := []string{"bench", "--ranks", strconv.Itoa(n), "--suite", "allreduce", "--sizes", strings.Join(sizesArg(s.f.bytes), ","),
 		"--baseline", "none", "--duration", s.f.duration.String(), "--json", out, "--force"}
 	if medium == "tcp" {
 		args = append(args, "--transport", "tcp")
+	}
+	impl := implBoltmesh
+	if copyMin != "" {
+		args, impl = append(args, "--single-copy-min", copyMin), implCopy
 	}
 	limit := time.Duration(len(s.f.bytes))*(s.f.duration+5*time.Second) + 30*time.Second
 	if b, err := command(limit, s.self, args...); err != nil {
@@ -127,7 +167,7 @@ func (s *sitting) runBoltmesh(medium string, n int) error {
 	}
 	for _, x := range rep.Results {
 		if x.Impl == bench.ImplBoltmesh && x.Op == "allreduce" && x.Error == "" {
-			s.add(caseKey{medium, n, int(x.Bytes)}, implBoltmesh, sample{x.P50, x.P99})
+			s.add(caseKey{medium, n, int(x.Bytes)}, impl, sample{x.P50, x.P99})
 		}
 	}
 	return nil
@@ -155,6 +195,26 @@ func (s *sitting) runMPI(medium string, n int) error {
 	return nil
 }
 
+// runGloo runs Gloo's anchor at n ranks (TCP over loopback).
+func (s *sitting) runGloo(n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "python3", append([]string{s.f.gloo}, sizesArg(s.f.bytes)...)...)
+	cmd.Env = append(os.Environ(), "RANKS="+strconv.Itoa(n), "OMP_NUM_THREADS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, lastLine(out))
+	}
+	got, err := parseAnchor(out)
+	if err != nil {
+		return err
+	}
+	for b, x := range got {
+		s.add(caseKey{"tcp", n, b}, implGloo, x)
+	}
+	return nil
+}
+
 func (s *sitting) add(k caseKey, impl string, x sample) {
 	if s.got[k] == nil {
 		s.got[k] = map[string][]sample{}
@@ -162,8 +222,9 @@ func (s *sitting) add(k caseKey, impl string, x sample) {
 	s.got[k][impl] = append(s.got[k][impl], x)
 }
 
-// parseAnchor reads the anchor's lines, "bytes p50_us algbw busbw p99_us"
-// (bench/netns/mpi_allreduce.c), skipping any other line (mpirun's own).
+// parseAnchor reads an anchor's lines, "bytes p50_us algbw busbw p99_us"
+// (bench/netns/mpi_allreduce.c, bench/netns/gloo_allreduce.py), skipping
+// any other line (mpirun's or torch's own).
 func parseAnchor(out []byte) (map[int]sample, error) {
 	got := map[int]sample{}
 	for _, l := range strings.Split(string(out), "\n") {

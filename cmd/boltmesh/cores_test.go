@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +24,18 @@ func TestParseAnchor(t *testing.T) {
 	}
 }
 
+// TestGlooAnchorCompiles: Gloo's anchor is valid Python, where python3
+// is on the PATH (it runs only where torch is, which this test does not
+// need).
+func TestGlooAnchorCompiles(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not on the PATH")
+	}
+	if out, err := exec.Command("python3", "-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())", "../../bench/netns/gloo_allreduce.py").CombinedOutput(); err != nil {
+		t.Fatalf("bench/netns/gloo_allreduce.py: %v: %s", err, out)
+	}
+}
+
 func TestCoresFlags(t *testing.T) {
 	f := coresFlags{ns: "2,4,16,4", sizes: "8,1K", media: "tcp", rounds: 1, duration: 1}
 	if err := f.resolve(4); err != nil {
@@ -37,6 +50,7 @@ func TestCoresFlags(t *testing.T) {
 		{ns: "2", sizes: "6", media: "shm", rounds: 1, duration: 1},
 		{ns: "2", sizes: "8", media: "ib", rounds: 1, duration: 1},
 		{ns: "2", sizes: "8", media: "shm", rounds: 0, duration: 1},
+		{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, singleCopy: "0"},
 	} {
 		var fe *flagError
 		if err := bad.resolve(4); !errors.As(err, &fe) {
@@ -45,19 +59,23 @@ func TestCoresFlags(t *testing.T) {
 	}
 }
 
-// TestCores runs a short sitting: boltmesh at 2 ranks over shared memory,
-// OpenMPI beside it where mpicc and mpirun are on the PATH; the table,
-// the JSON and the charts come out.
+// TestCores runs a short sitting: boltmesh at 2 ranks over shared memory
+// and TCP, and with its single copy over shared memory (boltmesh-cma);
+// OpenMPI beside it where mpicc and mpirun are on the PATH, Gloo where
+// python3 imports torch; the table, the JSON and the charts come out.
 func TestCores(t *testing.T) {
 	dir := t.TempDir()
 	js, plots := filepath.Join(dir, "cores.json"), filepath.Join(dir, "plots")
-	stdout, stderr, err := cli(t, "cores", "--ns", "2", "--sizes", "8,64K", "--media", "shm", "--rounds", "1",
-		"--duration", "100ms", "--anchor", "../../bench/netns/mpi_allreduce.c", "--json", js, "--plot", plots)
+	stdout, stderr, err := cli(t, "cores", "--ns", "2", "--sizes", "8,512K", "--media", "shm,tcp", "--rounds", "1",
+		"--duration", "100ms", "--anchor", "../../bench/netns/mpi_allreduce.c", "--gloo", "../../bench/netns/gloo_allreduce.py",
+		"--single-copy", "256K", "--json", js, "--plot", plots)
 	if err != nil {
 		t.Fatalf("cores: %v\n%s", err, stderr)
 	}
-	if !strings.Contains(stdout, "== allreduce · shm · p50 / p99 µs") || !strings.Contains(stdout, "64 KiB") {
-		t.Errorf("no table:\n%s", stdout)
+	for _, want := range []string{"== allreduce · shm · p50 / p99 µs", "== allreduce · tcp · p50 / p99 µs", "512 KiB", "boltmesh-cma", "cma ratio"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in the table:\n%s", want, stdout)
+		}
 	}
 	b, err := os.ReadFile(js)
 	if err != nil {
@@ -67,23 +85,35 @@ func TestCores(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Schema != coresSchema || len(rep.Cases) != 2 {
-		t.Fatalf("report %+v: want 2 cases", rep)
+	if rep.Schema != coresSchema || len(rep.Cases) != 4 {
+		t.Fatalf("report %+v: want 4 cases", rep)
 	}
 	mpi := !strings.Contains(stderr, "OpenMPI is not measured")
+	gloo := !strings.Contains(stderr, "Gloo is not measured")
 	for _, c := range rep.Cases {
-		bm := c.Impls[implBoltmesh]
-		if c.Medium != "shm" || c.Ranks != 2 || len(bm) != 1 || bm[0].P50 <= 0 || bm[0].P99 < bm[0].P50 {
-			t.Errorf("case %+v: want one boltmesh sample with 0 < p50 <= p99", c)
+		want := []string{implBoltmesh}
+		if c.Medium == "shm" {
+			want = append(want, implCopy)
 		}
-		if mpi && len(c.Impls[implOpenMPI]) != 1 {
-			t.Errorf("case %+v: OpenMPI was found but not measured (stderr %s)", c, stderr)
+		if mpi {
+			want = append(want, implOpenMPI)
+		}
+		if gloo && c.Medium == "tcp" {
+			want = append(want, implGloo)
+		}
+		for _, impl := range want {
+			if xs := c.Impls[impl]; c.Ranks != 2 || len(xs) != 1 || xs[0].P50 <= 0 || xs[0].P99 < xs[0].P50 {
+				t.Errorf("case %s %d B: %s %+v, want one sample with 0 < p50 <= p99 (stderr %s)", c.Medium, c.Bytes, impl, xs, stderr)
+			}
+		}
+		if len(c.Impls) != len(want) {
+			t.Errorf("case %s %d B: implementations %v, want %v", c.Medium, c.Bytes, c.Impls, want)
 		}
 	}
-	if !mpi {
-		t.Logf("OpenMPI not measured here: %s", stderr)
+	if !mpi || !gloo {
+		t.Logf("not measured here: %s", stderr)
 	}
-	for _, f := range []string{"allreduce-shm-8B.svg", "allreduce-shm-64KiB.svg", "allreduce-shm-n2.svg"} {
+	for _, f := range []string{"allreduce-shm-8B.svg", "allreduce-shm-512KiB.svg", "allreduce-shm-n2.svg", "allreduce-tcp-n2.svg"} {
 		if _, err := os.Stat(filepath.Join(plots, f)); err != nil {
 			t.Error(err)
 		}
