@@ -259,3 +259,12 @@ func SingleCopies(t *NetTransport, rank int) uint64 { return t.peer(rank).copy.c
 // BreakSingleCopy makes t's next copies from rank fail, as if its process
 // were gone: they read from a pid no process has.
 func BreakSingleCopy(t *NetTransport, rank int) { t.peer(rank).copy.pid = 1<<22 + 7 }
+
+// QueuedCopies returns how many queued RTSs with Copy from rank t holds
+// the address of.
+func QueuedCopies(t *NetTransport, rank int) int {
+	p := t.peer(rank)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.rdv.copyAt)
+}

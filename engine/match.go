@@ -98,11 +98,7 @@ type queuedMsg struct {
 	bb  *ioloop.Buffer // an eager message's payload; nil for an RTS
 	aux uint32
 	id  uint64 // RTS: the send id
-	n   uint64 // RTS: the message's length
-	// addr is an RTS with Copy's: where the message lies in the sender's
-	// memory, for the receive that takes it to copy from (single_copy.go);
-	// 0 for a plain RTS.
-	addr uint64
+	n   uint64 // RTS: the message's length (with Copy: rdvState.copyAt)
 }
 
 // size returns the message's length.

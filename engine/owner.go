@@ -184,6 +184,7 @@ func (p *peer) dropUnwanted() {
 			freed += m.cost()
 			ioloop.PutBuffer(m.bb)
 		} else {
+			p.rdv.takeCopy(m.id)
 			answer = append(answer, m.id)
 		}
 	})

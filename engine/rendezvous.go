@@ -34,7 +34,7 @@ import (
 
 // rdvState is a peer's rendezvous state, in both directions.
 //
-// Lock rule: the peer's mu guards in, out, filling, maxRTS and tombs; rtsMu is
+// Lock rule: the peer's mu guards in, out, filling, maxRTS, copyAt and tombs; rtsMu is
 // held while an RTS to the peer takes its id and is queued, never with
 // mu; rts[i] belongs to the reader of lane i's stream (0: data, 1:
 // control).
@@ -44,8 +44,12 @@ type rdvState struct {
 	out     map[uint64]*rdvSend        // rendezvous sends waiting for their CTS, by send id
 	rts     [2][frame.RTSCopySize]byte // an RTS payload being read: on the data, on the control lane
 	maxRTS  uint64                     // the highest send id of an RTS from the peer (ids grow on the wire)
-	rtsMu   sync.Mutex
-	tombs   tombs // RTSs withdrawn before they came (tombs.go)
+	// copyAt holds, by send id, where the messages of queued RTSs with
+	// Copy lie in the peer's memory (single_copy.go): beside the queue,
+	// so that a queued message stays as small as before; made at first use.
+	copyAt map[uint64]uint64
+	rtsMu  sync.Mutex
+	tombs  tombs // RTSs withdrawn before they came (tombs.go)
 }
 
 // incoming reports whether a rendezvous message's DATA is expected from
@@ -331,7 +335,10 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	if isOwnedTag(tag) {
 		p.ownedQueued(tag, h.Aux)
 	}
-	p.m.hold(q, queuedMsg{aux: h.Aux, id: id, n: n, addr: cp.addr})
+	if cp.addr != 0 {
+		p.rdv.queueCopy(id, cp.addr)
+	}
+	p.m.hold(q, queuedMsg{aux: h.Aux, id: id, n: n})
 	p.mu.Unlock()
 }
 
@@ -389,11 +396,11 @@ func (p *peer) sendCTS(id uint64, send bool) {
 // it, and its sender told to send. p.mu is held and released.
 func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 	p.m.takeHead(q)
-	if m.addr != 0 {
+	if addr := p.rdv.takeCopy(m.id); addr != 0 {
 		p.claimBuf(r, m.n, m.aux)
 		p.m.tidy(tag, q)
 		p.mu.Unlock()
-		p.copyInto(nil, r, m.id, rtsCopy{addr: m.addr})
+		p.copyInto(nil, r, m.id, rtsCopy{addr: addr})
 		return
 	}
 	p.claimRdv(r, m.id, m.n, m.aux)
@@ -416,6 +423,9 @@ func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	p.mu.Lock()
 	found := p.m.removeRTS(tag, id)
+	if found {
+		p.rdv.takeCopy(id)
+	}
 	_, taken := p.rdv.in[id]
 	tomb := !found && !taken && credited && id > p.rdv.maxRTS
 	if tomb {

@@ -196,6 +196,25 @@ func (p *peer) decodeRTSCopy(b []byte) (uint64, rtsCopy, error) {
 	return n, rtsCopy{addr: addr, extra: credit - frame.Cost(0)}, nil
 }
 
+// queueCopy notes that the queued RTS id names addr. p.mu is held.
+func (r *rdvState) queueCopy(id, addr uint64) {
+	if r.copyAt == nil {
+		r.copyAt = make(map[uint64]uint64)
+	}
+	r.copyAt[id] = addr
+}
+
+// takeCopy returns and forgets where the message of the queued RTS id
+// lies, or 0 for a plain RTS. p.mu is held.
+func (r *rdvState) takeCopy(id uint64) uint64 {
+	if len(r.copyAt) == 0 {
+		return 0
+	}
+	addr := r.copyAt[id]
+	delete(r.copyAt, id)
+	return addr
+}
+
 // copyInto completes r, claimed for the message of RTS id, by copying it
 // from the peer's memory (cp), and answers CTS with Copy. A copy that
 // fails drops the peer (copyFailed): the meeting found it possible, so

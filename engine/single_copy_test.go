@@ -172,3 +172,36 @@ func TestSingleCopyFailureDropsPeer(t *testing.T) {
 		t.Fatal("the sender still waits for an answer from a rank that dropped it")
 	}
 }
+
+// TestSingleCopyWithdrawn: a send by single copy whose RTS waits queued
+// (above the eager limit, no receive posted) and whose context ends is
+// withdrawn: the call returns the context's error, the receiver forgets
+// the address it held, and the next message on the tag arrives whole.
+func TestSingleCopyWithdrawn(t *testing.T) {
+	ts := singleCopyPair(t, engine.Options{})
+	const n = 6 << 20
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := ts[0].SendContext(ctx, 1, 4, randomBytes(n, 1))
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("SendContext = %v, want DeadlineExceeded", err)
+		}
+	}
+	want := randomBytes(n, 2)
+	done := make(chan error, 1)
+	go func() { done <- ts[0].Send(1, 4, want) }()
+	got, err := ts[1].Recv(0, 4)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Recv = %d bytes, %v; want the message sent after the withdrawn ones", len(got), err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if k := engine.QueuedCopies(ts[1], 0); k != 0 {
+		t.Errorf("the receiver still holds %d addresses of withdrawn messages", k)
+	}
+	if got := engine.SingleCopies(ts[1], 0); got != 1 {
+		t.Errorf("copied %d messages, want 1", got)
+	}
+}
