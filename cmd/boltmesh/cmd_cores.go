@@ -22,7 +22,8 @@ interleaved rounds (each round runs every implementation at every world
 size in turn). boltmesh runs as "boltmesh bench --suite allreduce";
 OpenMPI runs bench/netns/mpi_allreduce.c (--anchor), built with mpicc
 and started with mpirun (vader or sm for shared memory, tcp over lo),
-when both are on the PATH; Gloo runs bench/netns/gloo_allreduce.py
+when both are on the PATH, and the ping-pong between ranks 0 and 1
+(--pingpong) beside bench/anchors/mpi_pingpong.c; Gloo runs bench/netns/gloo_allreduce.py
 (--gloo) over TCP where python3 imports torch. Nothing is installed,
 and what is missing is skipped with a message. --single-copy adds
 boltmesh with its single copy between neighbours (boltmesh-cma). It
@@ -43,12 +44,15 @@ type coresFlags struct {
 	rounds           int
 	duration         time.Duration
 	anchor, gloo     string
+	pingpong         string
+	ppAnchor         string
 	singleCopy       string
 	json, plot       string
 
-	worlds []int // ns, parsed and capped at the usable cores
-	bytes  []int
-	mediaL []string
+	worlds  []int // ns, parsed and capped at the usable cores
+	bytes   []int
+	ppBytes []int // pingpong, parsed; none: no ping-pong
+	mediaL  []string
 }
 
 func (f *coresFlags) register(fs interface {
@@ -62,6 +66,8 @@ func (f *coresFlags) register(fs interface {
 	fs.IntVar(&f.rounds, "rounds", 2, "interleaved rounds")
 	fs.DurationVar(&f.duration, "duration", time.Second, "boltmesh's time per message size and round")
 	fs.StringVar(&f.anchor, "anchor", "bench/netns/mpi_allreduce.c", "OpenMPI's allreduce anchor, C `source`")
+	fs.StringVar(&f.pingpong, "pingpong", "8,1M", "ping-pong sizes between ranks 0 and 1 (none: no ping-pong)")
+	fs.StringVar(&f.ppAnchor, "pingpong-anchor", "bench/anchors/mpi_pingpong.c", "OpenMPI's ping-pong anchor, C `source`")
 	fs.StringVar(&f.gloo, "gloo", "bench/netns/gloo_allreduce.py", "Gloo's allreduce anchor, Python `script` (run where python3 imports torch)")
 	fs.StringVar(&f.singleCopy, "single-copy", "", "also measure boltmesh over shared memory with --single-copy-min `size` (as boltmesh-cma)")
 	fs.StringVar(&f.json, "json", "", "write the boltmesh-cores/v1 report to `file`")
@@ -103,6 +109,11 @@ func (f *coresFlags) resolve(cores int) error {
 		}
 	}
 	f.bytes = sizes
+	if f.pingpong != "none" && f.pingpong != "" {
+		if f.ppBytes, err = bench.ParseSizes(f.pingpong); err != nil || len(f.ppBytes) == 0 {
+			return flagErr("pingpong", f.pingpong, "want sizes such as 8,1M, or none")
+		}
+	}
 	for _, m := range strings.Split(f.media, ",") {
 		m = strings.TrimSpace(m)
 		if m != "shm" && m != "tcp" {

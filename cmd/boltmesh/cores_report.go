@@ -39,6 +39,7 @@ type coresHost struct {
 
 // coresCase is one case's figures: per implementation, one sample a round.
 type coresCase struct {
+	Op     string              `json:"op"` // allreduce, or pingpong (ranks 0 and 1's round trip)
 	Medium string              `json:"medium"`
 	Ranks  int                 `json:"ranks"`
 	Bytes  int                 `json:"bytes"`
@@ -50,10 +51,10 @@ func (s *sitting) report() *coresReport {
 	rep := &coresReport{Schema: coresSchema, Rounds: s.f.rounds,
 		Host: coresHost{OS: runtime.GOOS + "/" + runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), Time: time.Now().UTC().Format(time.RFC3339)}}
 	for k, impls := range s.got {
-		rep.Cases = append(rep.Cases, coresCase{Medium: k.Medium, Ranks: k.Ranks, Bytes: k.Bytes, Impls: impls})
+		rep.Cases = append(rep.Cases, coresCase{Op: k.Op, Medium: k.Medium, Ranks: k.Ranks, Bytes: k.Bytes, Impls: impls})
 	}
 	slices.SortFunc(rep.Cases, func(a, b coresCase) int {
-		return cmp.Or(cmp.Compare(a.Medium, b.Medium), cmp.Compare(a.Ranks, b.Ranks), cmp.Compare(a.Bytes, b.Bytes))
+		return cmp.Or(cmp.Compare(a.Op, b.Op), cmp.Compare(a.Medium, b.Medium), cmp.Compare(a.Ranks, b.Ranks), cmp.Compare(a.Bytes, b.Bytes))
 	})
 	return rep
 }
@@ -82,36 +83,47 @@ func p99(x sample) float64 { return x.P99 }
 // there (boltmesh and OpenMPI always, boltmesh-cma and Gloo where they
 // ran), and boltmesh's p50 over OpenMPI's (and boltmesh-cma's).
 func (r *coresReport) writeTable(w io.Writer) {
-	for _, medium := range r.media() {
-		fmt.Fprintf(w, "== allreduce · %s · p50 / p99 µs, median of %d rounds ==\n", medium, r.Rounds)
-		cols := r.impls(medium)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "ranks\tsize\t", strings.Join(cols, "\t"), "\tp50 ratio\t")
-		if slices.Contains(cols, implCopy) {
-			fmt.Fprint(tw, "cma ratio\t")
+	for _, op := range []string{opAllreduce, opPingpong} {
+		for _, medium := range r.media(op) {
+			r.writeSection(w, op, medium)
 		}
-		fmt.Fprintln(tw)
-		for _, c := range r.Cases {
-			if c.Medium != medium {
-				continue
-			}
-			fmt.Fprintf(tw, "%d\t%s\t", c.Ranks, sizeLabel(int64(c.Bytes)))
-			for _, impl := range cols {
-				fmt.Fprint(tw, pair(c.Impls[impl]), "\t")
-			}
-			fmt.Fprint(tw, p50Ratio(c.Impls[implBoltmesh], c.Impls[implOpenMPI]), "\t")
-			if slices.Contains(cols, implCopy) {
-				fmt.Fprint(tw, p50Ratio(c.Impls[implCopy], c.Impls[implOpenMPI]), "\t")
-			}
-			fmt.Fprintln(tw)
-		}
-		tw.Flush()
 	}
 }
 
+// writeSection is writeTable's table of op over medium.
+func (r *coresReport) writeSection(w io.Writer, op, medium string) {
+	what := "p50 / p99 µs"
+	if op == opPingpong {
+		what = "round trip p50 / p99 µs"
+	}
+	fmt.Fprintf(w, "== %s · %s · %s, median of %d rounds ==\n", op, medium, what, r.Rounds)
+	cols := r.impls(op, medium)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "ranks\tsize\t", strings.Join(cols, "\t"), "\tp50 ratio\t")
+	if slices.Contains(cols, implCopy) {
+		fmt.Fprint(tw, "cma ratio\t")
+	}
+	fmt.Fprintln(tw)
+	for _, c := range r.Cases {
+		if c.Op != op || c.Medium != medium {
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t", c.Ranks, sizeLabel(int64(c.Bytes)))
+		for _, impl := range cols {
+			fmt.Fprint(tw, pair(c.Impls[impl]), "\t")
+		}
+		fmt.Fprint(tw, p50Ratio(c.Impls[implBoltmesh], c.Impls[implOpenMPI]), "\t")
+		if slices.Contains(cols, implCopy) {
+			fmt.Fprint(tw, p50Ratio(c.Impls[implCopy], c.Impls[implOpenMPI]), "\t")
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
 // impls lists, in the order of impls, boltmesh and OpenMPI and every
-// other implementation measured over medium.
-func (r *coresReport) impls(medium string) []string {
+// other implementation measured for op over medium.
+func (r *coresReport) impls(op, medium string) []string {
 	var out []string
 	for _, impl := range impls {
 		if impl == implBoltmesh || impl == implOpenMPI {
@@ -119,7 +131,7 @@ func (r *coresReport) impls(medium string) []string {
 			continue
 		}
 		for _, c := range r.Cases {
-			if c.Medium == medium && len(c.Impls[impl]) > 0 {
+			if c.Op == op && c.Medium == medium && len(c.Impls[impl]) > 0 {
 				out = append(out, impl)
 				break
 			}
@@ -144,11 +156,11 @@ func pair(xs []sample) string {
 	return micro(median(xs, p50)) + " / " + micro(median(xs, p99))
 }
 
-// media lists the report's media in order.
-func (r *coresReport) media() []string {
+// media lists the media op was measured over, in order.
+func (r *coresReport) media(op string) []string {
 	var out []string
 	for _, c := range r.Cases {
-		if !slices.Contains(out, c.Medium) {
+		if c.Op == op && !slices.Contains(out, c.Medium) {
 			out = append(out, c.Medium)
 		}
 	}
@@ -164,7 +176,7 @@ func writeJSONFile(file string, v any) error {
 	})
 }
 
-// writePlots writes, per medium, allreduce-MEDIUM-SIZE.svg (p50 and p99
+// writePlots writes, for the allreduce, per medium, allreduce-MEDIUM-SIZE.svg (p50 and p99
 // against the world size) for every message size and
 // allreduce-MEDIUM-nRANKS.svg (against the message size) for every world
 // size, one colour per implementation, p99 dashed.
@@ -172,11 +184,11 @@ func (r *coresReport) writePlots(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--plot: %w", err)
 	}
-	for _, medium := range r.media() {
+	for _, medium := range r.media(opAllreduce) {
 		var worlds []int
 		var sizes []int64
 		for _, c := range r.Cases {
-			if c.Medium == medium {
+			if c.Op == opAllreduce && c.Medium == medium {
 				if !slices.Contains(worlds, c.Ranks) {
 					worlds = append(worlds, c.Ranks)
 				}
@@ -218,7 +230,7 @@ func (r *coresReport) series(medium string, at func(coresCase) (x float64, ok bo
 		}{{"p50", false, p50}, {"p99", true, p99}} {
 			s := series{label: impl + " " + m.name, dashed: m.dashed}
 			for _, c := range r.Cases {
-				if x, ok := at(c); ok && c.Medium == medium && len(c.Impls[impl]) > 0 {
+				if x, ok := at(c); ok && c.Op == opAllreduce && c.Medium == medium && len(c.Impls[impl]) > 0 {
 					s.xys = append(s.xys, plotter.XY{X: x, Y: median(c.Impls[impl], m.of)})
 				}
 			}

@@ -32,8 +32,16 @@ type sample struct {
 	P99 float64 `json:"p99_us"`
 }
 
-// caseKey names one case: a medium, a world size, a message size.
+// The operations a sitting measures.
+const (
+	opAllreduce = "allreduce"
+	opPingpong  = "pingpong" // ranks 0 and 1's round trip
+)
+
+// caseKey names one case: an operation, a medium, a world size, a
+// message size.
 type caseKey struct {
+	Op     string
 	Medium string
 	Ranks  int
 	Bytes  int
@@ -44,7 +52,8 @@ type sitting struct {
 	f      *coresFlags
 	log    io.Writer
 	self   string // this binary, for boltmesh's runs
-	mpiBin string // the built OpenMPI anchor, or ""
+	mpiBin string // the built OpenMPI allreduce anchor, or ""
+	mpiPP  string // the built OpenMPI ping-pong anchor, or ""
 	mpiSHM string // OpenMPI's shared-memory btl: vader, or sm
 	gloo   bool   // python3 imports torch.distributed with Gloo
 	tmp    string
@@ -86,7 +95,7 @@ func (s *sitting) findGloo() bool {
 	return true
 }
 
-// buildMPI builds the OpenMPI anchor, or says why not and returns "".
+// buildMPI builds the OpenMPI anchors, or says why not and returns "".
 func (s *sitting) buildMPI() (bin, shmBTL string) {
 	for _, tool := range []string{"mpicc", "mpirun"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -99,6 +108,14 @@ func (s *sitting) buildMPI() (bin, shmBTL string) {
 	if out, err := exec.Command("mpicc", "-O2", "-o", bin, src).CombinedOutput(); err != nil {
 		note(s.log, "mpicc %s failed, OpenMPI is not measured: %v: %s", src, err, firstLine(out))
 		return "", ""
+	}
+	if len(s.f.ppBytes) > 0 {
+		pp := filepath.Join(s.tmp, "mpi_pingpong")
+		if out, err := exec.Command("mpicc", "-O2", "-o", pp, s.f.ppAnchor).CombinedOutput(); err != nil {
+			note(s.log, "mpicc %s failed, OpenMPI's ping-pong is not measured: %v: %s", s.f.ppAnchor, err, firstLine(out))
+		} else {
+			s.mpiPP = pp
+		}
 	}
 	shmBTL = "vader"
 	if out, err := exec.Command("ompi_info").Output(); err == nil && !bytes.Contains(out, []byte("btl: vader")) {
@@ -115,18 +132,8 @@ func (s *sitting) run() error {
 		for _, medium := range s.f.mediaL {
 			for _, n := range s.f.worlds {
 				fmt.Fprintf(s.log, "round %d/%d: %s, %d ranks\n", r, s.f.rounds, medium, n)
-				if err := s.runBoltmesh(medium, n, ""); err != nil {
+				if err := s.runCase(opAllreduce, medium, n, s.f.bytes, s.mpiBin); err != nil {
 					return err
-				}
-				if medium == "shm" && s.f.singleCopy != "" {
-					if err := s.runBoltmesh(medium, n, s.f.singleCopy); err != nil {
-						return err
-					}
-				}
-				if s.mpiBin != "" {
-					if err := s.runMPI(medium, n); err != nil {
-						note(s.log, "OpenMPI %s at %d ranks: %v", medium, n, err)
-					}
 				}
 				if medium == "tcp" && s.gloo {
 					if err := s.runGloo(n); err != nil {
@@ -134,16 +141,47 @@ func (s *sitting) run() error {
 					}
 				}
 			}
+			if len(s.f.ppBytes) > 0 {
+				fmt.Fprintf(s.log, "round %d/%d: %s, ping-pong\n", r, s.f.rounds, medium)
+				if err := s.runCase(opPingpong, medium, 2, s.f.ppBytes, s.mpiPP); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
 }
 
-// runBoltmesh runs "boltmesh bench --suite allreduce" at n local ranks;
-// with copyMin, with --single-copy-min copyMin, as implCopy.
-func (s *sitting) runBoltmesh(medium string, n int, copyMin string) error {
+// runCase runs op at n ranks over medium for every size of sizes:
+// boltmesh, boltmesh-cma over shared memory with --single-copy, and
+// OpenMPI's anchor mpiBin if it was built.
+func (s *sitting) runCase(op, medium string, n int, sizes []int, mpiBin string) error {
+	if err := s.runBoltmesh(op, medium, n, sizes, ""); err != nil {
+		return err
+	}
+	if medium == "shm" && s.f.singleCopy != "" {
+		if err := s.runBoltmesh(op, medium, n, sizes, s.f.singleCopy); err != nil {
+			return err
+		}
+	}
+	if mpiBin != "" {
+		if err := s.runMPI(op, medium, n, sizes, mpiBin); err != nil {
+			note(s.log, "OpenMPI %s %s at %d ranks: %v", op, medium, n, err)
+		}
+	}
+	return nil
+}
+
+// runBoltmesh runs op with "boltmesh bench" (suite allreduce, or p2p for
+// the ping-pong) at n local ranks; with copyMin, with --single-copy-min
+// copyMin, as implCopy.
+func (s *sitting) runBoltmesh(op, medium string, n int, sizes []int, copyMin string) error {
 	out := filepath.Join(s.tmp, "bench.json")
-	args := []string{"bench", "--ranks", strconv.Itoa(n), "--suite", "allreduce", "--sizes", strings.Join(sizesArg(s.f.bytes), ","),
+	suite := "allreduce"
+	if op == opPingpong {
+		suite = "p2p"
+	}
+	args := []string{"bench", "--ranks", strconv.Itoa(n), "--suite", suite, "--sizes", strings.Join(sizesArg(sizes), ","),
 		"--baseline", "none", "--duration", s.f.duration.String(), "--json", out, "--force"}
 	if medium == "tcp" {
 		args = append(args, "--transport", "tcp")
@@ -152,7 +190,7 @@ func (s *sitting) runBoltmesh(medium string, n int, copyMin string) error {
 	if copyMin != "" {
 		args, impl = append(args, "--single-copy-min", copyMin), implCopy
 	}
-	limit := time.Duration(len(s.f.bytes))*(s.f.duration+5*time.Second) + 30*time.Second
+	limit := time.Duration(2*len(sizes))*(s.f.duration+5*time.Second) + 30*time.Second
 	if b, err := command(limit, s.self, args...); err != nil {
 		return fmt.Errorf("cores: boltmesh bench at %d ranks over %s: %w: %s", n, medium, err, lastLine(b))
 	}
@@ -166,21 +204,21 @@ func (s *sitting) runBoltmesh(medium string, n int, copyMin string) error {
 		return err
 	}
 	for _, x := range rep.Results {
-		if x.Impl == bench.ImplBoltmesh && x.Op == "allreduce" && x.Error == "" {
-			s.add(caseKey{medium, n, int(x.Bytes)}, impl, sample{x.P50, x.P99})
+		if x.Impl == bench.ImplBoltmesh && x.Op == op && x.Error == "" {
+			s.add(caseKey{op, medium, n, int(x.Bytes)}, impl, sample{x.P50, x.P99})
 		}
 	}
 	return nil
 }
 
-// runMPI runs the OpenMPI anchor at n ranks over medium.
-func (s *sitting) runMPI(medium string, n int) error {
+// runMPI runs OpenMPI's anchor for op, bin, at n ranks over medium.
+func (s *sitting) runMPI(op, medium string, n int, sizes []int, bin string) error {
 	btl := "tcp"
 	if medium == "shm" {
 		btl = s.mpiSHM
 	}
 	args := append([]string{"--oversubscribe", "--bind-to", "none", "-np", strconv.Itoa(n),
-		"--mca", "btl", btl + ",self", "--mca", "btl_tcp_if_include", "lo", s.mpiBin}, sizesArg(s.f.bytes)...)
+		"--mca", "btl", btl + ",self", "--mca", "btl_tcp_if_include", "lo", bin}, sizesArg(sizes)...)
 	out, err := command(2*time.Minute, "mpirun", args...)
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, lastLine(out))
@@ -190,7 +228,7 @@ func (s *sitting) runMPI(medium string, n int) error {
 		return err
 	}
 	for b, x := range got {
-		s.add(caseKey{medium, n, b}, implOpenMPI, x)
+		s.add(caseKey{op, medium, n, b}, implOpenMPI, x)
 	}
 	return nil
 }
@@ -210,7 +248,7 @@ func (s *sitting) runGloo(n int) error {
 		return err
 	}
 	for b, x := range got {
-		s.add(caseKey{"tcp", n, b}, implGloo, x)
+		s.add(caseKey{opAllreduce, "tcp", n, b}, implGloo, x)
 	}
 	return nil
 }

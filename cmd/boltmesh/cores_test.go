@@ -51,6 +51,7 @@ func TestCoresFlags(t *testing.T) {
 		{ns: "2", sizes: "8", media: "ib", rounds: 1, duration: 1},
 		{ns: "2", sizes: "8", media: "shm", rounds: 0, duration: 1},
 		{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, singleCopy: "0"},
+		{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, pingpong: "8,x"},
 	} {
 		var fe *flagError
 		if err := bad.resolve(4); !errors.As(err, &fe) {
@@ -68,11 +69,11 @@ func TestCores(t *testing.T) {
 	js, plots := filepath.Join(dir, "cores.json"), filepath.Join(dir, "plots")
 	stdout, stderr, err := cli(t, "cores", "--ns", "2", "--sizes", "8,512K", "--media", "shm,tcp", "--rounds", "1",
 		"--duration", "100ms", "--anchor", "../../bench/netns/mpi_allreduce.c", "--gloo", "../../bench/netns/gloo_allreduce.py",
-		"--single-copy", "256K", "--json", js, "--plot", plots)
+		"--single-copy", "256K", "--pingpong", "8", "--pingpong-anchor", "../../bench/anchors/mpi_pingpong.c", "--json", js, "--plot", plots)
 	if err != nil {
 		t.Fatalf("cores: %v\n%s", err, stderr)
 	}
-	for _, want := range []string{"== allreduce · shm · p50 / p99 µs", "== allreduce · tcp · p50 / p99 µs", "512 KiB", "boltmesh-cma", "cma ratio"} {
+	for _, want := range []string{"== allreduce · shm · p50 / p99 µs", "== allreduce · tcp · p50 / p99 µs", "== pingpong · shm · round trip p50 / p99 µs", "512 KiB", "boltmesh-cma", "cma ratio"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("no %q in the table:\n%s", want, stdout)
 		}
@@ -85,8 +86,8 @@ func TestCores(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Schema != coresSchema || len(rep.Cases) != 4 {
-		t.Fatalf("report %+v: want 4 cases", rep)
+	if rep.Schema != coresSchema || len(rep.Cases) != 6 {
+		t.Fatalf("report %+v: want 6 cases (4 allreduce, 2 ping-pong)", rep)
 	}
 	mpi := !strings.Contains(stderr, "OpenMPI is not measured")
 	gloo := !strings.Contains(stderr, "Gloo is not measured")
@@ -98,16 +99,16 @@ func TestCores(t *testing.T) {
 		if mpi {
 			want = append(want, implOpenMPI)
 		}
-		if gloo && c.Medium == "tcp" {
+		if gloo && c.Medium == "tcp" && c.Op == opAllreduce {
 			want = append(want, implGloo)
 		}
 		for _, impl := range want {
 			if xs := c.Impls[impl]; c.Ranks != 2 || len(xs) != 1 || xs[0].P50 <= 0 || xs[0].P99 < xs[0].P50 {
-				t.Errorf("case %s %d B: %s %+v, want one sample with 0 < p50 <= p99 (stderr %s)", c.Medium, c.Bytes, impl, xs, stderr)
+				t.Errorf("case %s %s %d B: %s %+v, want one sample with 0 < p50 <= p99 (stderr %s)", c.Op, c.Medium, c.Bytes, impl, xs, stderr)
 			}
 		}
 		if len(c.Impls) != len(want) {
-			t.Errorf("case %s %d B: implementations %v, want %v", c.Medium, c.Bytes, c.Impls, want)
+			t.Errorf("case %s %s %d B: implementations %v, want %v", c.Op, c.Medium, c.Bytes, c.Impls, want)
 		}
 	}
 	if !mpi || !gloo {
