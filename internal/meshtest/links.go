@@ -9,9 +9,12 @@ type Link struct {
 	Opts engine.Options
 }
 
-// Links are the two kinds of link between ranks of one host: pipes in
-// shared memory (the default between neighbours) and loopback TCP.
+// Links are the kinds of link between ranks of one host: pipes in shared
+// memory (the default between neighbours), the same with large messages
+// by single copy (engine.Options.SingleCopyMin; on Linux), and loopback
+// TCP.
 var Links = []Link{
 	{"shm", engine.Options{}},
+	{"shm+cma", engine.Options{SingleCopyMin: 256 << 10}},
 	{"tcp", engine.Options{SharedMemory: engine.SharedMemoryOff}},
 }
