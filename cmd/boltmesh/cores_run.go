@@ -55,7 +55,7 @@ type sitting struct {
 	mpiBin string // the built OpenMPI allreduce anchor, or ""
 	mpiPP  string // the built OpenMPI ping-pong anchor, or ""
 	mpiSHM string // OpenMPI's shared-memory btl: vader, or sm
-	gloo   bool   // python3 imports torch.distributed with Gloo
+	python string // a python3 that imports torch.distributed with Gloo, or ""
 	tmp    string
 	got    map[caseKey]map[string][]sample
 }
@@ -73,26 +73,32 @@ func newSitting(f *coresFlags, log io.Writer) (*sitting, error) {
 	}
 	s := &sitting{f: f, log: log, self: self, tmp: tmp, got: map[caseKey]map[string][]sample{}}
 	s.mpiBin, s.mpiSHM = s.buildMPI()
-	s.gloo = s.findGloo()
+	s.python = s.findGloo()
 	return s, nil
 }
 
-// findGloo reports whether python3 has torch with Gloo, or says why not.
-func (s *sitting) findGloo() bool {
-	if _, err := exec.LookPath("python3"); err != nil {
-		note(s.log, "python3 is not on the PATH: Gloo is not measured")
-		return false
-	}
+// findGloo returns a python3 that has torch with Gloo: the one on the
+// PATH, else the system's (/usr/bin/python3, where Debian's python3-torch
+// goes when the PATH's is another, a pyenv's say), or "" after saying why
+// not.
+func (s *sitting) findGloo() string {
 	if _, err := os.Stat(s.f.gloo); err != nil {
 		note(s.log, "Gloo's anchor: %v: Gloo is not measured", err)
-		return false
+		return ""
 	}
-	out, err := command(time.Minute, "python3", "-c", "import torch.distributed as d; assert d.is_available() and d.is_gloo_available()")
-	if err != nil {
-		note(s.log, "python3 cannot import torch with Gloo, Gloo is not measured: %s", lastLine(out))
-		return false
+	why := "python3 is not on the PATH"
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if _, err := exec.LookPath(py); err != nil {
+			continue
+		}
+		out, err := command(time.Minute, py, "-c", "import torch.distributed as d; assert d.is_available() and d.is_gloo_available()")
+		if err == nil {
+			return py
+		}
+		why = "python3 cannot import torch with Gloo: " + lastLine(out)
 	}
-	return true
+	note(s.log, "%s: Gloo is not measured", why)
+	return ""
 }
 
 // buildMPI builds the OpenMPI anchors, or says why not and returns "".
@@ -135,7 +141,7 @@ func (s *sitting) run() error {
 				if err := s.runCase(opAllreduce, medium, n, s.f.bytes, s.mpiBin); err != nil {
 					return err
 				}
-				if medium == "tcp" && s.gloo {
+				if medium == "tcp" && s.python != "" {
 					if err := s.runGloo(n); err != nil {
 						note(s.log, "Gloo at %d ranks: %v", n, err)
 					}
@@ -237,7 +243,7 @@ func (s *sitting) runMPI(op, medium string, n int, sizes []int, bin string) erro
 func (s *sitting) runGloo(n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "python3", append([]string{s.f.gloo}, sizesArg(s.f.bytes)...)...)
+	cmd := exec.CommandContext(ctx, s.python, append([]string{s.f.gloo}, sizesArg(s.f.bytes)...)...)
 	cmd.Env = append(os.Environ(), "RANKS="+strconv.Itoa(n), "OMP_NUM_THREADS=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
