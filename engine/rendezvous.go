@@ -120,13 +120,14 @@ func (t *NetTransport) sendRdv(cancel <-chan struct{}, p *peer, tag, aux uint32,
 // startRdv announces data to p with an RTS (by single copy, if it
 // copies: single_copy.go). window is p's, as the caller found it.
 func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, window uint64, cancel <-chan struct{}) (*rdvSend, error) {
-	credit := t.rtsCredit(p, len(data), window)
+	copied := t.copies(p, len(data))
+	credit := t.rtsCredit(p, len(data), window, copied)
 	if err := t.acquire(p, credit, cancel, "send"); err != nil {
 		return nil, err
 	}
 	s := t.pools.rdvs.Get().(*rdvSend)
 	s.data, s.tag, s.aux = data, tag, aux
-	payload, flags := t.encodeRTS(p, s, credit)
+	payload, flags := s.encodeRTS(copied, credit)
 	p.rdv.rtsMu.Lock() // the ids of a peer's RTSs grow on the wire (see withdrawRTS)
 	p.mu.Lock()
 	if p.lost != nil {

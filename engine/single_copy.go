@@ -153,18 +153,19 @@ func (t *NetTransport) copies(p *peer, n int) bool {
 // it at once and holds it until a receive takes it (so that a send to a
 // neighbour finishes, as an eager one does, without a receive posted);
 // any other, Cost(0).
-func (t *NetTransport) rtsCredit(p *peer, n int, window uint64) uint64 {
-	if c := frame.Cost(uint64(n)); t.copies(p, n) && !t.striped(p, n) && c <= t.eagerMax(window) {
+// copied is t.copies(p, n).
+func (t *NetTransport) rtsCredit(p *peer, n int, window uint64, copied bool) uint64 {
+	if c := frame.Cost(uint64(n)); copied && !t.striped(p, n) && c <= t.eagerMax(window) {
 		return c
 	}
 	return frame.Cost(0)
 }
 
-// encodeRTS fills s's RTS payload for p, whose RTS uses credit, and
-// returns it, with its flags: with the message's address and the credit
-// where it goes by single copy.
-func (t *NetTransport) encodeRTS(p *peer, s *rdvSend, credit uint64) ([]byte, frame.Flags) {
-	if t.copies(p, len(s.data)) {
+// encodeRTS fills s's RTS payload, whose RTS uses credit, and returns it,
+// with its flags: with the message's address and the credit where it goes
+// by single copy (copied).
+func (s *rdvSend) encodeRTS(copied bool, credit uint64) ([]byte, frame.Flags) {
+	if copied {
 		s.copy = frame.FlagCopy
 		frame.EncodeRTSCopy(&s.rts, uint64(len(s.data)), uint64(uintptr(unsafe.Pointer(unsafe.SliceData(s.data)))), credit)
 		return s.rts[:], frame.FlagCopy

@@ -226,17 +226,7 @@ func (s *sitting) runMPI(op, medium string, n int, sizes []int, bin string) erro
 	args := append([]string{"--oversubscribe", "--bind-to", "none", "-np", strconv.Itoa(n),
 		"--mca", "btl", btl + ",self", "--mca", "btl_tcp_if_include", "lo", bin}, sizesArg(sizes)...)
 	out, err := command(2*time.Minute, "mpirun", args...)
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, lastLine(out))
-	}
-	got, err := parseAnchor(out)
-	if err != nil {
-		return err
-	}
-	for b, x := range got {
-		s.add(caseKey{op, medium, n, b}, implOpenMPI, x)
-	}
-	return nil
+	return s.addAnchor(out, err, op, medium, n, implOpenMPI)
 }
 
 // runGloo runs Gloo's anchor at n ranks (TCP over loopback).
@@ -246,6 +236,12 @@ func (s *sitting) runGloo(n int) error {
 	cmd := exec.CommandContext(ctx, s.python, append([]string{s.f.gloo}, sizesArg(s.f.bytes)...)...)
 	cmd.Env = append(os.Environ(), "RANKS="+strconv.Itoa(n), "OMP_NUM_THREADS=1")
 	out, err := cmd.CombinedOutput()
+	return s.addAnchor(out, err, opAllreduce, "tcp", n, implGloo)
+}
+
+// addAnchor keeps what an anchor's run (its output out, its error err)
+// measured of op over medium at n ranks, as impl.
+func (s *sitting) addAnchor(out []byte, err error, op, medium string, n int, impl string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, lastLine(out))
 	}
@@ -254,7 +250,7 @@ func (s *sitting) runGloo(n int) error {
 		return err
 	}
 	for b, x := range got {
-		s.add(caseKey{opAllreduce, "tcp", n, b}, implGloo, x)
+		s.add(caseKey{op, medium, n, b}, impl, x)
 	}
 	return nil
 }
