@@ -19,6 +19,7 @@ type Conn struct {
 	poller  Poller
 	bell    Belled
 	limiter DeferLimiter
+	holder  Buffering
 
 	failed     atomic.Pointer[ConnError] // set once, by fail
 	releasable atomic.Bool               // fail is done with the fd
@@ -33,6 +34,7 @@ func newConn(l *Loop, s Stream, id int, h Handler) *Conn {
 	c.poller, _ = s.(Poller)
 	c.bell, _ = s.(Belled)
 	c.limiter, _ = s.(DeferLimiter)
+	c.holder, _ = s.(Buffering)
 	c.rd.buf = make([]byte, l.opts.StagingSize)
 	c.wr.bufs = make([][]byte, 0, maxIovecs)
 	return c

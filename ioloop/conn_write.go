@@ -230,6 +230,7 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bo
 	switch {
 	case err == nil && n == frame.HeaderSize+len(payload):
 		w.total.Add(uint64(n))
+		c.holdOn()
 		c.unlockWriter()
 		return nil, true, nil
 	case err == nil || err == unix.EAGAIN || err == unix.EINTR:
@@ -242,6 +243,16 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bo
 		c.unlockWriter()
 		c.fail("writev", os.NewSyscallError("writev", err))
 		return nil, true, c.Err()
+	}
+}
+
+// holdOn has a flush follow a direct write whose bytes a Buffering
+// stream holds in part: wanted before that flush tries, so that room
+// freed after it resumes it. wr.mu is held.
+func (c *Conn) holdOn() {
+	if c.holder != nil && c.holder.Buffered() {
+		c.wr.wanted.Store(true)
+		c.wr.pending.Store(true) // unlockWriter flushes
 	}
 }
 
@@ -374,6 +385,14 @@ func (c *Conn) flushLocked() error {
 	}
 	for {
 		if c.gather() == 0 {
+			if c.holder != nil && c.holder.Buffered() {
+				if err := c.holder.Flush(); err != nil {
+					return os.NewSyscallError("writev", err)
+				}
+				if c.holder.Buffered() {
+					return nil // wanted stays: room resumes the flush
+				}
+			}
 			c.wr.wanted.Store(false)
 			return nil
 		}

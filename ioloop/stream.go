@@ -24,8 +24,9 @@ import (
 //
 // Optional capabilities, each asked once as the Stream is registered:
 // Attacher (the Stream needs its Conn), Belled (its descriptor is a bell,
-// not its bytes), Poller (it announces arrivals only on request) and
-// DeferLimiter (it bounds what a handler may leave unread).
+// not its bytes), Poller (it announces arrivals only on request),
+// DeferLimiter (it bounds what a handler may leave unread) and Buffering
+// (it may hold bytes it took until the descriptor has room).
 type Stream interface {
 	// Fd returns the descriptor the loop polls for the stream, in
 	// non-blocking mode: readable when Read may find bytes, writable when
@@ -100,6 +101,21 @@ type Poller interface {
 // its reader reading.
 type DeferLimiter interface {
 	DeferLimit() uint64
+}
+
+// Buffering is a Stream whose Writev may take bytes it could not yet
+// hand to its descriptor (a sealed link's records, sealed at once): it
+// holds them, and writes them before anything later. The Conn counts
+// such bytes as written, and, while Buffered reports any, keeps asking
+// for room and calls Flush once its queue is empty. Both are called by
+// the Conn's writer only.
+type Buffering interface {
+	// Buffered reports whether bytes taken by Writev wait to be written.
+	Buffered() bool
+	// Flush writes what waits, as far as it fits without blocking: nil,
+	// also when some still waits (the descriptor turns writable once
+	// room frees), or an error that ends the Conn.
+	Flush() error
 }
 
 // socketStream is a connected socket as a Stream. Lock rule: iov belongs

@@ -1,0 +1,42 @@
+package sealed_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
+	"github.com/boltmesh/boltmesh/internal/looptest"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// FuzzOpen feeds arbitrary bytes to the opener of a sealed stream whose
+// key the seeds were sealed with. Whatever the bytes, it must not panic,
+// and what it hands over must be a prefix of the seeds' plaintext: no
+// altered byte gets through. The stream ends with ErrEOF or ErrTampered.
+func FuzzOpen(f *testing.F) {
+	plain := [][]byte{[]byte("boltmesh"), looptest.Patterned(9, 70000), looptest.Patterned(10, 40)}
+	all := bytes.Join(plain, nil)
+	lim := sealed.Limits{Records: 2}
+	for _, c := range ciphers {
+		wire := sealedBytes(f, c, lim, plain)
+		f.Add(uint8(c), wire)
+		f.Add(uint8(c), wire[:len(wire)/2])
+		recs := records(wire)
+		f.Add(uint8(c), append(append([]byte{}, recs[1]...), recs[0]...))
+	}
+	f.Add(uint8(1), []byte{})
+	f.Fuzz(func(t *testing.T, cipherByte uint8, wire []byte) {
+		c := sealed.AES256GCM
+		if cipherByte%2 == 0 {
+			c = sealed.ChaCha20Poly1305
+		}
+		got, err := openBytes(t, c, lim, wire)
+		if !bytes.HasPrefix(all, got) {
+			t.Fatalf("handed over %d bytes that are not the sealed plaintext's first", len(got))
+		}
+		if !errors.Is(err, ioloop.ErrEOF) && !errors.Is(err, sealed.ErrTampered) {
+			t.Fatalf("ended with %v", err)
+		}
+	})
+}
