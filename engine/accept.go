@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 )
 
 // The acceptor is a rank's listener, during its mesh's formation and for
@@ -252,8 +254,12 @@ func (a *acceptor) serve(nc net.Conn) {
 	if err == nil && hc.neighbourly(t, stream) {
 		pair, err = hc.acceptNeighbour(t.topo.nbr, rank)
 	}
+	var keys *sealed.Keys
 	if err == nil {
-		err = t.adopt(nc, rank, stream, pair)
+		keys, err = hc.sealKeys(t, false)
+	}
+	if err == nil {
+		err = t.adopt(nc, rank, stream, pair, keys)
 		a.finish(rank, err)
 		return
 	}

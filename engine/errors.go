@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below wrap
@@ -78,6 +79,12 @@ var (
 	// after their meeting found it could: the neighbour's process is gone,
 	// or it named memory it does not have.
 	ErrSingleCopy = errors.New("boltmesh: single copy from a neighbour failed")
+	// ErrTampered is the cause of a peer's loss when a frame on a sealed
+	// link (Options.Seal) did not authenticate: altered, replayed,
+	// reordered, dropped or cut short on its way, or not sealed with this
+	// link's key. It is sealed.ErrTampered; a *sealed.TamperError says
+	// which record.
+	ErrTampered = sealed.ErrTampered
 	// ErrFlowControl is the cause of a peer's loss when it sent more than
 	// the flow-control credit this rank granted it (see
 	// Options.MaxQueuedBytes).

@@ -8,6 +8,7 @@ import (
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -268,3 +269,17 @@ func QueuedCopies(t *NetTransport, rank int) int {
 	defer p.mu.Unlock()
 	return len(p.rdv.copyAt)
 }
+
+// SetSealLimits has the sealed links made from now on update their keys
+// at lim; the zero value restores the defaults.
+func SetSealLimits(lim sealed.Limits) {
+	if lim == (sealed.Limits{}) {
+		testSealLimits.Store(nil)
+		return
+	}
+	testSealLimits.Store(&lim)
+}
+
+// Sealing is sealing: whether a connection whose HELLOs carry the seal
+// flags mine and theirs, and the host and machine identities, is sealed.
+func Sealing(mine, theirs frame.Hello) (bool, string) { return sealing(mine, theirs) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 )
 
 // Handshake labels, so that a dialer's proof can never pass for an
@@ -44,6 +45,7 @@ func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
 	hc.self.Stream, hc.self.Streams = uint16(stream), uint16(t.opts.Streams)
 	hc.self.HostID = t.topo.nbr.host
 	hc.self.Machine = t.topo.machine
+	hc.self.Seal, hc.self.Cipher = t.sealFlags(nc.RemoteAddr().String()), uint8(sealed.Preferred())
 	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {
 		return nil, err
 	}
@@ -141,6 +143,9 @@ func (hc *hsConn) check(m frame.Hello) (string, error) {
 		return "different mesh id", nil
 	case m.Rank >= m.World:
 		return fmt.Sprintf("rank %d outside world of %d", m.Rank, m.World), nil
+	}
+	if _, why := sealing(hc.self, m); why != "" {
+		return why, nil
 	}
 	return "", nil
 }

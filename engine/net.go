@@ -87,6 +87,7 @@ type door struct {
 	late     *acceptor  // the listener during LateJoinWindow, if this rank accepts
 	refusals logLimiter // which refused connections are logged
 	keyWarn  sync.Once  // the warning that the mesh has no key
+	sealWarn sync.Once  // the warning that a link leaves the host unsealed
 }
 
 // heartbeatLoop is the heartbeat goroutine's lifetime.

@@ -182,6 +182,20 @@ type Options struct {
 	// (bench/RESULTS.md, "Single copy between neighbours"). 256 KiB is
 	// the size to try on a machine where it is fast.
 	SingleCopyMin int
+	// Seal says which TCP links are sealed: every frame after the
+	// handshake, header included, authenticated and encrypted with an
+	// AEAD under keys derived from the mesh key and that handshake
+	// (frame/spec.md, "Sealed links"), so that nobody on the path reads
+	// or alters it; a link whose records were altered, replayed, dropped
+	// or reordered is lost, and operations on that peer fail with
+	// ErrTampered inside ErrPeerLost. SealAuto: a mesh with a key seals
+	// every link that leaves the host (either end sees the other's
+	// address as not loopback, and they run on different machines). SealAlways:
+	// every TCP link, loopback too, but those between neighbours, whose
+	// frames go through shared memory (needs a key). SealNever: none; a
+	// peer that must seal is refused. Ranks of one mesh should agree;
+	// Topology().Sealed lists the sealed peers. Default SealAuto.
+	Seal SealMode
 	// Logger receives warnings: refused connections (the first 5 at once,
 	// then at most one every 10 s, each saying how many were not logged
 	// since the one before, so that a flood of strangers does not flood
@@ -203,6 +217,16 @@ type SharedMemoryMode int
 const (
 	SharedMemoryAuto SharedMemoryMode = 0 // neighbours over shared memory, where they can meet
 	SharedMemoryOff  SharedMemoryMode = 1 // every pair over TCP
+)
+
+// SealMode is Options.Seal.
+type SealMode int
+
+// Options.Seal's values.
+const (
+	SealAuto   SealMode = 0 // links that leave the host, in a mesh with a key
+	SealAlways SealMode = 1 // every TCP link but a neighbour's
+	SealNever  SealMode = 2 // no link
 )
 
 // minQueuedBytes is the least Options.MaxQueuedBytes.
@@ -278,6 +302,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SharedMemory != SharedMemoryAuto && o.SharedMemory != SharedMemoryOff {
 		return o, &OptionError{"SharedMemory", fmt.Sprintf("%d is neither SharedMemoryAuto nor SharedMemoryOff", o.SharedMemory)}
+	}
+	if o.Seal < SealAuto || o.Seal > SealNever {
+		return o, &OptionError{"Seal", fmt.Sprintf("%d is not SealAuto, SealAlways or SealNever", o.Seal)}
+	}
+	if o.Seal == SealAlways && len(o.MeshKey) == 0 {
+		return o, &OptionError{"Seal", "SealAlways needs a mesh key (MeshKey, BOLTMESH_KEY): the keys are derived from it"}
 	}
 	if o.HostID == "" {
 		o.HostID = os.Getenv("BOLTMESH_HOST_ID")

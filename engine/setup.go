@@ -12,6 +12,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/link/tcp"
 	"github.com/boltmesh/boltmesh/internal/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -301,8 +302,12 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	if err == nil && hc.neighbourly(t, s) {
 		pair, err = hc.dialNeighbour(t.topo.nbr, r)
 	}
+	var keys *sealed.Keys
 	if err == nil {
-		return t.adopt(nc, r, s, pair)
+		keys, err = hc.sealKeys(t, true)
+	}
+	if err == nil {
+		return t.adopt(nc, r, s, pair, keys)
 	}
 	nc.Close()
 	return err
@@ -311,8 +316,9 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 // adopt tunes the socket, takes its fd away from the net package and
 // registers it with the event loop as stream s of rank r's connection.
 // With pair, what r and this rank, neighbours, share (neighbour.go), the
-// link's lanes are pipes, registered first, and the stream is idle.
-func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
+// link's lanes are pipes, registered first, and the stream is idle. With
+// keys, the stream is sealed (seal.go).
+func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem, keys *sealed.Keys) error {
 	defer nc.Close()
 	if pair != nil {
 		if err := t.adoptPipes(t.peer(r), t.peer(r).link.(*meshLink), pair); err != nil {
@@ -340,6 +346,12 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem) error {
 		medium = (*hook)(t, r, s, medium)
 	}
 	p := t.peer(r)
+	if keys != nil {
+		if medium, err = sealed.New(medium, *keys, sealLimits()); err != nil {
+			return err
+		}
+		p.seal.Store(uint32(keys.Cipher))
+	}
 	var h ioloop.Handler
 	switch l := p.link.(type) {
 	case *meshLink:

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/boltmesh/boltmesh/internal/link/sealed"
+
 // Topology is how a transport's world is joined, as it was formed: it
 // does not change while the transport lives.
 type Topology struct {
@@ -22,6 +24,11 @@ type Topology struct {
 	// process_vm_readv), as their meeting found it; from the other
 	// neighbours they come through the pipes' rings.
 	SingleCopy []int
+	// Sealed are, in rank order, the peers whose links are sealed
+	// (Options.Seal), and Cipher their AEAD ("aes-256-gcm" or
+	// "chacha20-poly1305"; "mixed" if they differ; "" with none sealed).
+	Sealed []int
+	Cipher string
 }
 
 // Topology returns how the transport's world is joined. Neighbours is
@@ -32,6 +39,16 @@ func (t *NetTransport) Topology() Topology {
 		top.Center = 0
 	}
 	for _, p := range t.view().peers {
+		if c := sealed.Cipher(p.seal.Load()); c != 0 {
+			top.Sealed = append(top.Sealed, p.rank)
+			switch name := c.String(); top.Cipher {
+			case "":
+				top.Cipher = name
+			case name:
+			default:
+				top.Cipher = "mixed"
+			}
+		}
 		if t.neighbour(p.rank) {
 			top.Neighbours = append(top.Neighbours, p.rank)
 			if p.copy.in.Load() {

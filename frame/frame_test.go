@@ -72,7 +72,7 @@ func TestConstants(t *testing.T) {
 		got, want uint64
 	}{
 		{"HeaderSize", frame.HeaderSize, 32},
-		{"HelloSize", frame.HelloSize, 104},
+		{"HelloSize", frame.HelloSize, 112},
 		{"MACSize", frame.MACSize, 32},
 		{"GetReqSize", frame.GetReqSize, 16},
 		{"RTSSize", frame.RTSSize, 8},
@@ -84,7 +84,7 @@ func TestConstants(t *testing.T) {
 		{"DefaultMaxLength", frame.DefaultMaxLength, 1 << 30},
 		{"MeshIDSize", frame.MeshIDSize, 16},
 		{"NonceSize", frame.NonceSize, 32},
-		{"Version", uint64(frame.Version), 6},
+		{"Version", uint64(frame.Version), 7},
 		{"RejectReason", uint64(frame.RejectReason), 0},
 		{"RejectUnproven", uint64(frame.RejectUnproven), 1},
 		{"RejectSlotTaken", uint64(frame.RejectSlotTaken), 2},
@@ -397,7 +397,7 @@ func TestDecodeRejects(t *testing.T) {
 		{name: "HELLO above small configured max", in: hdr(frame.Header{Kind: frame.KindHello, Length: frame.HelloSize}), max: 64, err: frame.ErrTooLarge, field: "length", kind: frame.KindHello, value: frame.HelloSize, limit: 64},
 
 		// Fixed-length kinds.
-		{name: "HELLO 103", in: hdr(frame.Header{Kind: frame.KindHello, Length: 103}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 103, limit: frame.HelloSize},
+		{name: "HELLO 104 (version 6)", in: hdr(frame.Header{Kind: frame.KindHello, Length: 104}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 104, limit: frame.HelloSize},
 		{name: "HELLO 73", in: hdr(frame.Header{Kind: frame.KindHello, Length: 73}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 73, limit: frame.HelloSize},
 		{name: "HELLO|Reply empty", in: hdr(frame.Header{Kind: frame.KindHello, Flags: frame.FlagReply}), err: frame.ErrBadLength, field: "length", kind: frame.KindHello, value: 0, limit: frame.HelloSize},
 		{name: "AUTH empty without Reply", in: hdr(frame.Header{Kind: frame.KindAuth}), err: frame.ErrBadLength, field: "length", kind: frame.KindAuth, value: 0, limit: frame.MACSize},
@@ -469,6 +469,8 @@ func sampleHello() frame.Hello {
 	for i := range m.HostID {
 		m.HostID[i] = byte(0x40 + i)
 	}
+	m.Seal = frame.SealAlways | frame.SealRemote | frame.SealKeyed
+	m.Cipher = 2
 	return m
 }
 
@@ -481,7 +483,7 @@ func TestHelloGolden(t *testing.T) {
 	m.Encode(&b)
 	var want [frame.HelloSize]byte
 	copy(want[0:], "BOLTMESH")
-	copy(want[8:], []byte{0x06, 0x00})              // version
+	copy(want[8:], []byte{0x07, 0x00})              // version
 	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank
@@ -490,6 +492,7 @@ func TestHelloGolden(t *testing.T) {
 	copy(want[40:72], m.Nonce[:])
 	copy(want[72:88], m.Machine[:])
 	copy(want[88:104], m.HostID[:])
+	want[104], want[105] = 0x0d, 0x02 // seal flags, cipher; then 6 reserved zeros
 	if b != want {
 		t.Fatalf("Hello.Encode:\n got % x\nwant % x", b, want)
 	}

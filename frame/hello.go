@@ -5,7 +5,9 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks. Version 6 splits
+// Version is the protocol version this package speaks. Version 7 adds
+// HELLO's Seal and Cipher (8 bytes more): whether the sender seals the
+// connection after the handshake (spec.md, "Sealed links"). Version 6 splits
 // HELLO's last 32 bytes into the sender's machine (Machine, whose cores
 // ranks count) and a 16-byte host identity (HostID), which were one
 // 32-byte HostID. Version 5 pairs
@@ -19,7 +21,7 @@ const Magic uint64 = 0x4853454d544c4f42
 // first (see spec.md, "Handshake"), and flow control and rendezvous
 // ("Flow control", "Rendezvous"); version 1 had the acceptor prove first,
 // to anyone who sent a HELLO.
-const Version uint16 = 6
+const Version uint16 = 7
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16
@@ -31,6 +33,15 @@ const NonceSize = 32
 const (
 	TopologyMesh uint16 = 0 // every pair of ranks connected directly
 	TopologyStar uint16 = 1 // workers connected to a coordinator only
+)
+
+// Seal flags a HELLO carries (spec.md, "Sealed links"): what the
+// sender's options say about sealing, and how it sees the connection.
+const (
+	SealAlways uint8 = 1 << 0 // the sender seals every TCP link but a neighbour's
+	SealNever  uint8 = 1 << 1 // the sender seals nothing, and refuses a peer that must
+	SealRemote uint8 = 1 << 2 // the sender sees the peer's address as not loopback
+	SealKeyed  uint8 = 1 << 3 // the sender has a mesh key (auto mode seals then)
 )
 
 // Refusal codes a REJECT carries in Aux (see spec.md, "Handshake").
@@ -68,6 +79,11 @@ type Hello struct {
 	// goes: ranks whose HostIDs are equal and not zero may meet over
 	// shared memory (spec.md, "Neighbours"). Zero: the sender will not.
 	HostID [HostIDSize]byte
+	// Seal holds the Seal flags.
+	Seal uint8
+	// Cipher is the AEAD the sender seals fastest with (1: AES-256-GCM,
+	// 2: ChaCha20-Poly1305).
+	Cipher uint8
 }
 
 // Encode writes the payload into dst.
@@ -83,6 +99,8 @@ func (m *Hello) Encode(dst *[HelloSize]byte) {
 	copy(dst[40:72], m.Nonce[:])
 	copy(dst[72:88], m.Machine[:])
 	copy(dst[88:104], m.HostID[:])
+	dst[104], dst[105] = m.Seal, m.Cipher
+	clear(dst[106:112])
 }
 
 // DecodeHello parses a HELLO payload. It checks the magic; the version,
@@ -105,6 +123,7 @@ func DecodeHello(src []byte) (Hello, error) {
 	copy(m.Nonce[:], src[40:72])
 	copy(m.Machine[:], src[72:88])
 	copy(m.HostID[:], src[88:104])
+	m.Seal, m.Cipher = src[104], src[105]
 	return m, nil
 }
 

@@ -54,7 +54,7 @@ const (
 
 // Fixed payload sizes of the handshake and request kinds.
 const (
-	HelloSize     = 104  // payload of KindHello
+	HelloSize     = 112  // payload of KindHello
 	MACSize       = 32   // payload of KindAuth: HMAC-SHA256
 	GetReqSize    = 16   // payload of KindGetReq
 	RTSSize       = 8    // payload of KindRTS: the message length

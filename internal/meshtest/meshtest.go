@@ -68,6 +68,19 @@ func Open(n int, opts engine.Options) ([]*engine.NetTransport, error) {
 	return ts, nil
 }
 
+// Routed builds an n-rank mesh in this process, every rank with opts,
+// whose ranks dial the addresses route returns for its listeners' (a
+// test's relays, say), and returns each rank's transport or error. The
+// caller closes it (Close).
+func Routed(t testing.TB, n int, opts engine.Options, route func(addrs []string) []string) ([]*engine.NetTransport, []error) {
+	t.Helper()
+	lns, addrs := Listeners(t, n)
+	dial := route(addrs)
+	return run(n, func(r int) (*engine.NetTransport, error) {
+		return engine.FromListener(r, n, lns[r], dial, opts)
+	})
+}
+
 // Close closes every transport of ts that is not nil.
 func Close(ts []*engine.NetTransport) {
 	for _, tr := range ts {

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
+)
+
+// Sealed links (Options.Seal; frame/spec.md, "Sealed links"). Each end
+// says in its HELLO what its options say and how it sees the connection
+// (sealFlags); both decide from both HELLOs alone (sealing), so they
+// agree, and a relay that alters either HELLO fails the proofs of the
+// key, which cover both. A sealed connection's keys come from the mesh
+// key and both HELLOs (sealKeys); adopt wraps its Stream in a
+// sealed.Stream, and nothing above the Stream seam learns of it.
+
+// sealCipher is the cipher a sealed link's end records for Topology:
+// 0 for none. Lock rule: atomic.
+type sealCipher = atomic.Uint32
+
+// unsealedWarning is logged once by a transport with a link that leaves
+// its host unsealed.
+const unsealedWarning = "boltmesh: links to other hosts are not sealed: anyone on the path can read and alter their frames. " +
+	"Give every rank the same mesh key (Options.MeshKey, BOLTMESH_KEY, --key-file), which seals them by default, and leave Options.Seal (--seal) at auto or always"
+
+// sealFlags returns this rank's HELLO seal flags for a connection to or
+// from remote (host:port).
+func (t *NetTransport) sealFlags(remote string) uint8 {
+	var f uint8
+	switch t.opts.Seal {
+	case SealAlways:
+		f |= frame.SealAlways
+	case SealNever:
+		f |= frame.SealNever
+	}
+	if !isLoopback(remote) {
+		f |= frame.SealRemote
+	}
+	if len(t.opts.MeshKey) > 0 {
+		f |= frame.SealKeyed
+	}
+	return f
+}
+
+// sealing decides from both ends' HELLOs whether their connection is
+// sealed, or says why they cannot agree (one end's SealAlways, the
+// other's SealNever). Neighbours, whose frames go through shared memory,
+// are never sealed; an end's SealNever wins over the other's SealAuto.
+func sealing(mine, theirs frame.Hello) (on bool, why string) {
+	var zero [frame.HostIDSize]byte
+	f := mine.Seal | theirs.Seal
+	switch {
+	case f&frame.SealNever != 0 && f&frame.SealAlways != 0:
+		return false, "one end seals every link (Options.Seal SealAlways) and the other none (SealNever)"
+	case f&frame.SealNever != 0 || mine.HostID != zero && mine.HostID == theirs.HostID:
+		return false, ""
+	case f&frame.SealAlways != 0:
+		return true, ""
+	}
+	sameMachine := mine.Machine != zero && mine.Machine == theirs.Machine
+	return mine.Seal&theirs.Seal&frame.SealKeyed != 0 && f&frame.SealRemote != 0 && !sameMachine, ""
+}
+
+// sealKeys returns the keys that seal the connection hc's handshake
+// completed, from this end (the dialer's or the acceptor's), or nil if it
+// is not sealed; it logs unsealedWarning, once, for a connection that
+// leaves the host unsealed.
+func (hc *hsConn) sealKeys(t *NetTransport, dialer bool) (*sealed.Keys, error) {
+	theirs, err := frame.DecodeHello(hc.peer[:])
+	if err != nil {
+		return nil, err
+	}
+	if on, _ := sealing(hc.self, theirs); !on {
+		var zero [frame.MachineIDSize]byte
+		sameMachine := hc.self.Machine != zero && hc.self.Machine == theirs.Machine
+		if (hc.self.Seal|theirs.Seal)&frame.SealRemote != 0 && !sameMachine {
+			t.door.sealWarn.Do(func() { t.opts.Logger.Warn(unsealedWarning, "rank", t.rank, "peer", hc.addr()) })
+		}
+		return nil, nil
+	}
+	c := sealed.Agree(sealed.Cipher(hc.self.Cipher), sealed.Cipher(theirs.Cipher))
+	d, a := hc.raw[:], hc.peer[:]
+	if !dialer {
+		d, a = a, d
+	}
+	kd, ka, err := sealed.Derive(c, hc.o.MeshKey, d, a)
+	if dialer {
+		return &kd, err
+	}
+	return &ka, err
+}
+
+// testSealLimits, when a test sets it, is the key-update limits of the
+// sealed links made after (the zero value: sealed.DefaultLimits).
+var testSealLimits atomic.Pointer[sealed.Limits]
+
+// sealLimits returns the limits sealed links take.
+func sealLimits() sealed.Limits {
+	if l := testSealLimits.Load(); l != nil {
+		return *l
+	}
+	return sealed.Limits{}
+}
