@@ -39,6 +39,11 @@ type Config struct {
 	// by the kernel)", or both with the ranks of each. Empty where no rank
 	// was a neighbour.
 	SingleCopy string `json:"single_copy,omitempty"`
+	// Sealed says, in the boltmesh results, which network links were
+	// sealed (engine.Options.Seal) and with which AEAD: "sealed
+	// (aes-256-gcm)", "unsealed", or both with the ranks of each. Empty
+	// where no rank was reached over the network.
+	Sealed string `json:"sealed,omitempty"`
 	// Algorithm is boltmesh's allreduce algorithm, as
 	// collective.ParseAlgorithm reads it; empty: auto.
 	Algorithm string `json:"algorithm,omitempty"`

@@ -35,15 +35,18 @@ type relay struct {
 	wg   sync.WaitGroup
 }
 
-// newRelay starts a relay to target, closed at cleanup; its address is
-// r.ln.Addr().
-func newRelay(t testing.TB, target string) *relay {
+// newRelay starts a relay to target configured by setup (if not nil)
+// before it accepts anything, and closes it at cleanup.
+func newRelay(t testing.TB, target string, setup func(*relay)) *relay {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &relay{ln: ln, target: target}
+	if setup != nil {
+		setup(r)
+	}
 	t.Cleanup(func() { ln.Close(); r.wg.Wait() })
 	r.wg.Go(r.accept)
 	return r

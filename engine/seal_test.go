@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,10 +41,7 @@ func relayedRun(t *testing.T, n int, opts engine.Options, setup func(*relay)) ([
 	t.Helper()
 	var rel *relay
 	ts, errs := meshtest.Routed(t, n, opts, func(addrs []string) []string {
-		rel = newRelay(t, addrs[0])
-		if setup != nil {
-			setup(rel)
-		}
+		rel = newRelay(t, addrs[0], setup)
 		dial := append([]string(nil), addrs...)
 		dial[0] = rel.addr()
 		return dial
@@ -342,4 +340,91 @@ func TestSealingRule(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSealedPutGet: one-sided puts and gets over sealed links move every
+// byte intact.
+func TestSealedPutGet(t *testing.T) {
+	ts := newMesh(t, 2, sealedOpts())
+	const n = 3 << 20
+	bufs := make([]engine.SymmetricBuffer, 2)
+	for r, tr := range ts {
+		b, err := tr.Alloc(n, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs[r] = b
+	}
+	dst := bufs[1]
+	dst.Rank = 1
+	want := pattern(0, 1, 0, 0, n)
+	if err := ts[0].Put(dst, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts[0].Quiet(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, n)
+	if err := ts[0].Get(dst, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("a get over a sealed link returned other bytes than the put wrote")
+	}
+}
+
+// TestSealedKeyUpdates forces key updates every few records on every
+// sealed link, mid-stream, and checks the data across them.
+func TestSealedKeyUpdates(t *testing.T) {
+	engine.SetSealLimits(sealed.Limits{Records: 3, Bytes: 100000})
+	defer engine.SetSealLimits(sealed.Limits{})
+	ts := newMesh(t, 3, sealedOpts())
+	for _, n := range []int{8, 300000, 5 << 20} {
+		exchangeAll(t, ts, n)
+	}
+}
+
+// TestSealedStar: a star's links are sealed too; workers' frames to
+// each other pass the coordinator sealed both ways. A relay that alters
+// worker 1's records makes the coordinator drop worker 1 with
+// ErrTampered, and worker 2 goes on with the coordinator.
+func TestSealedStar(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	rel := newRelay(t, ln.Addr().String(), func(r *relay) {
+		r.record = func(rank, _ int, toAcceptor bool, rec []byte) [][]byte {
+			if rank == 1 && toAcceptor && armed.Load() {
+				rec[len(rec)-1] ^= 1
+			}
+			return [][]byte{rec}
+		}
+	})
+	opts := sealedOpts()
+	ts := make([]*engine.NetTransport, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	wg.Go(func() { ts[0], errs[0] = engine.CoordinatorListen(3, ln, opts) })
+	for r := 1; r < 3; r++ {
+		wg.Go(func() { ts[r], errs[r] = engine.WorkerDial(r, 3, rel.addr(), opts) })
+	}
+	wg.Wait()
+	t.Cleanup(func() { meshtest.Close(ts) })
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	exchangeAll(t, ts, 200000)
+	for r, want := range []string{"[1 2]", "[0]", "[0]"} {
+		if top := ts[r].Topology(); fmt.Sprint(top.Sealed) != want {
+			t.Errorf("rank %d: Topology().Sealed %v, want %s", r, top.Sealed, want)
+		}
+	}
+	armed.Store(true)
+	go ts[1].Send(0, 6, pattern(1, 0, 6, 0, 1000))
+	if _, err := ts[0].Recv(1, 6); !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, engine.ErrTampered) {
+		t.Fatalf("the coordinator's receive from worker 1: %v, want ErrTampered inside ErrPeerLost", err)
+	}
+	exchangeAll(t, []*engine.NetTransport{ts[0], nil, ts[2]}, 70000)
 }

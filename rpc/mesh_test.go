@@ -27,7 +27,13 @@ func newMesh(t testing.TB, n int) []*engine.NetTransport {
 // at cleanup.
 func newAgents(t testing.TB, n int, opts rpc.Options) []*rpc.Agent {
 	t.Helper()
-	ts := newMesh(t, n)
+	return agentsOn(t, newMesh(t, n), opts)
+}
+
+// agentsOn starts one agent per transport of ts, as newAgents does.
+func agentsOn(t testing.TB, ts []*engine.NetTransport, opts rpc.Options) []*rpc.Agent {
+	t.Helper()
+	n := len(ts)
 	if opts.Logger == nil {
 		opts.Logger = quiet // panics are tested on purpose
 	}

@@ -86,7 +86,7 @@ func TestStripedTCPCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, stderr)
 	}
-	for _, want := range []string{"transport: tcp\n", "== p2p · 2 ranks · tcp ==", "TCP congestion control: boltmesh "} {
+	for _, want := range []string{"transport: tcp; unsealed\n", "== p2p · 2 ranks · tcp ==", "TCP congestion control: boltmesh "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

@@ -22,6 +22,7 @@ type meshFlags struct {
 	streams     int    // TCP data connections per pair of ranks (plus one control connection)
 	stripeMin   string // size from which sends are striped
 	singleCopy  string // size from which neighbours copy once, or off
+	seal        string // auto, always or never (engine.Options.Seal)
 	sockBuf     string // SO_SNDBUF/SO_RCVBUF
 	congestion  string // TCP congestion control
 	spin        time.Duration
@@ -41,6 +42,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.streams, "streams", 0, "TCP data connections per pair of ranks, each pair also having one control connection; sends from --stripe-min are split\nacross the data connections (default 1, thunderbolt 2; a star always uses one connection per worker)")
 	fs.StringVar(&f.stripeMin, "stripe-min", "", "`size` from which a send is striped across --streams (default 1M)")
 	fs.StringVar(&f.singleCopy, "single-copy-min", "", "`size` from which a message between ranks on this host is copied once, straight from the sender's buffer\n(Linux's process_vm_readv), or off (the default) to send every byte through the shared-memory rings; try 256K where the kernel's copy is fast")
+	fs.StringVar(&f.seal, "seal", sealAuto, "which TCP links are sealed (every frame authenticated and encrypted): auto (those that leave the host,\nwhen the mesh has a key), always (every TCP link, loopback too; needs a key) or never")
 	fs.StringVar(&f.sockBuf, "socket-buffer", "", "SO_SNDBUF and SO_RCVBUF `size` of every connection (default: the kernel's auto-tuning; thunderbolt 4M)")
 	fs.StringVar(&f.congestion, "congestion", "", "TCP congestion control of every connection, e.g. cubic, reno, bbr, or system for the kernel's default\n(default "+engine.LoopbackCongestion+" on loopback, the kernel's default on other links)")
 	fs.StringVar(&f.heap, "heap", "", "symmetric heap `size` per rank (default 64M, or enough for the putget sizes)")

@@ -170,6 +170,9 @@ func engineOptions(f *meshFlags, m membership) (engine.Options, error) {
 			return o, err
 		}
 	}
+	if o.Seal, err = parseSeal(f.seal); err != nil {
+		return o, err
+	}
 	if o.SocketBuffer, err = parseSizeFlag("socket-buffer", f.sockBuf, "4M"); err != nil {
 		return o, err
 	}
@@ -224,6 +227,26 @@ func parseSizeFlag(flag, val, example string) (int, error) {
 		return 0, flagErr(flag, val, "want a positive size such as %s", example)
 	}
 	return n, nil
+}
+
+// --seal's values.
+const (
+	sealAuto   = "auto"
+	sealAlways = "always"
+	sealNever  = "never"
+)
+
+// parseSeal reads --seal.
+func parseSeal(val string) (engine.SealMode, error) {
+	switch val {
+	case "", sealAuto:
+		return engine.SealAuto, nil
+	case sealAlways:
+		return engine.SealAlways, nil
+	case sealNever:
+		return engine.SealNever, nil
+	}
+	return 0, flagErr("seal", val, "want auto, always or never")
 }
 
 // warnThunderbolt prints the MTU advice for this machine's Thunderbolt

@@ -115,6 +115,7 @@ func (b *benchRun) runRank(rln net.Listener) (*bench.Report, error) {
 	cfg := b.cfg
 	cfg.Transport = b.used.name()
 	cfg.SingleCopy = b.used.singleCopy()
+	cfg.Sealed = b.used.seal()
 	r := &bench.Runner{T: j.t, StdnetHost: j.host(), MeshKey: b.opts.MeshKey}
 	if b.bf != nil && b.bf.progress && b.m.rank == 0 {
 		r.Progress = newProgress(b.stderr)

@@ -90,7 +90,7 @@ func childArgs(r, world int, mf *meshFlags, pf *profFlags, child []string) []str
 	if mf.force {
 		args = append(args, "--force")
 	}
-	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"stripe-min", mf.stripeMin}, {"single-copy-min", mf.singleCopy}, {"socket-buffer", mf.sockBuf}, {"congestion", mf.congestion}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
+	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"stripe-min", mf.stripeMin}, {"single-copy-min", mf.singleCopy}, {"seal", mf.seal}, {"socket-buffer", mf.sockBuf}, {"congestion", mf.congestion}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
 		{"cpuprofile", pf.cpu}, {"memprofile", pf.mem}, {"mutexprofile", pf.mutex}, {"blockprofile", pf.block}} {
 		if f[1] != "" {
 			args = append(args, "--"+f[0], f[1])

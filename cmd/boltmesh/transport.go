@@ -68,12 +68,14 @@ type links struct {
 	net     []int  // the other ranks, in rank order
 	copy    []int  // the neighbours this rank copies large messages from once
 	copyMin int    // from this size (engine.Options.SingleCopyMin); not positive: off
+	sealed  []int  // the ranks whose links are sealed (engine.Options.Seal)
+	cipher  string // their AEAD
 }
 
 // linksOf reads t's links once its mesh has formed.
 func linksOf(t *engine.NetTransport, network string) links {
 	top := t.Topology()
-	l := links{network: network, shm: top.Neighbours, copy: top.SingleCopy, copyMin: t.Options().SingleCopyMin}
+	l := links{network: network, shm: top.Neighbours, copy: top.SingleCopy, copyMin: t.Options().SingleCopyMin, sealed: top.Sealed, cipher: top.Cipher}
 	for r := range t.WorldSize() {
 		if r != t.Rank() && !slices.Contains(l.shm, r) {
 			l.net = append(l.net, r)
@@ -100,12 +102,36 @@ func (l links) name() string {
 // cma from 256KiB".
 func (l links) line() string {
 	switch {
-	case len(l.shm) == 0:
+	case len(l.shm) == 0 && len(l.net) == 0:
 		return "transport: " + l.network
+	case len(l.shm) == 0:
+		return "transport: " + l.network + "; " + l.seal()
 	case len(l.net) == 0:
 		return "transport: shared memory (" + rankList(l.shm) + " on this host); large messages: " + l.singleCopy()
 	}
-	return "transport: shared memory with " + rankList(l.shm) + "; " + l.network + " with " + rankList(l.net) + "; large messages between neighbours: " + l.singleCopy()
+	return "transport: shared memory with " + rankList(l.shm) + "; " + l.network + " with " + rankList(l.net) + "; large messages between neighbours: " + l.singleCopy() + "; " + l.seal()
+}
+
+// seal says which network links are sealed (bench.Config.Sealed): e.g.
+// "sealed (aes-256-gcm)", "unsealed", or both with the ranks of each;
+// "" where there are none.
+func (l links) seal() string {
+	var clear []int
+	for _, r := range l.net {
+		if !slices.Contains(l.sealed, r) {
+			clear = append(clear, r)
+		}
+	}
+	sealed := "sealed (" + l.cipher + ")"
+	switch {
+	case len(l.net) == 0:
+		return ""
+	case len(clear) == len(l.net):
+		return "unsealed"
+	case len(clear) == 0:
+		return sealed
+	}
+	return sealed + " with " + rankList(l.sealed) + ", unsealed with " + rankList(clear)
 }
 
 // singleCopy says how large messages move between this rank and its

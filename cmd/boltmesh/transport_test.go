@@ -30,10 +30,11 @@ func TestLinksNames(t *testing.T) {
 		{links{network: "tcp", shm: []int{1}}, "shm", "transport: shared memory (rank 1 on this host); large messages: rings (off)"},
 		{links{network: "tcp", shm: []int{1, 2, 3}, copy: []int{2}, copyMin: 1 << 20}, "shm", "transport: shared memory (ranks 1-3 on this host); large messages: " + cma + " from 1MiB with rank 2, rings with ranks 1, 3 (refused by the kernel)"},
 		{links{network: "tcp", shm: []int{1}, copyMin: 1 << 20}, "shm", "transport: shared memory (rank 1 on this host); large messages: rings (refused by the kernel)"},
-		{links{network: "tcp", net: []int{1, 2, 3}}, "tcp", "transport: tcp"},
-		{links{network: "thunderbolt", net: []int{1}}, "thunderbolt", "transport: thunderbolt"},
-		{links{network: "tcp", shm: []int{1, 2}, net: []int{3}, copy: []int{1, 2}, copyMin: 256 << 10}, "shm+tcp", "transport: shared memory with ranks 1, 2; tcp with rank 3; large messages between neighbours: " + cma + " from 256KiB"},
-		{links{network: "thunderbolt", shm: []int{2}, net: []int{1, 3, 4, 5}, copyMin: -1}, "shm+thunderbolt", "transport: shared memory with rank 2; thunderbolt with ranks 1, 3-5; large messages between neighbours: rings (off)"},
+		{links{network: "tcp", net: []int{1, 2, 3}}, "tcp", "transport: tcp; unsealed"},
+		{links{network: "tcp", net: []int{1, 2, 3}, sealed: []int{1, 2, 3}, cipher: "aes-256-gcm"}, "tcp", "transport: tcp; sealed (aes-256-gcm)"},
+		{links{network: "thunderbolt", net: []int{1}}, "thunderbolt", "transport: thunderbolt; unsealed"},
+		{links{network: "tcp", shm: []int{1, 2}, net: []int{3}, copy: []int{1, 2}, copyMin: 256 << 10}, "shm+tcp", "transport: shared memory with ranks 1, 2; tcp with rank 3; large messages between neighbours: " + cma + " from 256KiB; unsealed"},
+		{links{network: "thunderbolt", shm: []int{2}, net: []int{1, 3, 4, 5}, copyMin: -1, sealed: []int{3, 4}, cipher: "chacha20-poly1305"}, "shm+thunderbolt", "transport: shared memory with rank 2; thunderbolt with ranks 1, 3-5; large messages between neighbours: rings (off); sealed (chacha20-poly1305) with ranks 3, 4, unsealed with ranks 1, 5"},
 		{links{network: "tcp"}, "tcp", "transport: tcp"},
 	} {
 		if got := c.l.name(); got != c.name {
@@ -133,7 +134,7 @@ func TestBenchTransportDefault(t *testing.T) {
 func TestBenchTransportTCP(t *testing.T) {
 	stdout, got := benchTransport(t, "--transport", "tcp")
 	checkTransports(t, got, "tcp")
-	if !strings.Contains(stdout, "transport: tcp\n") || strings.Contains(stdout, "shared memory") {
+	if !strings.Contains(stdout, "transport: tcp; unsealed\n") || strings.Contains(stdout, "shared memory") {
 		t.Errorf("the header does not say tcp:\n%s", stdout)
 	}
 }
@@ -162,7 +163,7 @@ func TestBenchTransportShmRefused(t *testing.T) {
 		rank1Err := <-done
 		var ee *exec.ExitError
 		switch {
-		case transport == "auto" && (err != nil || !strings.Contains(stdout, "transport: tcp\n")):
+		case transport == "auto" && (err != nil || !strings.Contains(stdout, "transport: tcp; unsealed\n")):
 			t.Errorf("auto: %v\nstdout:\n%s\nstderr:\n%s\nrank 1: %v", err, stdout, stderr, rank1Err)
 		case transport == "shm" && (!errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr, errNoSharedMemory.Error()+": rank 1 ")):
 			t.Errorf("shm: %v, want exit status 1 naming rank 1; stdout:\n%s\nstderr:\n%s", err, stdout, stderr)
