@@ -283,3 +283,7 @@ func SetSealLimits(lim sealed.Limits) {
 // Sealing is sealing: whether a connection whose HELLOs carry the seal
 // flags mine and theirs, and the host and machine identities, is sealed.
 func Sealing(mine, theirs frame.Hello) (bool, string) { return sealing(mine, theirs) }
+
+// UnsealedWarned reports whether a connection with these HELLOs makes a
+// transport log that its links leave the host unsealed.
+func UnsealedWarned(mine, theirs frame.Hello) bool { return unsealedWarned(mine, theirs) }

@@ -46,7 +46,8 @@ func (t *NetTransport) sealFlags(remote string) uint8 {
 // sealing decides from both ends' HELLOs whether their connection is
 // sealed, or says why they cannot agree (one end's SealAlways, the
 // other's SealNever). Neighbours, whose frames go through shared memory,
-// are never sealed; an end's SealNever wins over the other's SealAuto.
+// are never sealed; an end's SealNever wins over the other's SealAuto,
+// which seals a keyed connection that leaves the host.
 func sealing(mine, theirs frame.Hello) (on bool, why string) {
 	var zero [frame.HostIDSize]byte
 	f := mine.Seal | theirs.Seal
@@ -58,8 +59,22 @@ func sealing(mine, theirs frame.Hello) (on bool, why string) {
 	case f&frame.SealAlways != 0:
 		return true, ""
 	}
-	sameMachine := mine.Machine != zero && mine.Machine == theirs.Machine
-	return mine.Seal&theirs.Seal&frame.SealKeyed != 0 && f&frame.SealRemote != 0 && !sameMachine, ""
+	return mine.Seal&theirs.Seal&frame.SealKeyed != 0 && leaves(mine, theirs), ""
+}
+
+// leaves reports whether a connection leaves the host, as its HELLOs
+// tell: an end sees the other's address as not loopback, and they do not
+// run on one machine (network namespaces, containers).
+func leaves(mine, theirs frame.Hello) bool {
+	var zero [frame.MachineIDSize]byte
+	return (mine.Seal|theirs.Seal)&frame.SealRemote != 0 && (mine.Machine == zero || mine.Machine != theirs.Machine)
+}
+
+// unsealedWarned reports whether a connection is one that unsealedWarning
+// is about: it leaves the host and is not sealed.
+func unsealedWarned(mine, theirs frame.Hello) bool {
+	on, _ := sealing(mine, theirs)
+	return !on && leaves(mine, theirs)
 }
 
 // sealKeys returns the keys that seal the connection hc's handshake
@@ -71,12 +86,10 @@ func (hc *hsConn) sealKeys(t *NetTransport, dialer bool) (*sealed.Keys, error) {
 	if err != nil {
 		return nil, err
 	}
+	if unsealedWarned(hc.self, theirs) {
+		t.door.sealWarn.Do(func() { t.opts.Logger.Warn(unsealedWarning, "rank", t.rank, "peer", hc.addr()) })
+	}
 	if on, _ := sealing(hc.self, theirs); !on {
-		var zero [frame.MachineIDSize]byte
-		sameMachine := hc.self.Machine != zero && hc.self.Machine == theirs.Machine
-		if (hc.self.Seal|theirs.Seal)&frame.SealRemote != 0 && !sameMachine {
-			t.door.sealWarn.Do(func() { t.opts.Logger.Warn(unsealedWarning, "rank", t.rank, "peer", hc.addr()) })
-		}
 		return nil, nil
 	}
 	c := sealed.Agree(sealed.Cipher(hc.self.Cipher), sealed.Cipher(theirs.Cipher))

@@ -318,16 +318,18 @@ func TestSealingRule(t *testing.T) {
 		mine, theirs frame.Hello
 		on           bool
 		refused      bool
+		warned       bool // logged as a link that leaves the host unsealed
 	}{
-		{"auto, keyed, remote", h(keyed|remote, false, false), h(keyed|remote, false, false), true, false},
-		{"auto, keyed, one end sees remote", h(keyed, false, false), h(keyed|remote, false, false), true, false},
-		{"auto, keyed, loopback", h(keyed, false, false), h(keyed, false, false), false, false},
-		{"auto, keyless, remote", h(remote, false, false), h(remote, false, false), false, false},
-		{"auto, keyed, remote, same machine", h(keyed|remote, false, true), h(keyed|remote, false, true), false, false},
-		{"always, loopback", h(always|keyed, false, false), h(keyed, false, false), true, false},
-		{"always, neighbours", h(always|keyed, true, true), h(always|keyed, true, true), false, false},
-		{"never beats auto", h(never|keyed|remote, false, false), h(keyed|remote, false, false), false, false},
-		{"always against never", h(always|keyed, false, false), h(never|keyed, false, false), false, true},
+		{"auto, keyed, remote", h(keyed|remote, false, false), h(keyed|remote, false, false), true, false, false},
+		{"auto, keyed, one end sees remote", h(keyed, false, false), h(keyed|remote, false, false), true, false, false},
+		{"auto, keyed, loopback", h(keyed, false, false), h(keyed, false, false), false, false, false},
+		{"auto, keyless, remote", h(remote, false, false), h(remote, false, false), false, false, true},
+		{"auto, keyed, remote, same machine", h(keyed|remote, false, true), h(keyed|remote, false, true), false, false, false},
+		{"always, loopback", h(always|keyed, false, false), h(keyed, false, false), true, false, false},
+		{"always, neighbours", h(always|keyed, true, true), h(always|keyed, true, true), false, false, false},
+		{"never beats auto", h(never|keyed|remote, false, false), h(keyed|remote, false, false), false, false, true},
+		{"never, loopback", h(never|keyed, false, false), h(keyed, false, false), false, false, false},
+		{"always against never", h(always|keyed, false, false), h(never|keyed, false, false), false, true, false},
 	} {
 		for _, swap := range []bool{false, true} {
 			mine, theirs := tc.mine, tc.theirs
@@ -337,6 +339,9 @@ func TestSealingRule(t *testing.T) {
 			on, why := engine.Sealing(mine, theirs)
 			if on != tc.on || (why != "") != tc.refused {
 				t.Errorf("%s (swapped %v): sealed %v, refusal %q; want %v, refused %v", tc.name, swap, on, why, tc.on, tc.refused)
+			}
+			if w := engine.UnsealedWarned(mine, theirs); w != tc.warned {
+				t.Errorf("%s (swapped %v): warned %v, want %v", tc.name, swap, w, tc.warned)
 			}
 		}
 	}

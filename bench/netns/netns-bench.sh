@@ -11,11 +11,12 @@
 #
 #   bench/netns/netns-bench.sh [--hosts 2|4] [--rate 20gbit] [--streams 2] [--size 16M] [--iters 20]
 #                              [--congestion system|cubic|bbr] (boltmesh's; the others keep the system's)
+#                              [--seal auto|always|never] (boltmesh's --seal, with a mesh key of the run's own)
 #
 # Without root it says so and exits 0.
 set -euo pipefail
 
-hosts=2 rate="" streams=2 size=16M iters=20 congestion=""
+hosts=2 rate="" streams=2 size=16M iters=20 congestion="" seal=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -24,7 +25,8 @@ while [[ $# -gt 0 ]]; do
     --size) size=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --congestion) congestion=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --seal) seal=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "netns-bench: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -95,6 +97,10 @@ pin() {
   fi
 }
 
+if [[ -n $seal ]]; then
+  BOLTMESH_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  export BOLTMESH_KEY
+fi
 peers=$(for i in $(seq 0 $((hosts - 1))); do printf '%s:7710,' "${ips[$i]}"; done)
 peers=${peers%,}
 
@@ -105,9 +111,9 @@ boltmesh() {
   local s=$1 csv=$work/bm-$1.csv suite
   for suite in p2p allreduce; do
     for i in $(seq 1 $((hosts - 1))); do
-      ip netns exec "${ns[$i]}" $(pin "$i") "$bin" rank --rank "$i" --world "$hosts" --peers "$peers" --streams "$s" ${congestion:+--congestion "$congestion"} &
+      ip netns exec "${ns[$i]}" $(pin "$i") "$bin" rank --rank "$i" --world "$hosts" --peers "$peers" --streams "$s" ${congestion:+--congestion "$congestion"} ${seal:+--seal "$seal"} &
     done
-    ip netns exec "${ns[0]}" $(pin 0) "$bin" bench --rank 0 --world "$hosts" --peers "$peers" --streams "$s" ${congestion:+--congestion "$congestion"} \
+    ip netns exec "${ns[0]}" $(pin 0) "$bin" bench --rank 0 --world "$hosts" --peers "$peers" --streams "$s" ${congestion:+--congestion "$congestion"} ${seal:+--seal "$seal"} \
       --suite "$suite" --sizes "$size" --iters "$iters" --baseline none --progress=false --csv "$csv.$suite" >/dev/null
     wait
   done
