@@ -24,7 +24,8 @@ type relay struct {
 	hello func(toAcceptor bool, payload []byte)
 	// record, if set, returns what to forward in place of rec, a sealed
 	// record from the dialer of rank, stream (toAcceptor) or to it; nil
-	// drops it. It is called from one goroutine per direction.
+	// drops it, and a nil element closes the connection there (a cut).
+	// It is called from one goroutine per direction.
 	record func(rank, stream int, toAcceptor bool, rec []byte) [][]byte
 	// plain says the connections are not sealed: after the handshake
 	// the relay forwards bytes as they come.
@@ -141,6 +142,9 @@ func (r *relay) pipe(src, dst net.Conn, toAcceptor bool, c *relayed) {
 
 func (r *relay) forward(dst net.Conn, bufs ...[]byte) bool {
 	for _, b := range bufs {
+		if b == nil {
+			return false
+		}
 		r.mu.Lock()
 		r.seen = append(r.seen, b...)
 		r.mu.Unlock()

@@ -157,6 +157,7 @@ func TestSealedTampered(t *testing.T) {
 			return [][]byte{rec, *held}
 		}},
 		{"cut short", func(rec []byte, _ *[]byte) [][]byte { return [][]byte{rec[:len(rec)-5]} }},
+		{"cut inside", func(rec []byte, _ *[]byte) [][]byte { return [][]byte{rec[:len(rec)/2], nil} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var armed atomic.Bool
