@@ -36,7 +36,7 @@ func keys(t testing.TB, c sealed.Cipher) (dialer, acceptor sealed.Keys) {
 // them was.
 func socketPair(t testing.TB) (a, b ioloop.Stream) {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
