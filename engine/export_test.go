@@ -270,15 +270,19 @@ func QueuedCopies(t *NetTransport, rank int) int {
 	return len(p.rdv.copyAt)
 }
 
-// SetSealLimits has the sealed links made from now on update their keys
-// at lim; the zero value restores the defaults.
-func SetSealLimits(lim sealed.Limits) {
-	if lim == (sealed.Limits{}) {
-		testSealLimits.Store(nil)
+// SetSealOptions has the sealed links made from now on take o (key
+// updates, crew); the zero value restores the defaults.
+func SetSealOptions(o sealed.Options) {
+	if o == (sealed.Options{}) {
+		testSealOptions.Store(nil)
 		return
 	}
-	testSealLimits.Store(&lim)
+	testSealOptions.Store(&o)
 }
+
+// SealCrew is sealCrew: the crew of a rank sharing cpus cores with local
+// ranks.
+func SealCrew(cpus, local int) int { return sealCrew(cpus, local) }
 
 // Sealing is sealing: whether a connection whose HELLOs carry the seal
 // flags mine and theirs, and the host and machine identities, is sealed.

@@ -80,6 +80,7 @@ type topology struct {
 	defaultSpin bool
 	machine     [frame.MachineIDSize]byte // this rank's machine; zero: unknown
 	sameMachine []atomic.Bool             // by rank: the peer's HELLO named this machine
+	sealCrew    int                       // sealed links' sealed.Options.Crew (seal.go)
 }
 
 // door is the listener after the mesh formed and what it refuses.

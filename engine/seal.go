@@ -104,14 +104,24 @@ func (hc *hsConn) sealKeys(t *NetTransport, dialer bool) (*sealed.Keys, error) {
 	return &ka, err
 }
 
-// testSealLimits, when a test sets it, is the key-update limits of the
-// sealed links made after (the zero value: sealed.DefaultLimits).
-var testSealLimits atomic.Pointer[sealed.Limits]
+// sealCrew is how many goroutines seal or open a sealed link's large
+// batch of records (sealed.Options.Crew) for a rank that shares cpus
+// cores with local ranks: half its share of the cores, at most 4; 1 (no
+// crew) where the share is under 4 cores, as on a 2-core machine, where
+// the crew only takes the core the other end needs (bench/RESULTS.md,
+// "sealed links").
+func sealCrew(cpus, local int) int {
+	return min(max(cpus/max(local, 1)/2, 1), 4)
+}
 
-// sealLimits returns the limits sealed links take.
-func sealLimits() sealed.Limits {
-	if l := testSealLimits.Load(); l != nil {
-		return *l
+// testSealOptions, when a test sets it, is the sealed.Options of the
+// sealed links made after.
+var testSealOptions atomic.Pointer[sealed.Options]
+
+// sealOptions returns the options sealed links take.
+func (t *NetTransport) sealOptions() sealed.Options {
+	if o := testSealOptions.Load(); o != nil {
+		return *o
 	}
-	return sealed.Limits{}
+	return sealed.Options{Crew: t.topo.sealCrew}
 }

@@ -380,13 +380,30 @@ func TestSealedPutGet(t *testing.T) {
 }
 
 // TestSealedKeyUpdates forces key updates every few records on every
-// sealed link, mid-stream, and checks the data across them.
+// sealed link, mid-stream, and checks the data across them, with each
+// batch of records sealed and opened by the caller alone and by a crew.
 func TestSealedKeyUpdates(t *testing.T) {
-	engine.SetSealLimits(sealed.Limits{Records: 3, Bytes: 100000})
-	defer engine.SetSealLimits(sealed.Limits{})
-	ts := newMesh(t, 3, sealedOpts())
-	for _, n := range []int{8, 300000, 5 << 20} {
-		exchangeAll(t, ts, n)
+	for _, crew := range []int{1, 4} {
+		t.Run(fmt.Sprintf("crew=%d", crew), func(t *testing.T) {
+			engine.SetSealOptions(sealed.Options{Limits: sealed.Limits{Records: 5, Bytes: 1 << 20}, Crew: crew})
+			defer engine.SetSealOptions(sealed.Options{})
+			ts := newMesh(t, 3, sealedOpts())
+			for _, n := range []int{8, 300000, 5 << 20} {
+				exchangeAll(t, ts, n)
+			}
+		})
+	}
+}
+
+// TestSealCrew: a crew only where a rank's share of the cores leaves
+// room for one.
+func TestSealCrew(t *testing.T) {
+	for _, tc := range []struct{ cpus, local, want int }{
+		{2, 2, 1}, {2, 1, 1}, {4, 1, 2}, {16, 2, 4}, {16, 4, 2}, {16, 8, 1}, {16, 16, 1}, {64, 1, 4}, {16, 0, 4},
+	} {
+		if got := engine.SealCrew(tc.cpus, tc.local); got != tc.want {
+			t.Errorf("SealCrew(%d cores, %d local ranks) = %d, want %d", tc.cpus, tc.local, got, tc.want)
+		}
 	}
 }
 

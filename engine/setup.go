@@ -106,6 +106,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	t.topo.crowded.Store(crowded)
 	t.topo.spin.Store(int64(o.Spin))
 	t.topo.defaultSpin = opts.Spin == 0
+	t.topo.sealCrew = sealCrew(availableCPUs(), local)
 	t.topo.sameMachine = make([]atomic.Bool, world)
 	if m, err := shm.MachineID(); err == nil {
 		t.topo.machine = m
@@ -347,7 +348,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem, keys *sealed.
 	}
 	p := t.peer(r)
 	if keys != nil {
-		if medium, err = sealed.New(medium, *keys, sealLimits()); err != nil {
+		if medium, err = sealed.New(medium, *keys, t.sealOptions()); err != nil {
 			return err
 		}
 		p.seal.Store(uint32(keys.Cipher))

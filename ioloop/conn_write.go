@@ -56,8 +56,9 @@ type writer struct {
 }
 
 // Send writes one frame: h's header followed by payload, which the loop
-// does not copy. It returns once every byte is in the kernel (payload may
-// then be reused), or with the connection's *ConnError. Frames from
+// does not copy. It returns once every byte is in the kernel, or taken
+// by a Buffering stream (payload may then be reused), or with the
+// connection's *ConnError. Frames from
 // concurrent Sends are never interleaved; frames queued while another Send
 // writes are coalesced into its writev. h.Length is set to len(payload).
 func (c *Conn) Send(h *frame.Header, payload []byte) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/engine/collective"
+	"github.com/boltmesh/boltmesh/internal/childproc"
 )
 
 // procRanks is the world of TestAllReduceProcesses: rank 0 in the test
@@ -306,5 +307,5 @@ func testRankKilled(t *testing.T, sigstop bool) {
 		t.Error("killed child exited cleanly")
 	}
 	closeAll()
-	goleak.VerifyNone(t)
+	goleak.VerifyNone(t, childproc.Lasting...)
 }

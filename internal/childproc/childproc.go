@@ -38,6 +38,10 @@ type Child struct {
 	Listener net.Listener // inherited as fd 3, or nil if the parent passed none
 }
 
+// Lasting are goleak's options for the goroutines that live as long as
+// the process by design: the sealed links' crew (internal/link/sealed).
+var Lasting = []goleak.Option{goleak.IgnoreAnyFunction("github.com/boltmesh/boltmesh/internal/link/sealed.crewWork")}
+
 // Main is a test package's TestMain: in a child process it runs run with
 // the child's Role, Rank, Addrs and Listener and exits 0, or 1 after
 // printing run's error to stderr; otherwise it runs the tests and checks
@@ -45,7 +49,7 @@ type Child struct {
 func Main(m *testing.M, run func(Child) error) {
 	role := os.Getenv(roleEnv)
 	if role == "" {
-		goleak.VerifyTestMain(m)
+		goleak.VerifyTestMain(m, Lasting...)
 		return
 	}
 	c, err := child(role)

@@ -39,7 +39,9 @@ func connPair(t *testing.T, l *ioloop.Loop, buf int, ha, hb ioloop.Handler) (*io
 // over sealed streams on sockets too small for a record, so that the
 // Conns' writers finish what the streams hold (ioloop.Buffering), with
 // every byte checked.
-func TestConns(t *testing.T) {
+func TestConns(t *testing.T) { withCrews(t, testConns) }
+
+func testConns(t *testing.T) {
 	sizes := []int{0, 1, 31, 32, 4095, 65536, 65537, 1 << 20, 3 << 20}
 	for _, buf := range []int{4096, 1 << 20} {
 		t.Run(fmt.Sprintf("sockbuf=%d", buf), func(t *testing.T) {

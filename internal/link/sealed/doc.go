@@ -19,10 +19,14 @@
 // record's bytes lie in one), writes them, and reports them all taken;
 // what the socket had no room for waits there (ioloop.Buffering) and goes
 // first on the next call. The read path: Read fills a buffer with what
-// the socket has, opens each whole record in place, and hands its
-// plaintext over.
+// the socket has and opens the whole records straight into the caller's
+// buffer where they fit, else in place, handing their plaintext over.
+// Records are independent (a record's nonce is its number), so the
+// records of one large write or read are sealed or opened as a batch by
+// several goroutines where Options.Crew asks for them (crew.go).
 //
-// Lock rule: the write side (w, out) belongs to the Conn's writer and
-// the read side (r, rb) to its reader, as the seal ioloop.Stream states;
-// neither takes a lock.
+// Lock rule: the write side (w, wb, out) belongs to the Conn's writer
+// and the read side (r, rbatch, rb) to its reader, as ioloop.Stream
+// states; neither takes a lock. A batch's jobs belong to the crew from
+// their hand-over until the batch's WaitGroup is done.
 package sealed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -15,6 +16,34 @@ import (
 )
 
 var ciphers = []sealed.Cipher{sealed.AES256GCM, sealed.ChaCha20Poly1305}
+
+// crews are the crew sizes the tests run with: the caller alone, and four
+// goroutines (which this machine may not have, but the batches split all
+// the same).
+var crews = []int{1, 4}
+
+// crew is the Options.Crew of the streams the helpers make, set by
+// withCrews.
+var crew = 1
+
+// opts are the Options of a stream the helpers make.
+func opts(lim sealed.Limits) sealed.Options { return sealed.Options{Limits: lim, Crew: crew} }
+
+// withCrews runs f as a subtest per crew size.
+func withCrews(t *testing.T, f func(t *testing.T)) {
+	for _, n := range crews {
+		t.Run(fmt.Sprintf("crew=%d", n), func(t *testing.T) {
+			crew = n
+			defer func() { crew = 1 }()
+			sealed.HireCrew(n)
+			was := sealed.CrewJobs()
+			f(t)
+			if did := sealed.CrewJobs() - was; n == 1 && did != 0 || n > 1 && did == 0 {
+				t.Errorf("the crew sealed or opened %d records, want %s", did, map[bool]string{true: "none", false: "some"}[n == 1])
+			}
+		})
+	}
+}
 
 // testKey and the HELLOs below make fixed keys, for tests and fuzzing.
 var testKey = []byte("a mesh key of thirty-two bytes!!")
@@ -90,11 +119,11 @@ func pair(t testing.TB, c sealed.Cipher, lim sealed.Limits) (*sealed.Stream, *se
 func seal(t testing.TB, c sealed.Cipher, lim sealed.Limits, ra, rb ioloop.Stream) (*sealed.Stream, *sealed.Stream) {
 	t.Helper()
 	kd, ka := keys(t, c)
-	a, err := sealed.New(ra, kd, lim)
+	a, err := sealed.New(ra, kd, opts(lim))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sealed.New(rb, ka, lim)
+	b, err := sealed.New(rb, ka, opts(lim))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,17 +17,20 @@ const readBuffer = 4 * (MaxRecord + Overhead)
 // Stream is a sealed link over another ioloop.Stream (a socket's): see
 // the package doc for the record format and the lock rule.
 type Stream struct {
-	in  ioloop.Stream
-	lim Limits
+	in   ioloop.Stream
+	lim  Limits
+	crew int // Options.Crew
 
 	// The write side, the Conn's writer's.
 	w    direction
+	wb   batch     // the records of one Writev, to seal
 	out  []byte    // sealed records; out[sent:] not yet written
 	sent int       // bytes of out written
 	wv   [1][]byte // in.Writev's vector
 
 	// The read side, the Conn's reader's.
 	r          direction
+	rbatch     batch  // the records of one Read, to open
 	rb         []byte // records read; rb[rOff:rEnd] not yet opened
 	rOff, rEnd int
 	pOff, pEnd int   // rb[pOff:pEnd]: an opened record's plaintext not yet read
@@ -40,14 +43,13 @@ var (
 	_ ioloop.Buffering = (*Stream)(nil)
 )
 
-// New returns in sealed with k, updating keys at lim (the zero value:
-// DefaultLimits). The Stream owns in from now on, also when New fails.
-// The other end must have been made with the other end's Keys of the
-// same Derive.
-func New(in ioloop.Stream, k Keys, lim Limits) (*Stream, error) {
-	s := &Stream{in: in}
+// New returns in sealed with k, as o says. The Stream owns in from now
+// on, also when New fails. The other end must have been made with the
+// other end's Keys of the same Derive.
+func New(in ioloop.Stream, k Keys, o Options) (*Stream, error) {
+	s := &Stream{in: in, crew: max(o.Crew, 1)}
 	var err error
-	if s.lim, err = lim.check(); err == nil {
+	if s.lim, err = o.Limits.check(); err == nil {
 		err = s.w.init(k.Cipher, k.Send)
 	}
 	if err == nil {
@@ -56,6 +58,9 @@ func New(in ioloop.Stream, k Keys, lim Limits) (*Stream, error) {
 	if err != nil {
 		in.Close()
 		return nil, err
+	}
+	if s.crew > 1 {
+		hireCrew(s.crew)
 	}
 	s.out = make([]byte, 0, writeBudget+(writeBudget/MaxRecord+2)*Overhead)
 	s.rb = make([]byte, readBuffer)
@@ -132,31 +137,36 @@ func (s *Stream) flushOut() error {
 // in its capacity, and returns how many. A record whose bytes lie in one
 // buffer is sealed straight from it; the bytes of one that spans several
 // (small frames, a header and the start of its payload) are gathered
-// into out first and sealed in place.
+// into out first and sealed in place. The records are planned in order
+// and then sealed as a batch, on the crew where it is large.
 func (s *Stream) seal(bufs [][]byte) (int, error) {
 	total, i, off := 0, 0, 0
+	var err error
 	for {
 		for i < len(bufs) && off == len(bufs[i]) {
 			i, off = i+1, 0
 		}
 		room := cap(s.out) - len(s.out) - 2*Overhead // and a key update's
-		if i == len(bufs) || room <= 0 {
-			return total, nil
+		if i == len(bufs) || room <= 0 || !s.wb.room(2) {
+			break
 		}
-		if err := s.updateIfDue(); err != nil {
-			return total, err
+		if err = s.updateIfDue(); err != nil {
+			break
 		}
 		n := min(room, MaxRecord)
 		if avail := len(bufs[i]) - off; avail >= n || i == len(bufs)-1 {
 			n = min(n, avail)
-			s.sealRecord(recordData, bufs[i][off:off+n])
+			s.planRecord(recordData, bufs[i][off:off+n])
 			off += n
 		} else {
 			n = s.gather(bufs, &i, &off, n)
-			s.sealInPlace(n)
+			start := len(s.out)
+			s.planRecord(recordData, s.out[start+HeaderSize:start+HeaderSize+n])
 		}
 		total += n
 	}
+	s.wb.run(s.crew)
+	return total, err
 }
 
 // gather copies up to n bytes of bufs from bufs[*i][*off:] on into the
@@ -174,40 +184,34 @@ func (s *Stream) gather(bufs [][]byte, i, off *int, n int) int {
 	return k
 }
 
-// updateIfDue seals a key-update record and takes the next key once the
+// updateIfDue plans a key-update record and takes the next key once the
 // current one reached its limits.
 func (s *Stream) updateIfDue() error {
 	if s.w.records < s.lim.Records && s.w.bytes < s.lim.Bytes {
 		return nil
 	}
-	s.sealRecord(recordUpdate, nil)
+	s.planRecord(recordUpdate, nil)
 	return s.w.update()
 }
 
-// sealRecord appends a record of type typ sealing plain, which is not
-// in out.
-func (s *Stream) sealRecord(typ uint8, plain []byte) {
+// planRecord appends a record of type typ sealing plain (bytes elsewhere,
+// or exactly the record's body, gathered there) to out, its header
+// written and its sealing planned in s.wb.
+func (s *Stream) planRecord(typ uint8, plain []byte) {
 	start := len(s.out)
+	end := start + HeaderSize + len(plain) + TagSize
 	hdr := s.out[start : start+HeaderSize]
 	putHeader(hdr, len(plain), typ)
-	s.out = s.w.aead.Seal(s.out[:start+HeaderSize], s.w.next(len(plain)), plain, hdr)
-}
-
-// sealInPlace appends the data record whose n bytes of plaintext gather
-// put after len(out).
-func (s *Stream) sealInPlace(n int) {
-	start := len(s.out)
-	hdr := s.out[start : start+HeaderSize]
-	putHeader(hdr, n, recordData)
-	plain := s.out[start+HeaderSize : start+HeaderSize+n]
-	s.out = s.w.aead.Seal(s.out[:start+HeaderSize], s.w.next(n), plain, hdr)
+	s.wb.plan(&s.w, len(plain), s.out[start+HeaderSize:start+HeaderSize], plain, hdr, false)
+	s.out = s.out[:end]
 }
 
 // Read implements ioloop.Stream: it hands over the plaintext of the
-// records read, as much as p holds (a record that fits is opened straight
-// into p), and reads the wrapped stream only when no whole record is
-// left. A record that does not open fails the stream with a *TamperError;
-// the plaintext of those before it is read first.
+// records read, as much as p holds (records that fit are opened straight
+// into p, as a batch, on the crew where it is large), and reads the
+// wrapped stream only when no whole record is left. A record that does
+// not open fails the stream with a *TamperError; the plaintext of those
+// before it is read first.
 func (s *Stream) Read(p []byte, arm bool) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -221,11 +225,11 @@ func (s *Stream) Read(p []byte, arm bool) (int, error) {
 			break
 		}
 		k, ok, err := s.open(p[n:])
+		n += k
 		switch {
 		case err != nil:
 			s.rerr = err
 		case ok:
-			n += k
 		case n > 0:
 			return n, nil
 		default:
@@ -240,41 +244,82 @@ func (s *Stream) Read(p []byte, arm bool) (int, error) {
 	return 0, s.rerr
 }
 
-// open opens the first record of rb[rOff:rEnd], if it is whole: into
-// dst if its plaintext fits there (k bytes), else in place, where
-// rb[pOff:pEnd] says. ok reports a record opened.
+// open opens whole records at the front of rb[rOff:rEnd]: the data
+// records whose plaintexts fit in dst one after another, straight into
+// it, as one batch (k bytes); or, when the first of them does not fit or
+// is a key update, that one alone. ok reports that a record opened; err,
+// the first that did not (k counts those before it).
 func (s *Stream) open(dst []byte) (k int, ok bool, err error) {
-	rec := s.rb[s.rOff:s.rEnd]
-	if len(rec) < HeaderSize {
+	off := s.rOff
+	for s.rbatch.room(1) {
+		rec := s.rb[off:s.rEnd]
+		n, typ, whole, err := s.peek(rec)
+		if err != nil && s.rbatch.n == 0 {
+			return 0, false, err
+		}
+		if err != nil || !whole {
+			break
+		}
+		if typ == recordUpdate || n > len(dst)-k {
+			if s.rbatch.n > 0 {
+				break
+			}
+			return 0, true, s.openAlone(rec[:HeaderSize+n+TagSize], n, typ)
+		}
+		hdr, body := rec[:HeaderSize], rec[HeaderSize:HeaderSize+n+TagSize]
+		s.rbatch.plan(&s.r, n, dst[k:k], body, hdr, true)
+		k += n
+		off += HeaderSize + n + TagSize
+	}
+	if s.rbatch.n == 0 {
 		return 0, false, nil
+	}
+	jobs := s.rbatch.jobs[:s.rbatch.n]
+	s.rbatch.run(s.crew)
+	k = 0
+	for i := range jobs {
+		j := &jobs[i]
+		if j.failed {
+			return k, k > 0, s.tamperedAt(j.rec, "it does not authenticate")
+		}
+		k += len(j.src) - TagSize
+		s.rOff += HeaderSize + len(j.src)
+	}
+	return k, true, nil
+}
+
+// peek reads the header of the record at the front of rec: its
+// plaintext's length and type, and whether it is whole; or why it is
+// refused.
+func (s *Stream) peek(rec []byte) (n int, typ uint8, whole bool, err error) {
+	if len(rec) < HeaderSize {
+		return 0, 0, false, nil
 	}
 	n, typ, good := parseHeader(rec)
 	if !good {
-		return 0, false, s.tampered("a header this version does not write")
-	}
-	if len(rec) < HeaderSize+n+TagSize {
-		return 0, false, nil
+		return 0, 0, false, s.tampered("a header this version does not write")
 	}
 	if s.r.records >= HardRecords || s.r.bytes+uint64(n) > HardBytes {
-		return 0, false, s.tampered("past the key's hard limit without a key update")
+		return 0, 0, false, s.tampered("past the key's hard limit without a key update")
 	}
-	hdr, body := rec[:HeaderSize], rec[HeaderSize:HeaderSize+n+TagSize]
-	into := body[:0] // in place
-	if n <= len(dst) {
-		into = dst[:0]
+	return n, typ, len(rec) >= HeaderSize+n+TagSize, nil
+}
+
+// openAlone opens rec, a whole record of n bytes of plaintext of type typ
+// at rOff, in place: a key update takes the next key; a data record's
+// plaintext is left where rb[pOff:pEnd] says.
+func (s *Stream) openAlone(rec []byte, n int, typ uint8) error {
+	hdr, body := rec[:HeaderSize], rec[HeaderSize:]
+	at := s.r.records
+	if _, err := s.r.aead.Open(body[:0], s.r.next(n), body, hdr); err != nil {
+		return s.tamperedAt(at, "it does not authenticate")
 	}
-	if _, err := s.r.aead.Open(into, s.r.next(n), body, hdr); err != nil {
-		return 0, false, s.tamperedAt(s.r.records-1, "it does not authenticate")
-	}
-	s.rOff += HeaderSize + n + TagSize
+	s.rOff += len(rec)
 	if typ == recordUpdate {
-		return 0, true, s.r.update()
-	}
-	if n <= len(dst) {
-		return n, true, nil
+		return s.r.update()
 	}
 	s.pOff, s.pEnd = s.rOff-n-TagSize, s.rOff-TagSize
-	return 0, true, nil
+	return nil
 }
 
 func (s *Stream) tampered(why string) error { return s.tamperedAt(s.r.records, why) }

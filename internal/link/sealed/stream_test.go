@@ -44,7 +44,9 @@ func joined(vs [][][]byte) []byte {
 
 // TestRoundTrip sends the writes through a sealed pair and reads them
 // back with reads of awkward sizes, in both ciphers.
-func TestRoundTrip(t *testing.T) {
+func TestRoundTrip(t *testing.T) { withCrews(t, testRoundTrip) }
+
+func testRoundTrip(t *testing.T) {
 	for _, c := range ciphers {
 		for _, chunk := range [][]int{{1 << 20}, {1, 7, 33, 4096}, {65536, 100000}} {
 			t.Run(fmt.Sprintf("%v/reads=%v", c, chunk), func(t *testing.T) {
@@ -70,7 +72,9 @@ func TestRoundTrip(t *testing.T) {
 
 // TestBothWays writes in both directions at once, so that each end's
 // writes wait on the other's reads.
-func TestBothWays(t *testing.T) {
+func TestBothWays(t *testing.T) { withCrews(t, testBothWays) }
+
+func testBothWays(t *testing.T) {
 	a, b := pair(t, sealed.AES256GCM, sealed.Limits{})
 	big := looptest.Filled(8 << 20)
 	errs := make(chan error, 2)
@@ -104,7 +108,9 @@ func TestBothWays(t *testing.T) {
 
 // TestKeyUpdate forces key updates at small limits, mid-stream, and
 // checks the data across them.
-func TestKeyUpdate(t *testing.T) {
+func TestKeyUpdate(t *testing.T) { withCrews(t, testKeyUpdate) }
+
+func testKeyUpdate(t *testing.T) {
 	for _, lim := range []sealed.Limits{{Records: 3}, {Bytes: 100000}, {Records: 1}} {
 		t.Run(fmt.Sprintf("%d_records_%d_bytes", lim.Records, lim.Bytes), func(t *testing.T) {
 			a, b := pair(t, sealed.ChaCha20Poly1305, lim)
@@ -138,7 +144,7 @@ func TestKeyUpdate(t *testing.T) {
 func TestLimitsPastHard(t *testing.T) {
 	ra, _ := socketPair(t)
 	kd, _ := keys(t, sealed.AES256GCM)
-	_, err := sealed.New(ra, kd, sealed.Limits{Records: sealed.HardRecords})
+	_, err := sealed.New(ra, kd, sealed.Options{Limits: sealed.Limits{Records: sealed.HardRecords}})
 	if !errors.Is(err, sealed.ErrKeyLimit) {
 		t.Fatalf("New with Records at the hard limit: %v, want ErrKeyLimit", err)
 	}

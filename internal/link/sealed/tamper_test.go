@@ -3,6 +3,7 @@ package sealed_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
@@ -17,7 +18,7 @@ func sealedBytes(t testing.TB, c sealed.Cipher, lim sealed.Limits, plain [][]byt
 	t.Helper()
 	ra, rb := socketPair(t)
 	kd, _ := keys(t, c)
-	a, err := sealed.New(ra, kd, lim)
+	a, err := sealed.New(ra, kd, opts(lim))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func openBytes(t testing.TB, c sealed.Cipher, lim sealed.Limits, wire []byte) ([
 	t.Helper()
 	ra, rb := socketPair(t)
 	_, ka := keys(t, c)
-	b, err := sealed.New(rb, ka, lim)
+	b, err := sealed.New(rb, ka, opts(lim))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,16 +75,19 @@ func feed(t testing.TB, raw ioloop.Stream, wire []byte) {
 // the handshake: flips, drops, replays, reorders and cuts. Every change
 // fails the stream with ErrTampered, and what was read before is exactly
 // the plaintext of the records before the first altered one.
-func TestTampered(t *testing.T) {
+func TestTampered(t *testing.T) { withCrews(t, testTampered) }
+
+func testTampered(t *testing.T) {
 	var plain [][]byte
-	for i, n := range []int{40, 8, 100000, 1, 65536, 40} {
+	for i, n := range []int{40, 8, 300000, 1, 65536, 40} {
 		plain = append(plain, looptest.Patterned(uint64(i), n))
 	}
-	lim := sealed.Limits{Records: 4} // a key update among them
+	lim := sealed.Limits{Records: 8} // a key update among them
 	wire := sealedBytes(t, sealed.AES256GCM, lim, plain)
 	recs := records(wire)
-	if len(recs) < 8 {
-		t.Fatalf("%d records, want 8 or more", len(recs))
+	u := slices.IndexFunc(recs, func(r record) bool { return r[4] == 1 }) // the key update
+	if len(recs) < 10 || u < 0 {
+		t.Fatalf("%d records, the key update at %d: want 10 or more, one an update", len(recs), u)
 	}
 	// clean returns the plaintext of recs[:k].
 	clean := func(k int) []byte {
@@ -127,7 +131,8 @@ func TestTampered(t *testing.T) {
 		{"flip tag", flip(3, len(recs[3])-1), 3},
 		{"flip last", flip(last, len(recs[last])-1), last},
 		{"drop", join(recs[:2], recs[3:]), 2},
-		{"drop key update", join(recs[:4], recs[5:]), 4},
+		{"drop key update", join(recs[:u], recs[u+1:]), u},
+		{"flip key update", flip(u, sealed.HeaderSize), u},
 		{"replay", join(recs[:3], recs[2:]), 3},
 		{"replay first", join(recs[:1], recs), 1},
 		{"reorder", join(recs[:1], recs[2:3], recs[1:2], recs[3:]), 1},
@@ -172,7 +177,7 @@ func TestWrongKey(t *testing.T) {
 	}
 	_, a := d, d
 	a.Send, a.Recv = d.Recv, d.Send
-	b, err := sealed.New(rb, a, sealed.Limits{})
+	b, err := sealed.New(rb, a, sealed.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
