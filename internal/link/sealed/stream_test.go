@@ -216,3 +216,43 @@ func TestPreferred(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocsCrew proves 1 MiB messages sealed and opened by a crew of 4
+// allocate nothing.
+func TestAllocsCrew(t *testing.T) {
+	crew = 4
+	defer func() { crew = 1 }()
+	sealed.HireCrew(4)
+	a, b := pair(t, sealed.AES256GCM, sealed.Limits{})
+	msg := looptest.Patterned(1, 1<<20)
+	got := make([]byte, 1<<20)
+	vec := make([][]byte, 1)
+	either := []unix.PollFd{{Fd: int32(a.Fd()), Events: unix.POLLOUT}, {Fd: int32(b.Fd()), Events: unix.POLLIN}}
+	was := sealed.CrewJobs()
+	allocs := testing.AllocsPerRun(20, func() {
+		vec[0] = msg
+		n := 0
+		for len(vec[0]) > 0 || a.Buffered() || n < len(got) {
+			if len(vec[0]) > 0 {
+				k, err := a.Writev(vec)
+				if err != nil && err != unix.EAGAIN {
+					t.Fatal(err)
+				}
+				vec[0] = vec[0][max(k, 0):]
+			} else if err := a.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			k, err := b.Read(got[n:], true)
+			if err != nil && err != unix.EAGAIN {
+				t.Fatal(err)
+			}
+			n += max(k, 0)
+			if k <= 0 {
+				unix.Poll(either, 100) // room to write or bytes to read
+			}
+		}
+	})
+	if allocs != 0 || !bytes.Equal(got, msg) || sealed.CrewJobs() == was {
+		t.Fatalf("%v allocs per MiB, bytes equal %v, crew jobs %d: want 0, true, some", allocs, bytes.Equal(got, msg), sealed.CrewJobs()-was)
+	}
+}
