@@ -65,6 +65,15 @@
 // who reaches a rank can join as a rank. See frame/spec.md for the wire
 // format.
 //
+// # Sealed links
+//
+// With a key, links that leave the host are sealed (Options.Seal): after
+// the handshake every byte of the connection goes in AEAD records
+// (internal/link/sealed, a Stream under the Conn, which nothing above
+// it knows of), with keys derived from the mesh key and both HELLOs. A
+// record that does not open loses that peer with ErrTampered; who is
+// sealed, and with which cipher, is in Topology().
+//
 // # Layers
 //
 // Beneath the API, one matcher per peer (posted receives, queued
