@@ -125,10 +125,10 @@ func (w *world) result(c caseID, st Stats) Result {
 	res := Result{
 		Suite: c.suite.Name, Op: c.op.Name, Impl: c.impl, Ranks: n, Bytes: int64(c.size), Iters: st.N,
 		P50: Micros(st.P50), P90: Micros(st.P90), P99: Micros(st.P99), Max: Micros(st.Max), Mean: Micros(st.Mean),
-		Transport: w.transport,
+		Transport: w.transport, SingleCopy: w.singleCopy, Sealed: w.sealed,
 	}
 	if c.impl == ImplStdnet {
-		res.Transport = "tcp"
+		res.Transport, res.SingleCopy, res.Sealed = "tcp", "", ""
 	}
 	res.AlgBW = GBps(res.Bytes, res.Mean)
 	res.BusBW = res.AlgBW

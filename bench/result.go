@@ -52,7 +52,8 @@ func systemCongestion() string {
 // Result is one benchmark case: one op of one suite, on one implementation,
 // at one message size. Times are rank 0's, in microseconds; bandwidths are
 // in GB/s (1e9 bytes per second). Transport is what carried the case:
-// Config.Transport for boltmesh, "tcp" for stdnet.
+// Config.Transport for boltmesh, "tcp" for stdnet; SingleCopy and Sealed
+// are Config's, for boltmesh.
 type Result struct {
 	Suite string  `json:"suite"`
 	Op    string  `json:"op"`
@@ -72,6 +73,11 @@ type Result struct {
 	// over the mean time.
 	MsgRate   float64 `json:"msg_rate,omitempty"`
 	Transport string  `json:"transport,omitempty"`
+	// SingleCopy is how large messages moved between neighbours
+	// (Config.SingleCopy); Sealed, which network links were sealed
+	// (Config.Sealed).
+	SingleCopy string `json:"single_copy,omitempty"`
+	Sealed     string `json:"sealed,omitempty"`
 	// Error is set when a rank's data check failed in this case.
 	Error string `json:"error,omitempty"`
 }

@@ -93,7 +93,7 @@ func (r *Runner) progress(done, total int, what string) {
 // newWorld builds the endpoints cfg needs: boltmesh, and the stdnet mesh
 // unless the baseline is none.
 func (r *Runner) newWorld(cfg Config) (*world, error) {
-	w := &world{ctl: control{r.T}, transport: cfg.Transport, eps: map[string]Endpoint{}}
+	w := &world{ctl: control{r.T}, transport: cfg.Transport, singleCopy: cfg.SingleCopy, sealed: cfg.Sealed, eps: map[string]Endpoint{}}
 	bolt, err := newBoltEndpoint(r.T, cfg.Algorithm)
 	if err != nil {
 		return nil, err
@@ -118,12 +118,14 @@ func (r *Runner) newWorld(cfg Config) (*world, error) {
 
 // world is one rank's view of a run: the endpoints and the control channel.
 type world struct {
-	ctl       control
-	transport string
-	eps       map[string]Endpoint
-	bolt      *boltEndpoint
-	std       *stdnet.Mesh
-	stdRPC    *stdRPC
+	ctl        control
+	transport  string // Config.Transport
+	singleCopy string // Config.SingleCopy
+	sealed     string // Config.Sealed
+	eps        map[string]Endpoint
+	bolt       *boltEndpoint
+	std        *stdnet.Mesh
+	stdRPC     *stdRPC
 }
 
 // end releases, on every rank at once, what cases started for the whole

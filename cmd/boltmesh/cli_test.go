@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 )
 
 func TestHelp(t *testing.T) {
@@ -90,6 +92,38 @@ func TestStripedTCPCLI(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestSealedCLI runs a local 2-rank bench with --seal always over TCP,
+// striped: its ranks (separate processes) seal their links, the suite
+// verifies every byte, and the header and the JSON say which cipher; a
+// bad --seal is refused before anything starts.
+func TestSealedCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 2 ranks; skipped with -short")
+	}
+	js := filepath.Join(t.TempDir(), "out.json")
+	stdout, stderr, err := cli(t, "bench", "--ranks", "2", "--suite", "p2p", "--sizes", "8,2M", "--iters", "3", "--baseline", "none", "--progress=false",
+		"--transport", "tcp", "--streams", "2", "--seal", "always", "--json", js)
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, stderr)
+	}
+	cipher := "transport: tcp; sealed (" + sealed.Preferred().String() + ")\n"
+	if !strings.Contains(stdout, cipher) {
+		t.Errorf("output lacks %q:\n%s", cipher, stdout)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"sealed": "sealed (` + sealed.Preferred().String() + `)"`; !strings.Contains(string(b), want) {
+		t.Errorf("the JSON lacks %s:\n%s", want, b)
+	}
+	_, stderr, err = cli(t, "bench", "--ranks", "2", "--seal", "sometimes")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "--seal") {
+		t.Errorf("--seal sometimes: %v, stderr %q; want exit status 2 naming --seal", err, stderr)
 	}
 }
 
