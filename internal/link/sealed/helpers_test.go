@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,7 +191,7 @@ func flush(t testing.TB, s ioloop.Stream) {
 // it ends: what it read, and the error that ended it.
 func readAll(t testing.TB, s ioloop.Stream, chunk []int) ([]byte, error) {
 	var got []byte
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, slices.Max(chunk))
 	for i := 0; ; i++ {
 		n, err := s.Read(buf[:chunk[i%len(chunk)]], true)
 		n = max(n, 0) // a socket's read(2) says -1
