@@ -531,6 +531,9 @@ func TestHelloRejects(t *testing.T) {
 	}{
 		{"nil", nil, frame.ErrShort, "payload", 0, frame.HelloSize},
 		{"103 bytes", good[:103], frame.ErrShort, "payload", 103, frame.HelloSize},
+		{"111 bytes", good[:111], frame.ErrShort, "payload", 111, frame.HelloSize},
+		{"reserved first", mod(func(b []byte) { b[106] = 0x30 }), frame.ErrReserved, "reserved", 0x30, 0},
+		{"reserved last", mod(func(b []byte) { b[111] = 1 }), frame.ErrReserved, "reserved", 1 << 40, 0},
 		{"bad magic", mod(func(b []byte) { copy(b, "BOLTMESX") }), frame.ErrBadMagic, "magic", 0x5853454d544c4f42, 0},
 		{"zero magic", mod(func(b []byte) { copy(b, make([]byte, 8)) }), frame.ErrBadMagic, "magic", 0, 0},
 	}
@@ -553,7 +556,7 @@ func TestHelloRejects(t *testing.T) {
 		})
 	}
 	// The fields are not judged: version, topology, world, rank, streams, mesh id.
-	for _, off := range []int{8, 9, 10, 11, 12, 20, 21, 22, 23, 15, 16, 19, 24, 39, 40, 71, 72, 103} {
+	for _, off := range []int{8, 9, 10, 11, 12, 20, 21, 22, 23, 15, 16, 19, 24, 39, 40, 71, 72, 103, 104, 105} {
 		b := mod(func(b []byte) { b[off] ^= 0xff })
 		if _, err := frame.DecodeHello(b); err != nil {
 			t.Errorf("flipping byte %d: %v", off, err)

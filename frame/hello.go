@@ -103,14 +103,18 @@ func (m *Hello) Encode(dst *[HelloSize]byte) {
 	clear(dst[106:112])
 }
 
-// DecodeHello parses a HELLO payload. It checks the magic; the version,
-// topology, world, rank and streams are the caller's to judge.
+// DecodeHello parses a HELLO payload. It checks the magic and that the
+// reserved bytes are zero; the version, topology, world, rank and streams
+// are the caller's to judge.
 func DecodeHello(src []byte) (Hello, error) {
 	if len(src) < HelloSize {
 		return Hello{}, &DecodeError{Kind: KindHello, Field: "payload", Value: uint64(len(src)), Limit: HelloSize, Err: ErrShort}
 	}
 	if m := binary.LittleEndian.Uint64(src); m != Magic {
 		return Hello{}, &DecodeError{Kind: KindHello, Field: "magic", Value: m, Err: ErrBadMagic}
+	}
+	if r := src[106:HelloSize]; string(r) != "\x00\x00\x00\x00\x00\x00" {
+		return Hello{}, &DecodeError{Kind: KindHello, Field: "reserved", Value: uint64(r[0]) | uint64(r[1])<<8 | uint64(r[2])<<16 | uint64(r[3])<<24 | uint64(r[4])<<32 | uint64(r[5])<<40, Err: ErrReserved}
 	}
 	var m Hello
 	m.Version = binary.LittleEndian.Uint16(src[8:])
