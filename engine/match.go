@@ -17,14 +17,20 @@ import (
 // Lock rule: the peer's mu guards every field but charged (an atomic):
 // matcher methods are called with it held.
 type matcher struct {
-	tags     map[uint32]*tagQueue
-	held     atomic.Int32 // len(tags), for a look without the peer's lock (dropUnwanted)
-	freeQ    []*tagQueue  // emptied queues, for reuse
-	claimed  *recvReq     // receive whose buffer an eager payload is being read into
-	freed    bool         // claimed's credit was used and released at once (sendPayload)
-	posted   int          // receives posted in the tags' recvs queues
-	deferred bool         // a payload on data stream 0 waits in the socket for a receive
-	charged  atomic.Bool  // the deferred SEND's credit is used (data stream 0's reader's)
+	tags  map[uint32]*tagQueue
+	held  atomic.Int32 // the queues of tags in use, for a look without the peer's lock (dropUnwanted)
+	freeQ []*tagQueue  // emptied queues, for reuse
+	// parked is the last tag's queue emptied, left in tags (under
+	// parkedTag) so that a tag used message after message (a ping-pong,
+	// a loop of allreduces) costs no map insert and delete per message;
+	// it is not in use, and held does not count it. nil: none.
+	parked    *tagQueue
+	parkedTag uint32
+	claimed   *recvReq    // receive whose buffer an eager payload is being read into
+	freed     bool        // claimed's credit was used and released at once (sendPayload)
+	posted    int         // receives posted in the tags' recvs queues
+	deferred  bool        // a payload on data stream 0 waits in the socket for a receive
+	charged   atomic.Bool // the deferred SEND's credit is used (data stream 0's reader's)
 }
 
 // match matches receive r from p with what has arrived, and reports
@@ -117,15 +123,20 @@ func (m queuedMsg) cost() uint64 {
 	return frame.Cost(0)
 }
 
+// queue returns tag's queue, in use from now until tidy finds it empty.
 func (m *matcher) queue(tag uint32) *tagQueue {
 	q := m.tags[tag]
-	if q == nil {
+	switch {
+	case q == nil:
 		if n := len(m.freeQ); n > 0 {
 			q, m.freeQ = m.freeQ[n-1], m.freeQ[:n-1]
 		} else {
 			q = &tagQueue{}
 		}
 		m.tags[tag] = q
+		m.held.Add(1)
+	case q == m.parked:
+		m.parked = nil
 		m.held.Add(1)
 	}
 	return q
@@ -158,19 +169,29 @@ func (m *matcher) removeRecv(q *tagQueue, r *recvReq) bool {
 	return true
 }
 
-// tidy drops tag's queue once it holds nothing and keeps it for reuse, so
-// that tags used once (collectives take fresh tags per call) neither pile
-// up nor cost an allocation each; a queue kept for reuse keeps at most a
-// little storage.
+// tidy takes tag's queue out of use once it holds nothing: it parks it,
+// and drops the queue parked before, keeping it for reuse, so that tags
+// used once (collectives take fresh tags per call) neither pile up nor
+// cost an allocation each; a queue kept for reuse keeps at most a little
+// storage.
 func (m *matcher) tidy(tag uint32, q *tagQueue) {
-	if q.msgs.len() == 0 && q.recvs.len() == 0 {
-		delete(m.tags, tag)
-		m.held.Add(-1)
-		if len(m.freeQ) < 64 {
-			q.msgs.trim(64)
-			q.recvs.trim(64)
-			m.freeQ = append(m.freeQ, q)
-		}
+	if q.msgs.len() != 0 || q.recvs.len() != 0 || q == m.parked {
+		return
+	}
+	m.held.Add(-1)
+	if m.parked != nil {
+		delete(m.tags, m.parkedTag)
+		m.recycle(m.parked)
+	}
+	m.parked, m.parkedTag = q, tag
+}
+
+// recycle keeps q, emptied and out of tags, for reuse.
+func (m *matcher) recycle(q *tagQueue) {
+	if len(m.freeQ) < 64 {
+		q.msgs.trim(64)
+		q.recvs.trim(64)
+		m.freeQ = append(m.freeQ, q)
 	}
 }
 
@@ -356,7 +377,7 @@ func (m *matcher) offer(q *tagQueue, n int) *recvReq {
 }
 
 // empty reports whether no tag has anything queued or posted.
-func (m *matcher) empty() bool { return len(m.tags) == 0 }
+func (m *matcher) empty() bool { return m.held.Load() == 0 }
 
 // hold queues msg on q, for a later receive.
 func (m *matcher) hold(q *tagQueue, msg queuedMsg) { q.msgs.push(msg) }

@@ -67,3 +67,46 @@ func TestClaimedReceiveLostMidRead(t *testing.T) {
 		}
 	}
 }
+
+// TestMatcherParks: a tag's queue emptied stays in the map, parked (not
+// in use: held does not count it, empty is true), so that the tag's next
+// message costs no insert; a second tag's queue emptied takes its place,
+// and the first goes back to the free list.
+func TestMatcherParks(t *testing.T) {
+	var m matcher
+	m.init()
+	use := func(tag uint32) {
+		q := m.queue(tag)
+		if m.held.Load() != 1 || m.empty() {
+			t.Fatalf("tag %d in use: held %d, empty %v", tag, m.held.Load(), m.empty())
+		}
+		q.msgs.push(queuedMsg{n: 1})
+		q.msgs.pop()
+		m.tidy(tag, q)
+	}
+	for range 3 {
+		use(7)
+		if len(m.tags) != 1 || m.parked != m.tags[7] || m.held.Load() != 0 || !m.empty() {
+			t.Fatalf("after tag 7: %d tags, parked %v, held %d", len(m.tags), m.parked != nil, m.held.Load())
+		}
+	}
+	free := len(m.freeQ)
+	use(9)
+	if _, ok := m.tags[7]; ok || len(m.tags) != 1 || m.parked != m.tags[9] || len(m.freeQ) != free+1 {
+		t.Fatalf("after tag 9: tags %v, free %d (was %d)", m.tags, len(m.freeQ), free)
+	}
+	// A parked queue taken into use counts again, and tidying it twice
+	// counts once.
+	q := m.queue(9)
+	q.recvs.push(&recvReq{})
+	m.tidy(9, q)
+	if m.held.Load() != 1 || m.parked != nil {
+		t.Fatalf("a queue in use with a receive: held %d, parked %v", m.held.Load(), m.parked != nil)
+	}
+	q.recvs.pop()
+	m.tidy(9, q)
+	m.tidy(9, q)
+	if m.held.Load() != 0 || m.parked != q {
+		t.Fatalf("emptied again: held %d, parked %v", m.held.Load(), m.parked == q)
+	}
+}
