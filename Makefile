@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench cores-bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
+.PHONY: all build test vet race allocs matrix deadline cross bench cores-bench seal-bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
 
 all: build
 
@@ -63,6 +63,19 @@ cross:
 cores-bench:
 	@d=$$(mktemp -d) && CGO_ENABLED=0 $(GO) build -o $$d/boltmesh ./cmd/boltmesh && \
 		$$d/boltmesh cores --json cores.json --plot cores-plots $(CORESFLAGS); s=$$?; rm -rf $$d; exit $$s
+
+# seal-bench: sealed links beside unsealed, one sitting
+# (bench/netns/seal-sitting.sh): 2 local ranks over loopback TCP with 1
+# and 4 data streams, --seal never and always interleaved, p2p and
+# allreduce at 8 B, 1 MiB and 16 MiB (SEALFLAGS='--bin PATH --rounds 3'
+# for a machine without Go); then boltmesh through a TLS tunnel beside
+# sealed boltmesh (bench/netns/tunnel-bench.sh; skipped without stunnel4
+# unless root can install it). The 10 Gbit/s link:
+# NETNSFLAGS='--rate 10gbit --seal always' make netns-bench.
+SEALFLAGS ?=
+seal-bench:
+	bash bench/netns/seal-sitting.sh $(SEALFLAGS)
+	bash bench/netns/tunnel-bench.sh
 
 # bench: `boltmesh bench`, boltmesh against the stdnet baseline (plain
 # net.Conn) with 2 ranks as processes on loopback: ping-pong latency,
