@@ -15,10 +15,6 @@ import (
 // key and both HELLOs (sealKeys); adopt wraps its Stream in a
 // sealed.Stream, and nothing above the Stream seam learns of it.
 
-// sealCipher is the cipher a sealed link's end records for Topology:
-// 0 for none. Lock rule: atomic.
-type sealCipher = atomic.Uint32
-
 // unsealedWarning is logged once by a transport with a link that leaves
 // its host unsealed.
 const unsealedWarning = "boltmesh: links to other hosts are not sealed: anyone on the path can read and alter their frames. " +

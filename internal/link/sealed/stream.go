@@ -67,9 +67,6 @@ func New(in ioloop.Stream, k Keys, o Options) (*Stream, error) {
 	return s, nil
 }
 
-// Cipher returns the AEAD the stream seals with.
-func (s *Stream) Cipher() Cipher { return s.w.cipher }
-
 // Attach implements ioloop.Attacher, for a wrapped stream that is one.
 func (s *Stream) Attach(c *ioloop.Conn) {
 	if a, ok := s.in.(ioloop.Attacher); ok {
@@ -253,12 +250,12 @@ func (s *Stream) open(dst []byte) (k int, ok bool, err error) {
 	off := s.rOff
 	for s.rbatch.room(1) {
 		rec := s.rb[off:s.rEnd]
-		n, typ, whole, err := s.peek(rec)
-		if err != nil && s.rbatch.n == 0 {
-			return 0, false, err
+		n, typ, whole, bad := s.peek(rec)
+		if bad != nil && s.rbatch.n == 0 {
+			return 0, false, bad
 		}
-		if err != nil || !whole {
-			break
+		if bad != nil || !whole {
+			break // the batch first; the next call reports bad
 		}
 		if typ == recordUpdate || n > len(dst)-k {
 			if s.rbatch.n > 0 {
@@ -276,7 +273,7 @@ func (s *Stream) open(dst []byte) (k int, ok bool, err error) {
 	}
 	jobs := s.rbatch.jobs[:s.rbatch.n]
 	s.rbatch.run(s.crew)
-	k = 0
+	k = 0 // counted again: only the records before a failed one count
 	for i := range jobs {
 		j := &jobs[i]
 		if j.failed {
