@@ -260,13 +260,16 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 // spinPolls is spinUntil's loop, with the lanes' polling on.
 func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 	budget := p.spin.budget(t.spinBudget())
-	// The clock is read every 8 polls only, the first time after 8: a
-	// poll of a pipe costs less than reading it. quiet and yielded are the
-	// time since start at which bytes last moved and at which it last
-	// yielded.
+	// The clock is read every step polls only, the first time after step:
+	// 8 polls of sockets (each a system call), 32 of pipes, whose poll
+	// costs less than a clock reading, so that a wait that ends within
+	// about a microsecond reads no clock at all (see clockStep). quiet
+	// and yielded are the time since start at which bytes last moved and
+	// at which it last yielded.
 	seen, moved := p.link.bytesRead(on), false
 	cheap := p.link.cheapPolls(on)
-	var start time.Time
+	step := clockStep(cheap, t.topo.crowded.Load())
+	var start time.Duration
 	var quiet, yielded time.Duration
 	for i := 1; ; i++ {
 		p.link.poll(on)
@@ -276,13 +279,13 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 		if now := p.link.bytesRead(on); now != seen {
 			seen, moved = now, true
 		}
-		if i%8 != 0 {
+		if i%step != 0 {
 			continue
 		}
-		if i == 8 {
-			start = time.Now()
+		if i == step {
+			start = monotime()
 		}
-		el := time.Since(start)
+		el := monotime() - start
 		if moved {
 			quiet, moved = el, false
 		} else if el-quiet > budget {
@@ -298,9 +301,29 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 	}
 }
 
+// clockStep returns how many polls a spin makes between clock readings:
+// 32 on pipes (cheapPolls) on a machine with a core per rank, else 8. A
+// poll of a pipe that finds nothing costs little more than a cache-line
+// load, a reading of the clock several times that (bench/RESULTS.md,
+// "the spin's clock"); a spin on sockets, or one that gives up its core
+// between polls (crowded), reads the clock every 8.
+func clockStep(cheap, crowded bool) int {
+	if cheap && !crowded {
+		return 32
+	}
+	return 8
+}
+
+// monotime reads the monotonic clock only (time.Now reads the wall
+// clock too).
+func monotime() time.Duration { return time.Since(clockEpoch) }
+
+// clockEpoch is monotime's zero.
+var clockEpoch = time.Now()
+
 // yieldDue reports whether a spin whose polls are cheap (or system
 // calls), el into its timing and last yielding at yielded, yields at this
-// 8th poll (see spinYield).
+// clock reading (see spinYield).
 func yieldDue(cheap bool, el, yielded time.Duration) bool {
 	return !cheap || el-yielded >= spinYield
 }
