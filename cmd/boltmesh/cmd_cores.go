@@ -144,11 +144,12 @@ func cmdCores(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cores", coresHeader, stdout)
 	var f coresFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErr("cores takes no arguments, got %q", fs.Args())
+	if len(pos) > 0 {
+		return usageErr("cores takes no arguments, got %q", pos)
 	}
 	if err := f.resolve(runtime.NumCPU()); err != nil {
 		return err
