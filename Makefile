@@ -59,7 +59,9 @@ cross:
 # imports torch); nothing is installed. N = 2, 4, 8, 16 local ranks up to
 # the usable cores, over shared memory and TCP, interleaved rounds, p50
 # and p99; cores.json and cores-plots/ (CORESFLAGS to change, e.g.
-# --rounds 3, or --single-copy 256K to add boltmesh's single copy).
+# --rounds 3, --single-copy 256K to add boltmesh's single copy, or
+# --algorithms doubling,halving,ring to add the allreduce with each
+# algorithm fixed and see which is fastest where).
 cores-bench:
 	@d=$$(mktemp -d) && CGO_ENABLED=0 $(GO) build -o $$d/boltmesh ./cmd/boltmesh && \
 		$$d/boltmesh cores --json cores.json --plot cores-plots $(CORESFLAGS); s=$$?; rm -rf $$d; exit $$s

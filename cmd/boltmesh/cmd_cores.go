@@ -26,7 +26,9 @@ when both are on the PATH, and the ping-pong between ranks 0 and 1
 (--pingpong) beside bench/anchors/mpi_pingpong.c; Gloo runs bench/netns/gloo_allreduce.py
 (--gloo) over TCP where python3 imports torch. Nothing is installed,
 and what is missing is skipped with a message. --single-copy adds
-boltmesh with its single copy between neighbours (boltmesh-cma). It
+boltmesh with its single copy between neighbours (boltmesh-cma);
+--algorithms adds boltmesh's allreduce with each algorithm named fixed
+(boltmesh-ring, ...), and a column naming the fastest boltmesh. It
 prints p50 and p99 per implementation, world size and message size, and
 boltmesh's ratio to OpenMPI's p50; --json
 writes every round's figures, --plot charts p50 and p99 against the
@@ -36,6 +38,7 @@ size, one line per implementation.
 Examples:
   boltmesh cores
   boltmesh cores --ns 2,4,8,16 --rounds 3 --json cores.json --plot cores
+  boltmesh cores --ns 4,8,16 --sizes 64K,256K,1M,4M,16M --algorithms doubling,halving,ring
 `
 
 // coresFlags are cores' flags.
@@ -47,12 +50,14 @@ type coresFlags struct {
 	pingpong         string
 	ppAnchor         string
 	singleCopy       string
+	algorithms       string
 	json, plot       string
 
 	worlds  []int // ns, parsed and capped at the usable cores
 	bytes   []int
 	ppBytes []int // pingpong, parsed; none: no ping-pong
 	mediaL  []string
+	algos   []string // algorithms, parsed
 }
 
 func (f *coresFlags) register(fs interface {
@@ -70,6 +75,7 @@ func (f *coresFlags) register(fs interface {
 	fs.StringVar(&f.ppAnchor, "pingpong-anchor", "bench/anchors/mpi_pingpong.c", "OpenMPI's ping-pong anchor, C `source`")
 	fs.StringVar(&f.gloo, "gloo", "bench/netns/gloo_allreduce.py", "Gloo's allreduce anchor, Python `script` (run where python3 imports torch)")
 	fs.StringVar(&f.singleCopy, "single-copy", "", "also measure boltmesh over shared memory with --single-copy-min `size` (as boltmesh-cma)")
+	fs.StringVar(&f.algorithms, "algorithms", "", "also measure boltmesh's allreduce with each of these algorithms fixed, comma-separated\n(doubling, halving, ring; as boltmesh-ALGORITHM)")
 	fs.StringVar(&f.json, "json", "", "write the boltmesh-cores/v1 report to `file`")
 	fs.StringVar(&f.plot, "plot", "", "write SVG charts to `dir`")
 }
@@ -132,6 +138,17 @@ func (f *coresFlags) resolve(cores int) error {
 	if f.singleCopy != "" {
 		if n, err := bench.ParseSize(f.singleCopy); err != nil || n <= 0 {
 			return flagErr("single-copy", f.singleCopy, "want a positive size such as 256K")
+		}
+	}
+	if f.algorithms != "" {
+		for _, a := range strings.Split(f.algorithms, ",") {
+			a = strings.TrimSpace(a)
+			if !slices.Contains(sweepAlgorithms, a) {
+				return flagErr("algorithms", f.algorithms, "want some of %s", strings.Join(sweepAlgorithms, ", "))
+			}
+			if !slices.Contains(f.algos, a) {
+				f.algos = append(f.algos, a)
+			}
 		}
 	}
 	if err := checkOutDir("plot", f.plot); err != nil {

@@ -80,8 +80,10 @@ func p99(x sample) float64 { return x.P99 }
 
 // writeTable prints, per medium, a row per world and message size: the
 // median p50 and p99 over the rounds of each implementation measured
-// there (boltmesh and OpenMPI always, boltmesh-cma and Gloo where they
-// ran), and boltmesh's p50 over OpenMPI's (and boltmesh-cma's).
+// there (boltmesh and OpenMPI always, boltmesh-cma, boltmesh with an
+// algorithm fixed and Gloo where they ran), boltmesh's p50 over
+// OpenMPI's (and boltmesh-cma's), and, with algorithms fixed, which
+// boltmesh was fastest.
 func (r *coresReport) writeTable(w io.Writer) {
 	for _, op := range []string{opAllreduce, opPingpong} {
 		for _, medium := range r.media(op) {
@@ -103,6 +105,10 @@ func (r *coresReport) writeSection(w io.Writer, op, medium string) {
 	if slices.Contains(cols, implCopy) {
 		fmt.Fprint(tw, "cma ratio\t")
 	}
+	fixed := slices.ContainsFunc(cols, isAlgorithmImpl)
+	if fixed {
+		fmt.Fprint(tw, "fastest\t")
+	}
 	fmt.Fprintln(tw)
 	for _, c := range r.Cases {
 		if c.Op != op || c.Medium != medium {
@@ -115,6 +121,9 @@ func (r *coresReport) writeSection(w io.Writer, op, medium string) {
 		fmt.Fprint(tw, p50Ratio(c.Impls[implBoltmesh], c.Impls[implOpenMPI]), "\t")
 		if slices.Contains(cols, implCopy) {
 			fmt.Fprint(tw, p50Ratio(c.Impls[implCopy], c.Impls[implOpenMPI]), "\t")
+		}
+		if fixed {
+			fmt.Fprint(tw, fastest(c.Impls), "\t")
 		}
 		fmt.Fprintln(tw)
 	}
@@ -138,6 +147,31 @@ func (r *coresReport) impls(op, medium string) []string {
 		}
 	}
 	return out
+}
+
+// isAlgorithmImpl reports whether impl is boltmesh with its allreduce
+// algorithm fixed (cores --algorithms).
+func isAlgorithmImpl(impl string) bool {
+	return slices.ContainsFunc(sweepAlgorithms, func(a string) bool { return impl == implAlgorithm(a) })
+}
+
+// fastest names, of boltmesh left to choose ("auto") and boltmesh with
+// each algorithm fixed, the one with the lowest median p50 in impls, or
+// "-" if none ran.
+func fastest(impls map[string][]sample) string {
+	best, name := 0.0, "-"
+	for _, algo := range append([]string{"auto"}, sweepAlgorithms...) {
+		impl := implBoltmesh
+		if algo != "auto" {
+			impl = implAlgorithm(algo)
+		}
+		if xs := impls[impl]; len(xs) > 0 {
+			if v := median(xs, p50); name == "-" || v < best {
+				best, name = v, algo
+			}
+		}
+	}
+	return name
 }
 
 // p50Ratio is a's median p50 over b's, or "-" where either has none.

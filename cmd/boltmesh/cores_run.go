@@ -23,8 +23,15 @@ const (
 	implGloo     = "gloo"
 )
 
+// sweepAlgorithms are the allreduce algorithms cores --algorithms may
+// fix (bench --algorithm), each measured as implAlgorithm's name.
+var sweepAlgorithms = []string{"doubling", "halving", "ring"}
+
+// implAlgorithm names boltmesh with its allreduce algorithm fixed.
+func implAlgorithm(algo string) string { return implBoltmesh + "-" + algo }
+
 // impls are the implementations in the order reports list them.
-var impls = []string{implBoltmesh, implCopy, implOpenMPI, implGloo}
+var impls = []string{implBoltmesh, implCopy, implAlgorithm("doubling"), implAlgorithm("halving"), implAlgorithm("ring"), implOpenMPI, implGloo}
 
 // sample is one implementation's figures for one case in one round.
 type sample struct {
@@ -159,14 +166,23 @@ func (s *sitting) run() error {
 }
 
 // runCase runs op at n ranks over medium for every size of sizes:
-// boltmesh, boltmesh-cma over shared memory with --single-copy, and
-// OpenMPI's anchor mpiBin if it was built.
+// boltmesh, boltmesh-cma over shared memory with --single-copy, the
+// allreduce with each algorithm of --algorithms fixed, and OpenMPI's
+// anchor mpiBin if it was built.
 func (s *sitting) runCase(op, medium string, n int, sizes []int, mpiBin string) error {
-	if err := s.runBoltmesh(op, medium, n, sizes, ""); err != nil {
+	if err := s.runBoltmesh(op, medium, n, sizes, "", ""); err != nil {
 		return err
 	}
 	if medium == "shm" && s.f.singleCopy != "" {
-		if err := s.runBoltmesh(op, medium, n, sizes, s.f.singleCopy); err != nil {
+		if err := s.runBoltmesh(op, medium, n, sizes, s.f.singleCopy, ""); err != nil {
+			return err
+		}
+	}
+	for _, algo := range s.f.algos {
+		if op != opAllreduce {
+			break
+		}
+		if err := s.runBoltmesh(op, medium, n, sizes, "", algo); err != nil {
 			return err
 		}
 	}
@@ -180,8 +196,9 @@ func (s *sitting) runCase(op, medium string, n int, sizes []int, mpiBin string) 
 
 // runBoltmesh runs op with "boltmesh bench" (suite allreduce, or p2p for
 // the ping-pong) at n local ranks; with copyMin, with --single-copy-min
-// copyMin, as implCopy.
-func (s *sitting) runBoltmesh(op, medium string, n int, sizes []int, copyMin string) error {
+// copyMin, as implCopy; with algo, with --algorithm algo, as
+// implAlgorithm(algo).
+func (s *sitting) runBoltmesh(op, medium string, n int, sizes []int, copyMin, algo string) error {
 	out := filepath.Join(s.tmp, "bench.json")
 	suite := "allreduce"
 	if op == opPingpong {
@@ -195,6 +212,9 @@ func (s *sitting) runBoltmesh(op, medium string, n int, sizes []int, copyMin str
 	impl := implBoltmesh
 	if copyMin != "" {
 		args, impl = append(args, "--single-copy-min", copyMin), implCopy
+	}
+	if algo != "" {
+		args, impl = append(args, "--algorithm", algo), implAlgorithm(algo)
 	}
 	limit := time.Duration(2*len(sizes))*(s.f.duration+5*time.Second) + 30*time.Second
 	if b, err := command(limit, s.self, args...); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,6 +45,10 @@ func TestCoresFlags(t *testing.T) {
 	if len(f.worlds) != 2 || f.worlds[0] != 2 || f.worlds[1] != 4 || len(f.skipped()) != 1 || f.skipped()[0] != 16 {
 		t.Errorf("worlds %v, skipped %v: want [2 4], [16] on 4 cores", f.worlds, f.skipped())
 	}
+	g := coresFlags{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, algorithms: "ring, halving,ring"}
+	if err := g.resolve(4); err != nil || !slices.Equal(g.algos, []string{"ring", "halving"}) {
+		t.Errorf("--algorithms %q: %v, %v: want [ring halving]", g.algorithms, g.algos, err)
+	}
 	for _, bad := range []coresFlags{
 		{ns: "1", sizes: "8", media: "shm", rounds: 1, duration: 1},
 		{ns: "8", sizes: "8", media: "shm", rounds: 1, duration: 1},
@@ -52,6 +57,8 @@ func TestCoresFlags(t *testing.T) {
 		{ns: "2", sizes: "8", media: "shm", rounds: 0, duration: 1},
 		{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, singleCopy: "0"},
 		{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, pingpong: "8,x"},
+		{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, algorithms: "star"},
+		{ns: "2", sizes: "8", media: "shm", rounds: 1, duration: 1, algorithms: "ring,auto"},
 	} {
 		var fe *flagError
 		if err := bad.resolve(4); !errors.As(err, &fe) {
@@ -60,8 +67,24 @@ func TestCoresFlags(t *testing.T) {
 	}
 }
 
+func TestFastest(t *testing.T) {
+	for _, c := range []struct {
+		impls map[string][]sample
+		want  string
+	}{
+		{map[string][]sample{implBoltmesh: {{P50: 5, P99: 9}}, implAlgorithm("ring"): {{P50: 4, P99: 9}}, implAlgorithm("halving"): {{P50: 6, P99: 7}}, implOpenMPI: {{P50: 1, P99: 2}}}, "ring"},
+		{map[string][]sample{implBoltmesh: {{P50: 3, P99: 9}}, implAlgorithm("doubling"): {{P50: 1, P99: 9}, {P50: 8, P99: 9}, {P50: 9, P99: 9}}}, "auto"},
+		{map[string][]sample{implOpenMPI: {{P50: 1, P99: 2}}}, "-"},
+	} {
+		if got := fastest(c.impls); got != c.want {
+			t.Errorf("fastest(%v) = %q, want %q (OpenMPI does not count, medians do)", c.impls, got, c.want)
+		}
+	}
+}
+
 // TestCores runs a short sitting: boltmesh at 2 ranks over shared memory
-// and TCP, and with its single copy over shared memory (boltmesh-cma);
+// and TCP, with its single copy over shared memory (boltmesh-cma), and
+// with the ring and halving fixed (boltmesh-ring, boltmesh-halving);
 // OpenMPI beside it where mpicc and mpirun are on the PATH, Gloo where
 // python3 imports torch; the table, the JSON and the charts come out.
 func TestCores(t *testing.T) {
@@ -69,11 +92,11 @@ func TestCores(t *testing.T) {
 	js, plots := filepath.Join(dir, "cores.json"), filepath.Join(dir, "plots")
 	stdout, stderr, err := cli(t, "cores", "--ns", "2", "--sizes", "8,512K", "--media", "shm,tcp", "--rounds", "1",
 		"--duration", "100ms", "--anchor", "../../bench/netns/mpi_allreduce.c", "--gloo", "../../bench/netns/gloo_allreduce.py",
-		"--single-copy", "256K", "--pingpong", "8", "--pingpong-anchor", "../../bench/anchors/mpi_pingpong.c", "--json", js, "--plot", plots)
+		"--single-copy", "256K", "--algorithms", "ring,halving", "--pingpong", "8", "--pingpong-anchor", "../../bench/anchors/mpi_pingpong.c", "--json", js, "--plot", plots)
 	if err != nil {
 		t.Fatalf("cores: %v\n%s", err, stderr)
 	}
-	for _, want := range []string{"== allreduce · shm · p50 / p99 µs", "== allreduce · tcp · p50 / p99 µs", "== pingpong · shm · round trip p50 / p99 µs", "512 KiB", "boltmesh-cma", "cma ratio"} {
+	for _, want := range []string{"== allreduce · shm · p50 / p99 µs", "== allreduce · tcp · p50 / p99 µs", "== pingpong · shm · round trip p50 / p99 µs", "512 KiB", "boltmesh-cma", "cma ratio", "boltmesh-ring", "boltmesh-halving", "fastest"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("no %q in the table:\n%s", want, stdout)
 		}
@@ -97,6 +120,9 @@ func TestCores(t *testing.T) {
 		want := []string{implBoltmesh}
 		if c.Medium == "shm" {
 			want = append(want, implCopy)
+		}
+		if c.Op == opAllreduce {
+			want = append(want, implAlgorithm("ring"), implAlgorithm("halving"))
 		}
 		if mpi {
 			want = append(want, implOpenMPI)
