@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench cores-bench seal-bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
+.PHONY: all build test vet race allocs matrix deadline cross bench cores-bench device-kit seal-bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
 
 all: build
 
@@ -65,6 +65,13 @@ cross:
 cores-bench:
 	@d=$$(mktemp -d) && CGO_ENABLED=0 $(GO) build -o $$d/boltmesh ./cmd/boltmesh && \
 		$$d/boltmesh cores --json cores.json --plot cores-plots $(CORESFLAGS); s=$$?; rm -rf $$d; exit $$s
+
+# device-kit: dev/ (git-ignored through .git/info/exclude) with a static
+# boltmesh, the anchors and bench/device/sitting.sh, for a machine with
+# cores but no Go: carry dev, then run dev/sitting.sh cores, algorithms,
+# seal or tails there, one per call (see bench/device/sitting.sh).
+device-kit:
+	bench/device/kit.sh dev
 
 # seal-bench: sealed links beside unsealed, one sitting
 # (bench/netns/seal-sitting.sh): 2 local ranks over loopback TCP with 1
