@@ -65,7 +65,7 @@ type Agent struct {
 
 	state    atomic.Int32
 	shutting atomic.Bool          // Shutdown began: calls from outside handlers refused
-	gone     []atomic.Bool        // by rank: that rank's agent said goodbye
+	gone     []atomic.Bool        // by rank: that rank's agent said goodbye, and no agent there said hello since
 	spinning []atomic.Bool        // by rank: a caller spins on that connection
 	batcher  plumb.ServiceBatcher // t, if it can queue frames unwritten
 	waiting  []atomic.Int32       // by rank: its requests queued for a worker
@@ -87,7 +87,10 @@ type handlerKey struct{}
 // the transport's event loop and run on a pool of opts.Workers goroutines.
 // A nil t fails with ErrUnsupportedTransport. A
 // transport carries one agent at a time; another can be installed once
-// this one is closed (before, NewAgent fails with ErrAgentExists).
+// this one is closed (before, NewAgent fails with ErrAgentExists). A new
+// agent tells every other rank that it is up (HELLO, rpc/spec.md): calls
+// from there that failed with ErrClosed because the agent before it had
+// closed work again once that arrives.
 func NewAgent(t Transport, opts Options) (*Agent, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -115,6 +118,7 @@ func NewAgent(t Transport, opts Options) (*Agent, error) {
 		a.workers.Wait()
 		return nil, err
 	}
+	a.sayHello()
 	return a, nil
 }
 

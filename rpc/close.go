@@ -82,6 +82,19 @@ func (a *Agent) sayGoodbye() {
 	}
 }
 
+// sayHello tells every other rank that this agent is up, after any
+// goodbye of an agent before it on this transport: a rank whose agent
+// took that goodbye (late, or made again since) calls this rank again.
+func (a *Agent) sayHello() {
+	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
+	defer cancel()
+	for r := range a.world {
+		if r != a.rank {
+			a.t.SendFrame(ctx, r, plumb.ServiceFrame{Tag: ctlHello}, nil) // a lost peer needs none
+		}
+	}
+}
+
 // dropQueued ends the requests left in the queue; their callers were told
 // by the goodbye (or, for calls from this rank, by failAll).
 func (a *Agent) dropQueued() {

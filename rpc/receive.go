@@ -143,6 +143,7 @@ func own(p plumb.ServicePayload) []byte {
 func (a *Agent) onRequest(from int, f plumb.ServiceFrame, p plumb.ServicePayload) {
 	if a.gone[from].Load() {
 		a.gone[from].Store(false) // a new agent there
+		a.agree.back(from)
 	}
 	a.beginRequest()
 	b := p.Bytes()
@@ -212,7 +213,10 @@ func (a *Agent) onControl(from int, f plumb.ServiceFrame, p plumb.ServicePayload
 		a.slots.cancel(from, 0, true) // nobody there waits for the answers
 		a.gone[from].Store(true)
 		a.failTo(from, ErrClosed, nil)
-		a.agree.lost(a.rank, from, &CallError{Rank: from, Name: "shutdown", Err: ErrClosed})
+		a.agree.left(a.rank, from)
+	case ctlHello:
+		a.gone[from].Store(false)
+		a.agree.back(from)
 	case ctlReport:
 		if sent, done, ok := getPair(p.Bytes()); ok {
 			a.agree.report(from, f.ID, sent, done)

@@ -87,6 +87,7 @@ type agreement struct {
 	round   uint64        // the latest verdict received
 	ok      bool          // its outcome
 	err     error         // a rank that matters was lost or closed
+	leftBy  int           // err came from this rank's GOODBYE (left), plus one; 0 if not
 }
 
 type tally struct{ round, sent, done uint64 }
@@ -121,13 +122,34 @@ func (g *agreement) verdict(round uint64, ok bool) {
 
 // lost records that rank from is gone, if it matters to self: rank 0
 // needs every rank, the others need rank 0.
-func (g *agreement) lost(self, from int, err error) {
+func (g *agreement) lost(self, from int, err error) { g.fail(self, from, err, 0) }
+
+// fail is lost and left: err, if from matters to self and no error came
+// before it; leftBy is left's mark, or 0.
+func (g *agreement) fail(self, from int, err error, leftBy int) {
 	if self != 0 && from != 0 {
 		return
 	}
 	g.mu.Lock()
 	if g.err == nil {
-		g.err = err
+		g.err, g.leftBy = err, leftBy
+	}
+	g.mu.Unlock()
+	g.signal()
+}
+
+// left records that rank from's agent closed (its GOODBYE), as lost
+// does, until its next agent says HELLO (back).
+func (g *agreement) left(self, from int) {
+	g.fail(self, from, &CallError{Rank: from, Name: "shutdown", Err: ErrClosed}, from+1)
+}
+
+// back undoes left for rank from, whose new agent said HELLO: a GOODBYE
+// of an agent before it does not fail this agent's Shutdown.
+func (g *agreement) back(from int) {
+	g.mu.Lock()
+	if g.leftBy == from+1 {
+		g.err, g.leftBy = nil, 0
 	}
 	g.mu.Unlock()
 	g.signal()

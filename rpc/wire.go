@@ -24,6 +24,7 @@ const (
 	ctlReport  = ctlBase + 2 // Shutdown: ID round, payload sent and done counts
 	ctlVerdict = ctlBase + 3 // Shutdown: ID round, Aux 1 when all are done
 	ctlCancel  = ctlBase + 4 // the caller cancelled call ID
+	ctlHello   = ctlBase + 5 // the sender's agent is up: its earlier GOODBYE is stale
 )
 
 // status is a reply's Aux: why a call failed.
