@@ -2,7 +2,7 @@ package rpc
 
 // Wire constants, pinned by wire_test.go.
 var (
-	CtlBase, CtlGoodbye, CtlReport, CtlVerdict, CtlCancel = ctlBase, ctlGoodbye, ctlReport, ctlVerdict, ctlCancel
-	Statuses                                              = []status{statusOK, statusError, statusPanic, statusNotFound, statusBusy, statusRequestTooLarge, statusReplyTooLarge, statusClosed, statusBadRequest}
-	TimeoutMillis                                         = timeoutMillis
+	CtlBase, CtlGoodbye, CtlReport, CtlVerdict, CtlCancel, CtlHello = ctlBase, ctlGoodbye, ctlReport, ctlVerdict, ctlCancel, ctlHello
+	Statuses                                                        = []status{statusOK, statusError, statusPanic, statusNotFound, statusBusy, statusRequestTooLarge, statusReplyTooLarge, statusClosed, statusBadRequest}
+	TimeoutMillis                                                   = timeoutMillis
 )

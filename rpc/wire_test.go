@@ -11,7 +11,7 @@ import (
 // TestWireConstants pins the values spec.md documents.
 func TestWireConstants(t *testing.T) {
 	if rpc.MaxNameLen != 65535 || rpc.CtlBase != 65536 || rpc.CtlGoodbye != 65537 ||
-		rpc.CtlReport != 65538 || rpc.CtlVerdict != 65539 || rpc.CtlCancel != 65540 {
+		rpc.CtlReport != 65538 || rpc.CtlVerdict != 65539 || rpc.CtlCancel != 65540 || rpc.CtlHello != 65541 {
 		t.Fatal("control tags moved")
 	}
 	for i, st := range rpc.Statuses {
