@@ -9,7 +9,7 @@
 #   sitting.sh cores       boltmesh cores: N = 2..16 over shm and TCP beside OpenMPI and
 #                          Gloo, the ping-pong, boltmesh-cma (--single-copy 256K), 2 rounds
 #   sitting.sh algorithms  cores --algorithms doubling,halving,ring at N = 4, 8, 16,
-#                          64 KiB to 16 MiB, 1 round (issue 29, item 3)
+#                          64 KiB to 16 MiB, 2 rounds of 0.5 s a case (issue 29, item 3)
 #   sitting.sh seal        seal-sitting.sh: sealed against unsealed, 1 and 4 streams (issue 30)
 #   sitting.sh tails       16 ranks, 8 B and 1 KiB allreduce over shm, 3 runs each with the
 #                          default spin and with --spin 5ms, perf sched beside one run where
@@ -32,7 +32,7 @@ case $part in
     ;;
   algorithms)
     timeout 540 "$bin" cores --ns 4,8,16 --sizes 64K,256K,1M,4M,16M --algorithms doubling,halving,ring \
-      --rounds 1 --pingpong none --anchor "$d/mpi_allreduce.c" --gloo none \
+      --rounds 2 --duration 500ms --pingpong none --anchor "$d/mpi_allreduce.c" --gloo none \
       --json "$out/algorithms.json" >"$out/algorithms.txt" 2>"$out/algorithms.err"
     log "algorithms: exit $?"
     ;;
