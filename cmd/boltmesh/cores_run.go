@@ -179,11 +179,10 @@ func (s *sitting) runCase(op, medium string, n int, sizes []int, mpiBin string) 
 		}
 	}
 	for _, algo := range s.f.algos {
-		if op != opAllreduce {
-			break
-		}
-		if err := s.runBoltmesh(op, medium, n, sizes, "", algo); err != nil {
-			return err
+		if op == opAllreduce {
+			if err := s.runBoltmesh(op, medium, n, sizes, "", algo); err != nil {
+				return err
+			}
 		}
 	}
 	if mpiBin != "" {
