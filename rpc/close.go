@@ -72,25 +72,21 @@ func (a *Agent) failAll() {
 // sayGoodbye tells every other rank that this agent answers no more
 // requests. It follows every reply this agent sent, so a call pending on
 // this rank when the goodbye arrives will never be answered.
-func (a *Agent) sayGoodbye() {
-	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
-	defer cancel()
-	for r := range a.world {
-		if r != a.rank {
-			a.t.SendFrame(ctx, r, plumb.ServiceFrame{Tag: ctlGoodbye}, nil) // a lost peer needs none
-		}
-	}
-}
+func (a *Agent) sayGoodbye() { a.tellAll(ctlGoodbye) }
 
 // sayHello tells every other rank that this agent is up, after any
 // goodbye of an agent before it on this transport: a rank whose agent
 // took that goodbye (late, or made again since) calls this rank again.
-func (a *Agent) sayHello() {
+func (a *Agent) sayHello() { a.tellAll(ctlHello) }
+
+// tellAll sends the control frame tag to every other rank, trying each
+// for up to goodbyeWait in all (a lost peer needs none).
+func (a *Agent) tellAll(tag uint32) {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
 	defer cancel()
 	for r := range a.world {
 		if r != a.rank {
-			a.t.SendFrame(ctx, r, plumb.ServiceFrame{Tag: ctlHello}, nil) // a lost peer needs none
+			a.t.SendFrame(ctx, r, plumb.ServiceFrame{Tag: tag}, nil)
 		}
 	}
 }
