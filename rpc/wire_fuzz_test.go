@@ -47,10 +47,11 @@ func FuzzRPCWire(f *testing.F) {
 	f.Add(script(opCall, 1, opAnswer, 0, 1, 1, 3, 'b', 'a', 'd'))  // error status 1
 	f.Add(script(opCall, 1, opAnswer, 0, 1, 5, 3, 1, 2, 3))        // too large, bad payload
 	f.Add(script(opCall, 1, opAnswer, 0, 1, 6, 16, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0))
-	f.Add(script(opCall, 0, opAnswer, 1, 0, 0, 0))                 // a reply to another id
-	f.Add(script(opCall, 0, opAnswer, 0, 2, 0, 0x80))              // a reply above MaxReplySize
-	f.Add(script(opCall, 0, opAnswer, 0, 1, 0, 1, 'z'))            // error flag, status 0
-	f.Add(script(opCall, 0, opCtl, 1, 0, 0, opAnswer, 0, 0, 0, 0)) // goodbye before the reply
+	f.Add(script(opCall, 0, opAnswer, 1, 0, 0, 0))                                 // a reply to another id
+	f.Add(script(opCall, 0, opAnswer, 0, 2, 0, 0x80))                              // a reply above MaxReplySize
+	f.Add(script(opCall, 0, opAnswer, 0, 1, 0, 1, 'z'))                            // error flag, status 0
+	f.Add(script(opCall, 0, opCtl, 1, 0, 0, opAnswer, 0, 0, 0, 0))                 // goodbye before the reply
+	f.Add(script(opCtl, 1, 0, 0, opCtl, 5, 0, 0, opCall, 0, opAnswer, 0, 0, 0, 0)) // goodbye, hello, then a call
 	f.Add(script(opCtl, 2, 0, 5, 1, 2, 3, 4, 5, opCtl, 3, 1, 0, opReq, 0, 0x40, 0))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -105,7 +106,7 @@ type rpcWorld struct {
 	rec   *rpcRecorder
 	id    uint64 // request ids of rank 1, unique across iterations
 	calls int    // calls rank 0 made, for unique names
-	gone  bool   // rank 1 said goodbye, and sent no request since
+	gone  bool   // rank 1 said goodbye, and sent no request or hello since
 	// want holds what each request of rank 1 must be answered with.
 	want map[uint64]rpcExpect
 }
@@ -355,7 +356,7 @@ func pair(x, y uint64) []byte {
 }
 
 // control sends a control frame: goodbye, report, verdict, cancel (of the
-// latest request), or another tag from the control range.
+// latest request), hello, or another tag from the control range.
 func (r *rpcRun) control(t *testing.T) {
 	which, aux := r.u8(), r.u8()
 	p := r.payload(maxErrorText)
@@ -363,6 +364,9 @@ func (r *rpcRun) control(t *testing.T) {
 	id := uint64(r.u8())
 	if tag == uint32(rpc.CtlCancel) {
 		id = r.w.id
+	}
+	if tag == uint32(rpc.CtlHello) {
+		r.w.gone = false // a new agent there
 	}
 	if tag == uint32(rpc.CtlGoodbye) {
 		r.w.gone = true
