@@ -183,8 +183,8 @@ func (m *Mailbox) Post(tag, meta uint32, p []byte) (asleep, ok bool) {
 // Take looks for the neighbour's part of the exchange on tag and, if it
 // is there, copies it into dst. found is false if it is not there yet;
 // otherwise n is its length, and meta its meta, and a part longer than
-// dst is not copied (n > len(dst)). closed reports a closed mailbox. xmu
-// is held.
+// dst, or than MailboxMax (a neighbour's corrupt header), is not copied:
+// dst is left as it was. closed reports a closed mailbox. xmu is held.
 func (m *Mailbox) Take(tag uint32, dst []byte) (n int, meta uint32, found, closed bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -46,7 +46,10 @@ func FuzzMailboxTake(f *testing.F) {
 		if !found {
 			return
 		}
-		if n <= dstLen {
+		if n > MailboxMax && bytes.ContainsFunc(dst, func(r rune) bool { return r != 0 }) {
+			t.Fatalf("a part of %d bytes, above MailboxMax, was copied", n)
+		}
+		if n <= dstLen && n <= MailboxMax {
 			var from []byte
 			for i := range 2 {
 				s := slotOf(m.peer, i)
