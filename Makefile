@@ -79,12 +79,15 @@ device-kit:
 # allreduce at 8 B, 1 MiB and 16 MiB (SEALFLAGS='--bin PATH --rounds 3'
 # for a machine without Go); then boltmesh through a TLS tunnel beside
 # sealed boltmesh (bench/netns/tunnel-bench.sh; skipped without stunnel4
-# unless root can install it). The 10 Gbit/s link:
+# unless root can install it), and through WireGuard between two network
+# namespaces (bench/netns/wg-bench.sh, root: the kernel's module, else
+# wireguard-go). The 10 Gbit/s link:
 # NETNSFLAGS='--rate 10gbit --seal always' make netns-bench.
 SEALFLAGS ?=
 seal-bench:
 	bash bench/netns/seal-sitting.sh $(SEALFLAGS)
 	bash bench/netns/tunnel-bench.sh
+	bash bench/netns/wg-bench.sh
 
 # bench: `boltmesh bench`, boltmesh against the stdnet baseline (plain
 # net.Conn) with 2 ranks as processes on loopback: ping-pong latency,

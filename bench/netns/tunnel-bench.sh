@@ -6,7 +6,7 @@
 # the same p2p cases (8 B ping-pong, 16 MiB stream) for each, rounds
 # interleaved (sealed, tunnel, tunnel, sealed). Installs stunnel4 and
 # openssl as root where they are missing; without them it says so and
-# exits 0. WireGuard needs the kernel's module, which it does not load.
+# exits 0. WireGuard, between two network namespaces: wg-bench.sh.
 #
 #   bench/netns/tunnel-bench.sh [--rounds 2] [--sizes 8,16M] [--duration 1s]
 set -euo pipefail
