@@ -89,6 +89,10 @@ func newSitting(f *coresFlags, log io.Writer) (*sitting, error) {
 // goes when the PATH's is another, a pyenv's say), or "" after saying why
 // not.
 func (s *sitting) findGloo() string {
+	if s.f.gloo == "none" {
+		note(s.log, "--gloo none: Gloo is not measured")
+		return ""
+	}
 	if _, err := os.Stat(s.f.gloo); err != nil {
 		note(s.log, "Gloo's anchor: %v: Gloo is not measured", err)
 		return ""
@@ -110,6 +114,10 @@ func (s *sitting) findGloo() string {
 
 // buildMPI builds the OpenMPI anchors, or says why not and returns "".
 func (s *sitting) buildMPI() (bin, shmBTL string) {
+	if s.f.anchor == "none" {
+		note(s.log, "--anchor none: OpenMPI is not measured")
+		return "", ""
+	}
 	for _, tool := range []string{"mpicc", "mpirun"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			note(s.log, "%s is not on the PATH: OpenMPI is not measured", tool)

@@ -82,6 +82,26 @@ func TestFastest(t *testing.T) {
 	}
 }
 
+// TestCoresNone: --anchor none and --gloo none leave OpenMPI and Gloo
+// out, saying so, without looking for mpicc or python3.
+func TestCoresNone(t *testing.T) {
+	var log strings.Builder
+	f := coresFlags{anchor: "none", gloo: "none"}
+	s, err := newSitting(&f, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(s.tmp)
+	if s.mpiBin != "" || s.python != "" {
+		t.Errorf("OpenMPI %q, Gloo %q: want neither", s.mpiBin, s.python)
+	}
+	for _, want := range []string{"--anchor none: OpenMPI is not measured", "--gloo none: Gloo is not measured"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("no %q in:\n%s", want, log.String())
+		}
+	}
+}
+
 // TestCores runs a short sitting: boltmesh at 2 ranks over shared memory
 // and TCP, with its single copy over shared memory (boltmesh-cma), and
 // with the ring and halving fixed (boltmesh-ring, boltmesh-halving);
