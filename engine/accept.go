@@ -248,7 +248,7 @@ func (a *acceptor) serve(nc net.Conn) {
 		})
 	}
 	if err == nil {
-		t.noteMachine(rank, hc.peer[:])
+		t.noteMachine(rank, hc.theirs)
 	}
 	var pair *pairMem
 	if err == nil && hc.neighbourly(t, stream) {

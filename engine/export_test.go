@@ -290,4 +290,4 @@ func Sealing(mine, theirs frame.Hello) (bool, string) { return sealing(mine, the
 
 // UnsealedWarned reports whether a connection with these HELLOs makes a
 // transport log that its links leave the host unsealed.
-func UnsealedWarned(mine, theirs frame.Hello) bool { return unsealedWarned(mine, theirs) }
+func UnsealedWarned(mine, theirs frame.Hello) bool { _, warn := sealedLink(mine, theirs); return warn }

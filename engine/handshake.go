@@ -32,6 +32,7 @@ type hsConn struct {
 	self   frame.Hello
 	raw    [frame.HelloSize]byte // our HELLO payload as sent
 	peer   [frame.HelloSize]byte // the peer's HELLO payload as received
+	theirs frame.Hello           // peer, decoded
 	proved bool                  // this end (the dialer) sent its proof
 }
 
@@ -194,6 +195,7 @@ func (hc *hsConn) dial(expect int) error {
 		return hc.refuse(expect, fmt.Sprintf("answered as rank %d, want %d", m.Rank, expect), nil)
 	}
 	copy(hc.peer[:], payload)
+	hc.theirs = m
 	if err := hc.write(frame.KindAuth, 0, 0, hc.mac(labelDialer, hc.raw[:], hc.peer[:])); err != nil {
 		return err
 	}
@@ -224,6 +226,7 @@ func (hc *hsConn) accept(claim func(rank, stream int) string) (int, int, error) 
 	}
 	rank, stream := int(m.Rank), int(m.Stream)
 	copy(hc.peer[:], payload)
+	hc.theirs = m
 	// Our HELLO goes even to a dialer that does not fit, so that a genuine
 	// but misconfigured (or older) rank can tell why from it.
 	if err := hc.write(frame.KindHello, frame.FlagReply, 0, hc.raw[:]); err != nil {

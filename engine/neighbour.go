@@ -574,6 +574,5 @@ func (n *neighbours) cancel(o *offer) {
 // mesh's control stream between ranks whose HELLOs name one host.
 func (hc *hsConn) neighbourly(t *NetTransport, stream int) bool {
 	var zero [frame.HostIDSize]byte
-	theirs, err := frame.DecodeHello(hc.peer[:])
-	return err == nil && stream == t.ctlIndex() && hc.self.HostID != zero && theirs.HostID == hc.self.HostID
+	return stream == t.ctlIndex() && hc.self.HostID != zero && hc.theirs.HostID == hc.self.HostID
 }

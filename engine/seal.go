@@ -66,11 +66,12 @@ func leaves(mine, theirs frame.Hello) bool {
 	return (mine.Seal|theirs.Seal)&frame.SealRemote != 0 && (mine.Machine == zero || mine.Machine != theirs.Machine)
 }
 
-// unsealedWarned reports whether a connection is one that unsealedWarning
-// is about: it leaves the host and is not sealed.
-func unsealedWarned(mine, theirs frame.Hello) bool {
-	on, _ := sealing(mine, theirs)
-	return !on && leaves(mine, theirs)
+// sealedLink reports whether a connection whose handshake agreed is sealed
+// (sealing), and whether unsealedWarning is about it: it leaves the host
+// and is not sealed.
+func sealedLink(mine, theirs frame.Hello) (on, warn bool) {
+	on, _ = sealing(mine, theirs)
+	return on, !on && leaves(mine, theirs)
 }
 
 // sealKeys returns the keys that seal the connection hc's handshake
@@ -78,17 +79,14 @@ func unsealedWarned(mine, theirs frame.Hello) bool {
 // is not sealed; it logs unsealedWarning, once, for a connection that
 // leaves the host unsealed.
 func (hc *hsConn) sealKeys(t *NetTransport, dialer bool) (*sealed.Keys, error) {
-	theirs, err := frame.DecodeHello(hc.peer[:])
-	if err != nil {
-		return nil, err
-	}
-	if unsealedWarned(hc.self, theirs) {
+	on, warn := sealedLink(hc.self, hc.theirs)
+	if warn {
 		t.door.sealWarn.Do(func() { t.opts.Logger.Warn(unsealedWarning, "rank", t.rank, "peer", hc.addr()) })
 	}
-	if on, _ := sealing(hc.self, theirs); !on {
+	if !on {
 		return nil, nil
 	}
-	c := sealed.Agree(sealed.Cipher(hc.self.Cipher), sealed.Cipher(theirs.Cipher))
+	c := sealed.Agree(sealed.Cipher(hc.self.Cipher), sealed.Cipher(hc.theirs.Cipher))
 	d, a := hc.raw[:], hc.peer[:]
 	if !dialer {
 		d, a = a, d

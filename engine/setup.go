@@ -162,10 +162,9 @@ func (t *NetTransport) settleCrowdingOn(cpus int) {
 
 // noteMachine records whether the peer rank, whose HELLO is theirs, runs
 // on this rank's machine.
-func (t *NetTransport) noteMachine(rank int, theirs []byte) {
+func (t *NetTransport) noteMachine(rank int, theirs frame.Hello) {
 	var zero [frame.MachineIDSize]byte
-	h, err := frame.DecodeHello(theirs)
-	if err == nil && rank >= 0 && rank < len(t.topo.sameMachine) && t.topo.machine != zero && h.Machine == t.topo.machine {
+	if rank >= 0 && rank < len(t.topo.sameMachine) && t.topo.machine != zero && theirs.Machine == t.topo.machine {
 		t.topo.sameMachine[rank].Store(true)
 	}
 }
@@ -297,7 +296,7 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 		err = hc.dial(r)
 	}
 	if err == nil {
-		t.noteMachine(r, hc.peer[:])
+		t.noteMachine(r, hc.theirs)
 	}
 	var pair *pairMem
 	if err == nil && hc.neighbourly(t, s) {

@@ -34,7 +34,8 @@ func (c *Conn) Start(h *frame.Header, payload []byte) (Write, error) {
 func (w Write) Done() bool { return w.r == nil || len(w.r.done) > 0 }
 
 // Wait returns once every byte of the frame is in the kernel (or taken by
-// a Buffering stream), or with the connection's *ConnError. Call it exactly once per Write from Start.
+// a Buffering stream), or with the connection's *ConnError. Call it
+// exactly once per Write from Start.
 func (w Write) Wait() error {
 	if w.r == nil {
 		return w.err
