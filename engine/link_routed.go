@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -19,7 +20,8 @@ import (
 // only read after.
 type routeLink struct {
 	oneStream
-	via uint16 // Dst of the frames to the peer: its rank+1
+	via     uint16      // Dst of the frames to the peer: its rank+1
+	refused atomic.Bool // the peer broke the protocol: its frames are dropped unread
 }
 
 var _ link = (*routeLink)(nil)
@@ -47,6 +49,22 @@ func (l *routeLink) queue(_ lane, h frame.Header, p []byte) error {
 func (l *routeLink) checkLive(time.Time) {} // the streamLink to the coordinator watches the stream
 
 func (l *routeLink) cause(err error) error { return err }
+
+// refuse drops the peer p, which broke the protocol (err) on the stream
+// to the coordinator: it is lost, and the hub drops whatever comes from
+// it after, unread, while the stream goes on serving every other peer.
+// The peer is not told (it hears nothing more from this rank): only a
+// peer that breaks the protocol is refused.
+func (l *routeLink) refuse(p *peer, err error) {
+	l.refused.Store(true)
+	p.lose(err)
+}
+
+// refused reports whether p is a star worker that this rank refused.
+func refused(p *peer) bool {
+	l, ok := p.link.(*routeLink)
+	return ok && l.refused.Load()
+}
 
 // hub is the handler of a star worker's one stream: it hands each frame
 // to the peer named by its source, and fails every peer when the
@@ -81,11 +99,13 @@ func (u *hub) from(h *frame.Header) *peer {
 
 // Payload implements ioloop.Handler.
 func (u *hub) Payload(c *ioloop.Conn, h *frame.Header) []byte {
-	if p := u.from(h); p != nil && h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat {
-		return p.payload(c, laneData, h)
+	if p := u.from(h); p != nil && h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat && !refused(p) {
+		if b := p.payload(c, laneData, h); b != nil || !refused(p) {
+			return b
+		}
 	}
 	if h.Length > 0 {
-		c.Discard() // Deliver drops the connection
+		c.Discard() // Deliver drops the connection, or the refused worker's frame
 	}
 	return nil
 }
@@ -108,6 +128,8 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 		if p.rank != 0 {
 			p.lose(errGone)
 		}
+	case refused(p):
+		putBuffer(bb) // read through, dropped
 	default:
 		p.arrive(c, laneData, h, payload, bb)
 	}

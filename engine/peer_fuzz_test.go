@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltmesh/boltmesh/internal/racedetect"
-
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/fuzzkit"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
@@ -52,15 +50,8 @@ func peerOpts() engine.Options {
 }
 
 // meshStreams is the number of streams per pair of FuzzPeer's mesh: 2,
-// so that stripes are fuzzed too, but 1 under the race detector, which
-// otherwise reports known defect 5 (see strictFuzz) as soon as a peer
-// with stripe streams is dropped.
-func meshStreams() int {
-	if racedetect.Enabled && !strictFuzz {
-		return 1
-	}
-	return 2
-}
+// so that stripes are fuzzed too.
+func meshStreams() int { return 2 }
 
 // Ranks of the fuzz worlds.
 const (

@@ -66,7 +66,7 @@ func (r *peerRun) opSend() {
 func (r *peerRun) opRTS() {
 	t, tg, sz, flags := r.target(r.u8()), tag(r.u8()), size(r.u8())<<(r.u8()%4), r.u8()
 	id := r.nextID()
-	if flags&2 != 0 && len(t.rdvs) > 0 && strictFuzz { // known defect 3 (see strictFuzz)
+	if flags&2 != 0 && len(t.rdvs) > 0 {
 		id = t.rdvs[int(flags>>2)%len(t.rdvs)].id
 		r.breaks(t, fmt.Sprintf("an RTS reusing send id %d", id))
 	}
@@ -110,9 +110,6 @@ func (r *peerRun) opData() {
 	if kb&0x80 != 0 {
 		k = int(kb) // any piece count
 	}
-	if rdv.k != 0 && k != rdv.k && !strictFuzz {
-		k = rdv.k // known defect 2 (see strictFuzz)
-	}
 	i := int(ib) % max(k, 1)
 	if ib&0x80 != 0 {
 		i = int(ib)
@@ -141,13 +138,6 @@ func (r *peerRun) opData() {
 		r.breaks(t, fmt.Sprintf("DATA piece %d of send %d again", i, rdv.id))
 	case n != hi-lo:
 		r.breaks(t, fmt.Sprintf("DATA piece %d of %d for send %d of %d bytes, not %d", i, k, rdv.id, n, hi-lo))
-	case n == 0 && !strictFuzz:
-		// Known defect 4 (see strictFuzz): a piece of 0 bytes may be taken
-		// for DATA that no receive took.
-		r.breaks(t, fmt.Sprintf("(known defect 4) an empty DATA piece %d of %d for send %d", i, k, rdv.id))
-		rdv.k, rdv.sent = k, rdv.sent|1<<i
-		r.send(t, s, frame.Header{Kind: frame.KindData, Tag: rdv.tag, Aux: uint32(k)<<16 | uint32(i), Offset: rdv.id}, p)
-		return
 	default:
 		rdv.k, rdv.sent = k, rdv.sent|1<<i
 		copy(rdv.msg.data[lo:hi], p)
@@ -284,9 +274,6 @@ func (r *peerRun) opPut() {
 
 func (r *peerRun) opGetReq() {
 	t, ob, x, n := r.target(r.u8()), r.u8(), r.u16(), uint64(size(r.u8()))
-	if r.w.star && t.rank != 0 && n > maxFrame && !strictFuzz {
-		n = maxFrame // known defect 6 (see strictFuzz)
-	}
 	var p [frame.GetReqSize]byte
 	id := r.nextID() | 1<<62
 	(&frame.GetReq{ID: id, Length: n}).Encode(&p)
@@ -415,13 +402,7 @@ func (r *peerRun) opRaw() {
 	for _, tg := range r.targets { // in a star, whoever it reaches
 		r.breaks(tg, fmt.Sprintf("a raw %v header (flags %#x, dst %d, length %d, stream %d)", h.Kind, h.Flags, h.Dst, n, s))
 	}
-	if h.Dst != 0 && !r.w.star {
-		r.routed = true
-	}
 	h.Src = uint32(rawRank) // in a star, Dst 0 is the coordinator, 2 worker 1, and 1, 3 (itself) and above are not forwarded
-	if r.w.star && h.Dst == 2 && len(r.targets) == 1 {
-		h.Dst = 3 // worker 1 is not a target (see starTargets)
-	}
 	h.Length = n
 	var p []byte
 	if derr == nil {

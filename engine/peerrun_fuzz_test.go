@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/boltmesh/boltmesh/internal/racedetect"
-
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/frame"
 )
@@ -79,15 +77,8 @@ type fuzzTarget struct {
 }
 
 // starTargets are the ranks a FuzzStar script talks to: the coordinator
-// and, through it, worker 1; but only the coordinator under the race
-// detector, which otherwise reports known defect 7 (see strictFuzz) on
-// the first frame for worker 1.
-func starTargets() []int {
-	if racedetect.Enabled && !strictFuzz {
-		return []int{0}
-	}
-	return []int{0, 1}
-}
+// and, through it, worker 1.
+func starTargets() []int { return []int{0, 1} }
 
 // left is the credit the raw rank knows it has at t.
 func (r *peerRun) left(t *fuzzTarget) uint64 {
@@ -105,7 +96,6 @@ type peerRun struct {
 	streams int // streams per pair
 
 	invalid  map[int]string // by target: the first thing the script did that the protocol does not allow
-	routed   bool           // a frame with Dst set went to a mesh rank
 	goodbye  map[int]bool   // GOODBYE sent to a target
 	stopped  bool           // a frame was sent that the rank must refuse: nothing may follow
 	ctx      context.Context

@@ -534,9 +534,15 @@ func (p *peer) violation(c *ioloop.Conn, err error) {
 // that said GOODBYE: its data stream would stay open). Called from the
 // handler's Payload, it refuses the frame on its header: nothing more is
 // read from c, and no buffer is taken for the payload announced
-// (ioloop.Handler).
+// (ioloop.Handler). A star worker's stream to another worker is its one
+// connection to the coordinator, which it keeps: the peer alone is lost,
+// and what comes from it after is dropped unread (routeLink.refuse).
 func (p *peer) drop(c *ioloop.Conn, msg string, err error) {
 	p.t.opts.Logger.Warn(msg, "rank", p.t.rank, "peer", p.rank, "err", err)
+	if l, ok := p.link.(*routeLink); ok {
+		l.refuse(p, err)
+		return
+	}
 	c.Abort(err)
 	if p.link != nil {
 		p.link.abort(c, err)
