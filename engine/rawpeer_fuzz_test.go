@@ -319,12 +319,19 @@ func (rp *rawPeer) takeFrames(match func(rawFrame) bool) []rawFrame {
 }
 
 // forget drops what was received and the real ranks' RTSs (whose sends
-// all ended with the last script): a new script starts.
+// all ended with the last script): a new script starts. It keeps the
+// tombstones: a withdrawal that overtook its RTS ended the send, but the
+// RTS may still be on its way, and taken for a new one it would get a
+// CTS the real rank no longer waits for.
 func (rp *rawPeer) forget() {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	rp.got = nil
-	clear(rp.rts)
+	for k, st := range rp.rts {
+		if !st.tomb {
+			delete(rp.rts, k)
+		}
+	}
 }
 
 // deadErr returns the first read error, if a connection ended.
