@@ -7,14 +7,21 @@ import "context"
 // moves 2(n-1)/n of the data per rank, but in 2 log2(n) steps instead
 // of 2(n-1); recursive doubling takes log2(n) steps and moves log2(n)
 // times the data. In step k of the reduce-scatter, a rank and its
-// partner (virtual rank v ^ p2/2^k) split the range they both hold in
-// two halves, each keeps one, sends the other, and reduces the
-// partner's copy of its own into it; after log2(p2) steps each holds
-// one fully reduced block, which the all-gather, the same steps in
-// reverse, hands to every rank. Each block's final value is computed by
-// one rank, and each pairwise step is commutative, so every rank ends
-// with the same bits. With n not a power of two, the first 2*rem ranks
-// pair up first (foldIn), as in doubling.
+// partner (virtual rank v ^ 2^k) split the range they both hold in two
+// halves, each keeps one, sends the other, and reduces the partner's
+// copy of its own into it; after log2(p2) steps each holds one fully
+// reduced block, which the all-gather, the same steps in reverse, hands
+// to every rank. Each block's final value is computed by one rank, and
+// each pairwise step is commutative, so every rank ends with the same
+// bits. With n not a power of two, the first 2*rem ranks pair up first
+// (foldIn), as in doubling.
+//
+// The nearest partner comes first, when half the message moves, and the
+// farthest last, when 1/p2 of it does: launchers number the ranks of a
+// host together, so the large steps stay on the host (shared memory)
+// and the link between hosts carries the least. With 2 hosts of 4
+// ranks, each rank sends the other host 1/8 of the message each way,
+// where farthest first it sent 1/2 (TestHalvingNearestFirst).
 func (c *Comm) halving(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
 	p2, rem, done, err := c.foldIn(ctx, tag, dt, data, op)
 	if done || err != nil {
@@ -25,7 +32,7 @@ func (c *Comm) halving(ctx context.Context, tag uint32, dt DType, data []byte, o
 	lo, hi := 0, len(data)/esz // the range this rank holds, in elements
 	var ranges [32][2]int      // the range before each split
 	step, k := uint32(2), 0
-	for mask := p2 / 2; mask >= 1; mask /= 2 {
+	for mask := 1; mask < p2; mask *= 2 {
 		peer := realRank(v^mask, rem)
 		mid := lo + (hi-lo)/2
 		keep, give := [2]int{lo, mid}, [2]int{mid, hi}
@@ -44,7 +51,7 @@ func (c *Comm) halving(ctx context.Context, tag uint32, dt DType, data []byte, o
 		lo, hi = keep[0], keep[1]
 		step, k = step+1, k+1
 	}
-	for mask := 1; mask < p2; mask *= 2 {
+	for mask := p2 / 2; mask >= 1; mask /= 2 {
 		k--
 		peer := realRank(v^mask, rem)
 		whole := ranges[k]
