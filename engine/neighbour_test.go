@@ -29,22 +29,7 @@ func others(me, n int) []int {
 // meshHosts builds a mesh in this process whose rank r runs on host
 // hosts[r] (Options.HostID), and closes it at cleanup.
 func meshHosts(t *testing.T, hosts []string, opts engine.Options) []*engine.NetTransport {
-	t.Helper()
-	n := len(hosts)
-	lns, addrs := listeners(t, n)
-	ts, errs := make([]*engine.NetTransport, n), make([]error, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		o := opts
-		o.HostID = hosts[r]
-		wg.Go(func() { ts[r], errs[r] = engine.FromListener(r, n, lns[r], addrs, o) })
-	}
-	wg.Wait()
-	t.Cleanup(func() { meshtest.Close(ts) })
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	return ts
+	return meshtest.Hosts(t, hosts, opts)
 }
 
 // TestNeighboursExchange: ranks of one host meet over shared memory by
@@ -292,5 +277,39 @@ func TestEagerSendsCrossUnreceived(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTopologyHosts: every rank of a mesh numbers the hosts alike, from
+// the HostIDs in the HELLOs, in the order of each host's lowest rank; a
+// rank that names no host (shared memory off) is one of its own; a star
+// has none.
+func TestTopologyHosts(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		hosts []string
+		off   bool
+		want  []int
+	}{
+		{name: "round-robin", hosts: []string{"b", "a", "b", "a", "c"}, want: []int{0, 1, 0, 1, 2}},
+		{name: "together", hosts: []string{"a", "a", "b", "b"}, want: []int{0, 0, 1, 1}},
+		{name: "shared-memory-off", hosts: []string{"a", "a", "b"}, off: true, want: []int{0, 1, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := engine.Options{}
+			if c.off {
+				opts.SharedMemory = engine.SharedMemoryOff
+			}
+			for r, tr := range meshHosts(t, c.hosts, opts) {
+				if got := tr.Topology().Hosts; !slices.Equal(got, c.want) {
+					t.Errorf("rank %d: Hosts %v, want %v", r, got, c.want)
+				}
+			}
+		})
+	}
+	for r, tr := range meshtest.Star(t, 3, engine.Options{}) {
+		if got := tr.Topology().Hosts; got != nil {
+			t.Errorf("star rank %d: Hosts %v, want nil", r, got)
+		}
 	}
 }

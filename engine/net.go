@@ -78,9 +78,10 @@ type topology struct {
 	spin    atomic.Int64 // Options.Spin in nanoseconds, as settled (see spinBudget)
 	// defaultSpin: Options.Spin was left 0, so crowding may change it.
 	defaultSpin bool
-	machine     [frame.MachineIDSize]byte // this rank's machine; zero: unknown
-	sameMachine []atomic.Bool             // by rank: the peer's HELLO named this machine
-	sealCrew    int                       // sealed links' sealed.Options.Crew (seal.go)
+	machine     [frame.MachineIDSize]byte                // this rank's machine; zero: unknown
+	sameMachine []atomic.Bool                            // by rank: the peer's HELLO named this machine
+	hostIDs     []atomic.Pointer[[frame.HostIDSize]byte] // by rank: the host the peer's HELLO named; nil: none (Topology.Hosts)
+	sealCrew    int                                      // sealed links' sealed.Options.Crew (seal.go)
 }
 
 // door is the listener after the mesh formed and what it refuses.

@@ -108,6 +108,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	t.topo.defaultSpin = opts.Spin == 0
 	t.topo.sealCrew = sealCrew(availableCPUs(), local)
 	t.topo.sameMachine = make([]atomic.Bool, world)
+	t.topo.hostIDs = make([]atomic.Pointer[[frame.HostIDSize]byte], world)
 	if m, err := shm.MachineID(); err == nil {
 		t.topo.machine = m
 	}
@@ -161,11 +162,18 @@ func (t *NetTransport) settleCrowdingOn(cpus int) {
 }
 
 // noteMachine records whether the peer rank, whose HELLO is theirs, runs
-// on this rank's machine.
+// on this rank's machine, and the host it names (Topology.Hosts).
 func (t *NetTransport) noteMachine(rank int, theirs frame.Hello) {
+	if rank < 0 || rank >= len(t.topo.sameMachine) {
+		return
+	}
 	var zero [frame.MachineIDSize]byte
-	if rank >= 0 && rank < len(t.topo.sameMachine) && t.topo.machine != zero && theirs.Machine == t.topo.machine {
+	if t.topo.machine != zero && theirs.Machine == t.topo.machine {
 		t.topo.sameMachine[rank].Store(true)
+	}
+	if theirs.HostID != ([frame.HostIDSize]byte{}) {
+		host := theirs.HostID
+		t.topo.hostIDs[rank].Store(&host)
 	}
 }
 

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/boltmesh/boltmesh/internal/link/sealed"
+import (
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
+)
 
 // Topology is how a transport's world is joined, as it was formed: it
 // does not change while the transport lives.
@@ -29,6 +32,13 @@ type Topology struct {
 	// "chacha20-poly1305"; "mixed" if they differ; "" with none sealed).
 	Sealed []int
 	Cipher string
+	// Hosts numbers, by rank, the host each rank runs on, as their
+	// HELLOs name it (Options.HostID): ranks with the same number share a
+	// host, numbered from 0 in the order of each host's lowest rank. A
+	// rank that names no host (shared memory off) is a host of its own.
+	// Every rank of a mesh finds the same Hosts, so collectives may order
+	// their steps by it. Nil in a star, whose workers never meet.
+	Hosts []int
 }
 
 // Topology returns how the transport's world is joined. Neighbours is
@@ -37,6 +47,8 @@ func (t *NetTransport) Topology() Topology {
 	top := Topology{Star: t.topo.star, Center: -1, Loopback: t.topo.loopback}
 	if top.Star {
 		top.Center = 0
+	} else {
+		top.Hosts = t.hosts()
 	}
 	for _, p := range t.view().peers {
 		if c := sealed.Cipher(p.seal.Load()); c != 0 {
@@ -57,4 +69,30 @@ func (t *NetTransport) Topology() Topology {
 		}
 	}
 	return top
+}
+
+// hosts numbers the ranks' hosts (Topology.Hosts) from the HostIDs of
+// this rank's HELLOs and its peers'.
+func (t *NetTransport) hosts() []int {
+	hosts := make([]int, t.world)
+	seen := make(map[[frame.HostIDSize]byte]int)
+	next := 0
+	for r := range hosts {
+		id := t.topo.hostIDs[r].Load()
+		if r == t.rank && t.topo.nbr.host != ([frame.HostIDSize]byte{}) {
+			id = &t.topo.nbr.host
+		}
+		n, ok := 0, false
+		if id != nil {
+			n, ok = seen[*id]
+		}
+		if !ok {
+			n, next = next, next+1
+			if id != nil {
+				seen[*id] = n
+			}
+		}
+		hosts[r] = n
+	}
+	return hosts
 }

@@ -92,6 +92,9 @@ func (c *Comm) allReduceAlgo(n, size int) (Algorithm, error) {
 		if c.useStar(n) {
 			return AlgorithmStar, nil
 		}
+		if c.links && c.shared && !c.ringSet && n >= 4 && size >= c.opts.HalvingMin {
+			return AlgorithmHalving, nil // the link carries 1/p2 a step (coll_halving.go)
+		}
 		if c.useRing(n, size) {
 			return AlgorithmRing, nil
 		}
@@ -185,10 +188,10 @@ func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, 
 		return err
 	}
 	buf := c.scratch(len(data))
-	v := virtualRank(c.t.Rank(), rem)
+	v := virtualRank(c.position(c.t.Rank()), rem)
 	step := uint32(2)
 	for mask := 1; mask < p2; mask, step = mask*2, step+1 {
-		peer := realRank(v^mask, rem)
+		peer := c.rankAt(realRank(v^mask, rem))
 		if err := c.exchangeReduce(ctx, peer, tag+step, dt, data, buf, op); err != nil {
 			return err
 		}
@@ -202,7 +205,7 @@ func (c *Comm) doubling(ctx context.Context, tag uint32, dt DType, data []byte, 
 // which ends its call (done); the odd one reduces the two into data.
 // Those steps take tags tag and tag+1; the caller's start at tag+2.
 func (c *Comm) foldIn(ctx context.Context, tag uint32, dt DType, data []byte, op Op) (p2, rem int, done bool, err error) {
-	r, n := c.t.Rank(), c.t.WorldSize()
+	r, n := c.position(c.t.Rank()), c.t.WorldSize()
 	p2 = 1
 	for p2*2 <= n {
 		p2 *= 2
@@ -212,19 +215,21 @@ func (c *Comm) foldIn(ctx context.Context, tag uint32, dt DType, data []byte, op
 	case r >= 2*rem:
 		return p2, rem, false, nil
 	case r%2 == 0: // folded: contribute, then wait for the result
-		if err := c.send(ctx, r+1, tag, data); err != nil {
+		up := c.rankAt(r + 1)
+		if err := c.send(ctx, up, tag, data); err != nil {
 			return p2, rem, true, err
 		}
-		m, err := c.recv(ctx, r+1, tag+1, data)
+		m, err := c.recv(ctx, up, tag+1, data)
 		if err == nil {
-			err = c.recvCheck(m, len(data), r+1)
+			err = c.recvCheck(m, len(data), up)
 		}
 		return p2, rem, true, err
 	}
+	down := c.rankAt(r - 1)
 	buf := c.scratch(len(data))
-	m, err := c.recv(ctx, r-1, tag, buf)
+	m, err := c.recv(ctx, down, tag, buf)
 	if err == nil {
-		err = c.recvCheck(m, len(data), r-1)
+		err = c.recvCheck(m, len(data), down)
 	}
 	if err == nil {
 		err = CombineBytes(dt, data, buf, op)
@@ -235,13 +240,14 @@ func (c *Comm) foldIn(ctx context.Context, tag uint32, dt DType, data []byte, op
 // foldOut hands the result back to the rank foldIn folded into this one,
 // if any.
 func (c *Comm) foldOut(ctx context.Context, tag uint32, data []byte, rem int) error {
-	if r := c.t.Rank(); r < 2*rem {
-		return c.send(ctx, r-1, tag+1, data)
+	if r := c.position(c.t.Rank()); r < 2*rem {
+		return c.send(ctx, c.rankAt(r-1), tag+1, data)
 	}
 	return nil
 }
 
-// virtualRank numbers the ranks that take part in the doubling 0..p2-1.
+// virtualRank numbers the ranks that take part in the doubling 0..p2-1,
+// from their positions (Comm.position).
 func virtualRank(r, rem int) int {
 	if r < 2*rem {
 		return r / 2
@@ -263,13 +269,13 @@ func realRank(v, rem int) int {
 // bytes, and each piece is reduced as soon as it has arrived while the
 // next ones are still on the wire.
 func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
-	r, n := c.t.Rank(), c.t.WorldSize()
+	r, n := c.position(c.t.Rank()), c.t.WorldSize()
 	esz := dt.Size()
 	elems := len(data) / esz
 	seg := func(i int) []byte {
 		return data[(i*elems/n)*esz : ((i+1)*elems/n)*esz]
 	}
-	right, left := (r+1)%n, (r-1+n)%n
+	right, left := c.rankAt((r+1)%n), c.rankAt((r-1+n)%n)
 	for s := 0; s < n-1; s++ {
 		out, in := seg((r-s+n)%n), seg((r-s-1+n)%n)
 		buf := c.scratch(len(in))

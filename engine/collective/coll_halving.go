@@ -17,23 +17,24 @@ import "context"
 // (foldIn), as in doubling.
 //
 // The nearest partner comes first, when half the message moves, and the
-// farthest last, when 1/p2 of it does: launchers number the ranks of a
-// host together, so the large steps stay on the host (shared memory)
-// and the link between hosts carries the least. With 2 hosts of 4
-// ranks, each rank sends the other host 1/8 of the message each way,
-// where farthest first it sent 1/2 (TestHalvingNearestFirst).
+// farthest last, when 1/p2 of it does: the ranks of a host take
+// consecutive positions (hosts.go), so the large steps stay on the host
+// (shared memory) and the link between hosts carries the least. With 2
+// hosts of 4 ranks, each rank sends the other host 1/8 of the message
+// each way, where farthest first it sent 1/2 (TestHalvingNearestFirst,
+// TestAllReduceByHost).
 func (c *Comm) halving(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
 	p2, rem, done, err := c.foldIn(ctx, tag, dt, data, op)
 	if done || err != nil {
 		return err
 	}
-	v := virtualRank(c.t.Rank(), rem)
+	v := virtualRank(c.position(c.t.Rank()), rem)
 	esz := dt.Size()
 	lo, hi := 0, len(data)/esz // the range this rank holds, in elements
 	var ranges [32][2]int      // the range before each split
 	step, k := uint32(2), 0
 	for mask := 1; mask < p2; mask *= 2 {
-		peer := realRank(v^mask, rem)
+		peer := c.rankAt(realRank(v^mask, rem))
 		mid := lo + (hi-lo)/2
 		keep, give := [2]int{lo, mid}, [2]int{mid, hi}
 		if v&mask != 0 {
@@ -53,7 +54,7 @@ func (c *Comm) halving(ctx context.Context, tag uint32, dt DType, data []byte, o
 	}
 	for mask := p2 / 2; mask >= 1; mask /= 2 {
 		k--
-		peer := realRank(v^mask, rem)
+		peer := c.rankAt(realRank(v^mask, rem))
 		whole := ranges[k]
 		other := [2]int{hi, whole[1]}
 		if lo != whole[0] {

@@ -57,8 +57,10 @@ type Options struct {
 	Chunk int
 	// HalvingMin is the smallest allreduce, in bytes, that AlgorithmAuto
 	// gives Rabenseifner's algorithm in a world of 4 ranks or more that
-	// spans machines (below RingMin). Default HalvingMin (32 KiB);
-	// negative: never. Every rank must set the same.
+	// spans machines: below RingMin, and above it too where some host
+	// holds several ranks and RingMin is left unset (the link between
+	// hosts then carries less than the ring's; hosts.go). Default
+	// HalvingMin (32 KiB); negative: never. Every rank must set the same.
 	HalvingMin int
 	// BcastScatterMin is the smallest Broadcast, in bytes, that scatters
 	// and chains rather than running a binomial tree, in worlds of 3
@@ -67,7 +69,8 @@ type Options struct {
 	BcastScatterMin int
 	// Algorithm selects AllReduce's algorithm; every rank must select the
 	// same. Default AlgorithmAuto: recursive doubling below RingMin, the
-	// ring from it on, AlgorithmStar on a star of more than two ranks;
+	// ring from it on, Rabenseifner's from HalvingMin across machines (see
+	// there), AlgorithmStar on a star of more than two ranks;
 	// Auto never picks AlgorithmOneSided, which measured
 	// slower at every size (see there). AlgorithmOneSided needs a
 	// transport that implements SymmetricTransport, or the call fails with
@@ -109,6 +112,10 @@ type Comm struct {
 	dlHdr    [deadlineHeaderSize]byte                      // a deadline allreduce's header, sent or received
 	os       oneSidedState                                 // the one-sided allreduce's heap area
 	center   int                                           // a star transport's coordinator, or -1
+	order    []int                                         // the rank at each position of the steps (hosts.go); nil: rank order
+	at       []int                                         // the position of each rank; nil: its rank
+	shared   bool                                          // the world spans hosts, some with several ranks (hosts.go)
+	ringSet  bool                                          // Options.RingMin was set
 }
 
 // Default piece sizes (Options.Chunk), by link.
@@ -208,7 +215,11 @@ func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	if !fixed {
 		opts.Chunk = defaultChunk(top)
 	}
-	c := &Comm{t: t, coll: coll, opts: opts, center: top.Center, links: !top.Loopback}
+	c := &Comm{t: t, coll: coll, opts: opts, center: top.Center, links: !top.Loopback, ringSet: opts.RingMin > 0}
+	if len(top.Hosts) > 0 {
+		c.order, c.at = hostOrder(top.Hosts, t.WorldSize())
+		c.shared = sharedHosts(top.Hosts)
+	}
 	if coll != nil {
 		c.chunks = make([]int, t.WorldSize())
 		for r := range c.chunks {

@@ -68,7 +68,11 @@
 // ones are still on the wire; in a world of 4 or more that spans
 // machines, from Options.HalvingMin up to RingMin, Rabenseifner's reduce-scatter
 // by recursive halving and all-gather by recursive doubling
-// (AlgorithmHalving). Any world size works. AlgorithmOneSided (over
+// (AlgorithmHalving), and at every size from HalvingMin where some host
+// holds several ranks. Their steps run in host order
+// (engine.Topology.Hosts): the ranks of a host take consecutive places,
+// however a launcher numbered them, and halving's largest steps are the
+// ones between ranks of one host. Any world size works. AlgorithmOneSided (over
 // the symmetric heap) and AlgorithmStar (reduce at a star's coordinator,
 // which Auto picks on a star of more than two ranks, found with
 // engine.Topology) can be chosen. Every element is reduced

@@ -2,6 +2,8 @@ package collective
 
 import (
 	"context"
+	"math"
+	"slices"
 	"sync"
 	"testing"
 
@@ -79,6 +81,128 @@ func TestHalvingNearestFirst(t *testing.T) {
 			peer := r ^ d
 			if got, want := counters[r].to[peer], 2*size/share; got != want {
 				t.Errorf("rank %d sent rank %d (distance %d) %d bytes, want %d (2 x 1/%d of %d)", r, peer, d, got, want, share, size)
+			}
+		}
+	}
+}
+
+func TestHostOrder(t *testing.T) {
+	for _, c := range []struct {
+		hosts     []int
+		n         int
+		order, at []int
+	}{
+		{hosts: []int{0, 1, 0, 1, 2}, n: 5, order: []int{0, 2, 1, 3, 4}, at: []int{0, 2, 1, 3, 4}},
+		{hosts: []int{0, 1, 2, 0, 1, 2}, n: 6, order: []int{0, 3, 1, 4, 2, 5}, at: []int{0, 2, 4, 1, 3, 5}},
+		{hosts: []int{0, 0, 1, 1}, n: 4}, // already together: rank order
+		{hosts: []int{0, 1, 2}, n: 3},    // a host each
+		{hosts: []int{0, 1}, n: 3},       // not the world's
+		{hosts: []int{0, 7, 0}, n: 3},    // not a host number
+		{hosts: nil, n: 3},               // a star
+	} {
+		order, at := hostOrder(c.hosts, c.n)
+		if !slices.Equal(order, c.order) || !slices.Equal(at, c.at) {
+			t.Errorf("hostOrder(%v, %d) = %v, %v; want %v, %v", c.hosts, c.n, order, at, c.order, c.at)
+		}
+	}
+	if !sharedHosts([]int{0, 1, 0}) || sharedHosts([]int{0, 1, 2}) || sharedHosts([]int{0, 0, 0}) {
+		t.Error("sharedHosts: want true only for several hosts, one with several ranks")
+	}
+}
+
+// hostsFake is a Transport of n ranks that span machines on hosts; only
+// the algorithm choice is exercised.
+type hostsFake struct {
+	Transport
+	n     int
+	hosts []int
+}
+
+func (f hostsFake) WorldSize() int { return f.n }
+
+func (f hostsFake) Topology() engine.Topology {
+	return engine.Topology{Center: -1, Hosts: f.hosts}
+}
+
+// TestAutoHalvingAcrossHosts: in a world that spans hosts of several
+// ranks, Auto keeps Rabenseifner's allreduce from HalvingMin up, where
+// the ring would send 2(n-1)/n of the message over each host's link;
+// with a host each, or RingMin set, the ring takes over from RingMin.
+func TestAutoHalvingAcrossHosts(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		hosts []int
+		opts  Options
+		size  int
+		want  Algorithm
+	}{
+		{"shared 16 MiB", []int{0, 1, 0, 1, 0, 1, 0, 1}, Options{}, 16 << 20, AlgorithmHalving},
+		{"shared 64 KiB", []int{0, 0, 0, 0, 1, 1, 1, 1}, Options{}, 64 << 10, AlgorithmHalving},
+		{"shared 8 B", []int{0, 0, 1, 1}, Options{}, 8, AlgorithmDoubling},
+		{"a host each", []int{0, 1, 2, 3}, Options{}, 16 << 20, AlgorithmRing},
+		{"RingMin set", []int{0, 0, 1, 1}, Options{RingMin: 1 << 20}, 16 << 20, AlgorithmRing},
+	} {
+		c.opts.Algorithm = AlgorithmAuto
+		cm := newComm(hostsFake{n: len(c.hosts), hosts: c.hosts}, nil, c.opts)
+		if got, err := cm.allReduceAlgo(len(c.hosts), c.size); err != nil || got != c.want {
+			t.Errorf("%s: %v %v, want %v", c.name, got, err, c.want)
+		}
+	}
+}
+
+// TestAllReduceByHost: with the ranks of 2 hosts numbered alternately,
+// every algorithm gives every rank the same, right sums, in any world
+// size, and halving sends the other host 1/p2 of the message each way
+// (its farthest partner in host order), the rest staying on the host.
+func TestAllReduceByHost(t *testing.T) {
+	for _, n := range []int{4, 5, 8} {
+		hosts := make([]string, n)
+		for r := range hosts {
+			hosts[r] = []string{"a", "b"}[r%2]
+		}
+		ts := meshtest.Hosts(t, hosts, engine.Options{})
+		for _, algo := range []Algorithm{AlgorithmDoubling, AlgorithmHalving, AlgorithmRing} {
+			const elems = 3 << 10
+			counters := make([]*sentBytes, n)
+			errs := make([]error, n)
+			data := make([][]float32, n)
+			var wg sync.WaitGroup
+			for r := range n {
+				counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
+				c := newComm(ts[r], counters[r], Options{Algorithm: algo})
+				data[r] = make([]float32, elems)
+				for i := range data[r] {
+					data[r][i] = float32(r+1) / float32(i+3) // sums whose bits depend on the order
+				}
+				wg.Go(func() { errs[r] = AllReduce(c, data[r], Sum) })
+			}
+			wg.Wait()
+			for r := range n {
+				if errs[r] != nil {
+					t.Fatalf("n=%d %v rank %d: %v", n, algo, r, errs[r])
+				}
+				if !slices.Equal(data[r], data[0]) {
+					t.Fatalf("n=%d %v: rank %d's sums differ from rank 0's", n, algo, r)
+				}
+			}
+			for i, v := range data[0] {
+				if want := float64(n*(n+1)/2) / float64(i+3); math.Abs(float64(v)-want) > 1e-5*want {
+					t.Fatalf("n=%d %v element %d: %v, want %v", n, algo, i, v, want)
+				}
+			}
+			if algo != AlgorithmHalving || n != 8 {
+				continue
+			}
+			for r := range n {
+				across := 0
+				for to, b := range counters[r].to {
+					if to%2 != r%2 {
+						across += b
+					}
+				}
+				if want := 2 * elems * 4 / 8; across != want {
+					t.Errorf("n=8 halving: rank %d sent the other host %d bytes, want %d (2 x 1/8 of %d)", r, across, want, elems*4)
+				}
 			}
 		}
 	}

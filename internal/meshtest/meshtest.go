@@ -42,6 +42,20 @@ func Mesh(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 	})
 }
 
+// Hosts builds a mesh in this process whose rank r runs on host hosts[r]
+// (Options.HostID; "" for this machine's own), every rank otherwise with
+// opts, and closes it at cleanup.
+func Hosts(t testing.TB, hosts []string, opts engine.Options) []*engine.NetTransport {
+	t.Helper()
+	n := len(hosts)
+	lns, addrs := Listeners(t, n)
+	return build(t, n, func(r int) (*engine.NetTransport, error) {
+		o := opts
+		o.HostID = hosts[r]
+		return engine.FromListener(r, n, lns[r], addrs, o)
+	})
+}
+
 // Open builds an n-rank mesh in this process, every rank with opts, on
 // loopback listeners. The caller closes it (Close); on error nothing is
 // left open.
