@@ -12,7 +12,14 @@
 # exit, failure included; only addresses inside them receive traffic.
 #
 #   bench/netns/scale-bench.sh [--hosts "2 4 8 16"] [--rates "2:2gbit 4:1gbit 8:500mbit 16:250mbit"]
+#                              [--per-host K] [--placement together|alternate]
 #                              [--sizes 8,64K,1M,16M] [--duration 2s | --iters K] [--spin DUR] [--algorithm A] [--json FILE] [--plot DIR]
+#
+# --per-host puts K ranks in each namespace (default 1), neighbours over
+# shared memory there, each namespace its own host (BOLTMESH_HOST_ID);
+# --placement numbers them host by host (together, the default, as
+# mpirun's --map-by slot) or one host after another in turn (alternate,
+# as --map-by node), for boltmesh and OpenMPI alike.
 #
 # --rates maps N to its link rate (tc's units); an N without one takes the
 # rate of the largest N below it. Each boltmesh case runs for --duration
@@ -24,6 +31,7 @@
 set -euo pipefail
 
 hosts="2 4 8 16" rates="2:2gbit 4:1gbit 8:500mbit 16:250mbit" sizes=8,64K,1M,16M iters="" duration=2s spin="" algorithm="" json="" plot=""
+perhost=1 placement=together
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -33,6 +41,8 @@ while [[ $# -gt 0 ]]; do
     --duration) duration=$2; shift 2 ;;
     --spin) spin=$2; shift 2 ;;
     --algorithm) algorithm=$2; shift 2 ;;
+    --per-host) perhost=$2; shift 2 ;;
+    --placement) placement=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --plot) plot=$2; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -42,6 +52,8 @@ done
 for n in $hosts; do
   [[ $n =~ ^[0-9]+$ && $n -ge 2 && $n -le 64 ]] || { echo "scale-bench: --hosts: $n is not in [2, 64]" >&2; exit 2; }
 done
+[[ $perhost =~ ^[0-9]+$ && $perhost -ge 1 && $perhost -le 16 ]] || { echo "scale-bench: --per-host: $perhost is not in [1, 16]" >&2; exit 2; }
+[[ $placement == together || $placement == alternate ]] || { echo "scale-bench: --placement: $placement is not together or alternate" >&2; exit 2; }
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "scale-bench: needs root to create network namespaces; skipping"
@@ -123,21 +135,28 @@ cpu_now() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 
 # cpu_pct BEFORE AFTER: the busy share between two cpu_now readings.
 cpu_pct() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); if (y[2] > x[2]) printf "%.1f", 100 * (y[1] - x[1]) / (y[2] - x[2]); else print 0 }'; }
 
+# host_of R N: the host (namespace index) of rank R of N hosts, by
+# --placement; slot_of R N: its place among its host's ranks.
+host_of() { if [[ $placement == alternate ]]; then echo $(($1 % $2)); else echo $(($1 / perhost)); fi; }
+slot_of() { if [[ $placement == alternate ]]; then echo $(($1 / $2)); else echo $(($1 % perhost)); fi; }
+
 # boltmesh N SUITE SIZES OUT: one run of rank 0's bench (the others run
-# "boltmesh rank"), with every rank's GOMAXPROCS 1 once ranks outnumber
-# the cores; prints the CPU use during it.
+# "boltmesh rank") over N hosts of --per-host ranks, with every rank's
+# GOMAXPROCS 1 once ranks outnumber the cores; prints the CPU use during
+# it.
 boltmesh() {
-  local n=$1 suite=$2 sz=$3 out=$4 i peers="" env=()
-  for i in $(seq 0 $((n - 1))); do peers+="$net.$((i + 1)):7710,"; done
+  local n=$1 suite=$2 sz=$3 out=$4 i h peers="" env=(env) world=$(($1 * perhost))
+  for i in $(seq 0 $((world - 1))); do peers+="$net.$(($(host_of "$i" "$n") + 1)):$((7710 + $(slot_of "$i" "$n"))),"; done
   peers=${peers%,}
-  ((n > $(nproc))) && env=(env GOMAXPROCS=1)
-  local flags=(--world "$n" --peers "$peers" --key-file "$work/key" ${spin:+--spin "$spin"})
+  ((world > $(nproc))) && env+=(GOMAXPROCS=1)
+  local flags=(--world "$world" --peers "$peers" --key-file "$work/key" ${spin:+--spin "$spin"})
   local before after
   before=$(cpu_now)
-  for i in $(seq 1 $((n - 1))); do
-    ip netns exec "${ns[$i]}" "${env[@]}" "$bin" rank --rank "$i" "${flags[@]}" &
+  for i in $(seq 1 $((world - 1))); do
+    h=$(host_of "$i" "$n")
+    ip netns exec "${ns[$h]}" "${env[@]}" BOLTMESH_HOST_ID="${ns[$h]}" "$bin" rank --rank "$i" "${flags[@]}" &
   done
-  ip netns exec "${ns[0]}" "${env[@]}" "$bin" bench --rank 0 "${flags[@]}" --suite "$suite" --sizes "$sz" \
+  ip netns exec "${ns[0]}" "${env[@]}" BOLTMESH_HOST_ID="${ns[0]}" "$bin" bench --rank 0 "${flags[@]}" --suite "$suite" --sizes "$sz" \
     ${iters:+--iters "$iters"} ${algorithm:+--algorithm "$algorithm"} --duration "$duration" --baseline none --progress=false --json "$out" >/dev/null
   wait
   after=$(cpu_now)
@@ -151,8 +170,10 @@ boltmesh() {
 # OpenMPI does on a node it knows is oversubscribed (here every
 # namespace has one slot, so it cannot know).
 openmpi() {
-  local n=$1 out=$2 i hostsarg="" yield=0
-  ((n > $(nproc))) && yield=1
+  local n=$1 out=$2 i hostsarg="" yield=0 world=$(($1 * perhost)) mapby=slot btl=tcp,self
+  ((world > $(nproc))) && yield=1
+  [[ $placement == alternate ]] && mapby=node
+  ((perhost > 1)) && btl=vader,tcp,self # a host's ranks over shared memory, as boltmesh's
   {
     echo '#!/bin/sh'
     echo 'while [ "${1#-}" != "$1" ]; do shift; done'
@@ -161,25 +182,29 @@ openmpi() {
     for i in $(seq 0 $((n - 1))); do echo "  $net.$((i + 1))) ns=${ns[$i]} ;;"; done
     echo '  *) echo "nsrsh: unknown host $host" >&2; exit 1 ;;'
     echo 'esac'
-    echo 'exec ip netns exec "$ns" /bin/sh -c "$*"'
+    # Each host its own session and shared-memory directories: the
+    # namespaces share /tmp and the hostname, and vader's segments of two
+    # hosts would otherwise take the same names.
+    echo 'mkdir -p "'"$work"'/ompi-$ns"'
+    echo 'exec ip netns exec "$ns" env OMPI_MCA_orte_tmpdir_base="'"$work"'/ompi-$ns" OMPI_MCA_btl_vader_backing_directory="'"$work"'/ompi-$ns" /bin/sh -c "$*"'
   } >"$work/nsrsh"
   chmod +x "$work/nsrsh"
-  for i in $(seq 0 $((n - 1))); do hostsarg+="$net.$((i + 1)):1,"; done
+  for i in $(seq 0 $((n - 1))); do hostsarg+="$net.$((i + 1)):$perhost,"; done
   local bytes
   bytes=$("$work/scalereport" sizes "$sizes")
   local before after try
   for try in 1 2 3; do
     before=$(cpu_now)
     ip netns exec "${ns[0]}" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      mpirun --oversubscribe --bind-to none -np "$n" -H "${hostsarg%,}" --mca plm_rsh_agent "$work/nsrsh" \
-      --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" --mca mpi_yield_when_idle "$yield" \
+      mpirun --oversubscribe --bind-to none -np "$world" --map-by "$mapby" -H "${hostsarg%,}" --mca plm_rsh_agent "$work/nsrsh" \
+      --mca btl "$btl" --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" --mca mpi_yield_when_idle "$yield" \
       "$work/mpi_allreduce" $bytes >"$out" 2>"$out.err" || true
     after=$(cpu_now)
-    # a line per size: bytes p50 algbw busbw, all numbers (mpirun prints
+    # a line per size: bytes p50 algbw busbw [p99], all numbers (mpirun prints
     # its complaints, boxed in dashes, on stdout too: they are dropped
     # when every size's line is there)
-    if [[ $(grep -cE '^[0-9.e+-]+( [0-9.e+-]+){3}$' "$out") == $(wc -w <<<"$bytes") ]]; then
-      grep -E '^[0-9.e+-]+( [0-9.e+-]+){3}$' "$out" >"$out.ok" && mv "$out.ok" "$out"
+    if [[ $(grep -cE '^[0-9.e+-]+( [0-9.e+-]+){3,4}$' "$out") == $(wc -w <<<"$bytes") ]]; then
+      grep -E '^[0-9.e+-]+( [0-9.e+-]+){3,4}$' "$out" >"$out.ok" && mv "$out.ok" "$out"
       cpu_pct "$before" "$after"
       return 0
     fi
@@ -201,6 +226,6 @@ for n in $hosts; do
   mpi_ok=""
   [[ -s $work/mpi-$n.txt ]] && mpi_ok=1
   teardown
-  runs+=(--run "hosts=$n,rate=$rate,cpu=$ar,cpu_bcast=$bc,cpu_mpi=$mp,boltmesh=$work/bm-ar-$n.json,boltmesh=$work/bm-bc-$n.json${mpi_ok:+,openmpi=$work/mpi-$n.txt}")
+  runs+=(--run "hosts=$n,per_host=$perhost,placement=$placement,rate=$rate,cpu=$ar,cpu_bcast=$bc,cpu_mpi=$mp,boltmesh=$work/bm-ar-$n.json,boltmesh=$work/bm-bc-$n.json${mpi_ok:+,openmpi=$work/mpi-$n.txt}")
 done
 "$work/scalereport" report "${runs[@]}" ${json:+--json "$json"} ${plot:+--plot "$plot"}

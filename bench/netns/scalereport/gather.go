@@ -28,6 +28,12 @@ type Doc struct {
 // Run is one world size on its emulated hosts.
 type Run struct {
 	Hosts int `json:"hosts"`
+	// PerHost is the ranks on each host (1 unless given), and Placement
+	// how they were numbered: "together" (host by host) or "alternate"
+	// (one host after another in turn).
+	PerHost   int     `json:"ranks_per_host"`
+	Placement string  `json:"placement"`
+	worlds    []world // of each boltmesh result read, checked once the run is known
 	// Rate is the link rate as tc was given it, and LinkGBps the same in
 	// GB/s (1e9 bytes): the most a link moves each way.
 	Rate     string  `json:"rate"`
@@ -36,6 +42,12 @@ type Run struct {
 	// part of the run.
 	CPU     CPU     `json:"cpu_pct"`
 	Results []Point `json:"results"`
+}
+
+// world is the ranks of a boltmesh result, and the file it came from.
+type world struct {
+	file  string
+	ranks int
 }
 
 // CPU is the machine's busy share during a run's parts.
@@ -87,7 +99,7 @@ func gather(runs []string) (*Doc, error) {
 
 // gatherRun reads one --run: key=value pairs, comma-separated.
 func gatherRun(spec string) (Run, error) {
-	var r Run
+	r := Run{PerHost: 1, Placement: "together"}
 	var err error
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(kv, "=")
@@ -97,6 +109,10 @@ func gatherRun(spec string) (Run, error) {
 		switch k {
 		case "hosts":
 			r.Hosts, err = strconv.Atoi(v)
+		case "per_host":
+			r.PerHost, err = strconv.Atoi(v)
+		case "placement":
+			r.Placement = v
 		case "rate":
 			r.Rate = v
 			r.LinkGBps, err = rateGBps(v)
@@ -119,6 +135,14 @@ func gatherRun(spec string) (Run, error) {
 	}
 	if r.Hosts < 2 || r.LinkGBps <= 0 {
 		return r, fmt.Errorf("hosts %d, link rate %q: both are needed", r.Hosts, r.Rate)
+	}
+	if r.PerHost < 1 || r.Placement != "together" && r.Placement != "alternate" {
+		return r, fmt.Errorf("per_host %d, placement %q: want at least 1, and together or alternate", r.PerHost, r.Placement)
+	}
+	for _, w := range r.worlds {
+		if w.ranks != r.Hosts*r.PerHost {
+			return r, fmt.Errorf("%s: a result of %d ranks in a run of %d hosts of %d", w.file, w.ranks, r.Hosts, r.PerHost)
+		}
 	}
 	for i := range r.Results {
 		r.Results[i].OfLink = r.Results[i].BusBW / r.LinkGBps
@@ -170,9 +194,7 @@ func (r *Run) addBoltmesh(file string) error {
 		if x.Impl != bench.ImplBoltmesh {
 			continue
 		}
-		if x.Ranks != r.Hosts {
-			return fmt.Errorf("%s: a result of %d ranks in a run of %d hosts", file, x.Ranks, r.Hosts)
-		}
+		r.worlds = append(r.worlds, world{file, x.Ranks})
 		r.Results = append(r.Results, Point{Impl: "boltmesh", Op: x.Op, Bytes: x.Bytes, Iters: x.Iters, P50: x.P50, BusBW: x.BusBW, Error: x.Error})
 	}
 	return nil

@@ -7,7 +7,7 @@
 //
 //	scalereport sizes 8,64K,1M,16M
 //	scalereport rate-bytes 400mbit
-//	scalereport report --run hosts=N,rate=R,cpu=P,cpu_bcast=P,cpu_mpi=P,boltmesh=FILE,...,openmpi=FILE ... [--json FILE] [--plot DIR]
+//	scalereport report --run hosts=N,[per_host=K,placement=P,]rate=R,cpu=P,cpu_bcast=P,cpu_mpi=P,boltmesh=FILE,...,openmpi=FILE ... [--json FILE] [--plot DIR]
 package main
 
 import (
@@ -60,7 +60,7 @@ func (r *runFlags) Set(v string) error { *r = append(*r, v); return nil }
 func report(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	var runs runFlags
-	fs.Var(&runs, "run", "one world size's run: hosts=N,rate=R,cpu=P,cpu_bcast=P,cpu_mpi=P,boltmesh=FILE...,openmpi=FILE")
+	fs.Var(&runs, "run", "one world size's run: hosts=N,[per_host=K,placement=together|alternate,]rate=R,cpu=P,cpu_bcast=P,cpu_mpi=P,boltmesh=FILE...,openmpi=FILE")
 	jsonOut := fs.String("json", "", "write the boltmesh-scale/v1 document to `file`")
 	plotDir := fs.String("plot", "", "write SVG charts against the world size to `dir`")
 	if err := fs.Parse(args); err != nil {

@@ -96,4 +96,22 @@ func TestReport(t *testing.T) {
 	if err := run([]string{"report", "--run", "hosts=2,rate=fast"}, &table); err == nil {
 		t.Error("a run with a bad rate was taken")
 	}
+
+	// Hosts of several ranks: 2 hosts of 2 are a world of 4.
+	table.Reset()
+	if err := run([]string{"report", "--run", "hosts=2,per_host=2,placement=alternate,rate=1gbit,boltmesh=" + files["bm4"]}, &table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "== 2 hosts of 2 ranks (alternate), links of 1gbit") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	for _, spec := range []string{
+		"boltmesh=" + files["bm2"] + ",hosts=2,per_host=2,rate=1gbit", // 2 ranks, not 4
+		"hosts=2,per_host=2,placement=scattered,rate=1gbit",
+		"hosts=2,per_host=0,rate=1gbit",
+	} {
+		if err := run([]string{"report", "--run", spec}, &table); err == nil {
+			t.Errorf("--run %s was taken", spec)
+		}
+	}
 }

@@ -12,8 +12,12 @@ import (
 // OpenMPI where OpenMPI measured it, and busbw as a share of the link.
 func writeTables(out io.Writer, doc *Doc) {
 	for _, r := range doc.Runs {
-		fmt.Fprintf(out, "== %d hosts, links of %s (%.3f GB/s each way); CPU busy: boltmesh %.0f%%, broadcast %.0f%%, OpenMPI %.0f%%\n",
-			r.Hosts, r.Rate, r.LinkGBps, r.CPU.Boltmesh, r.CPU.Broadcast, r.CPU.OpenMPI)
+		hosts := fmt.Sprintf("%d hosts", r.Hosts)
+		if r.PerHost > 1 {
+			hosts += fmt.Sprintf(" of %d ranks (%s)", r.PerHost, r.Placement)
+		}
+		fmt.Fprintf(out, "== %s, links of %s (%.3f GB/s each way); CPU busy: boltmesh %.0f%%, broadcast %.0f%%, OpenMPI %.0f%%\n",
+			hosts, r.Rate, r.LinkGBps, r.CPU.Boltmesh, r.CPU.Broadcast, r.CPU.OpenMPI)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "op\tsize\tboltmesh p50 µs\tbusbw GB/s\tof link\tOpenMPI p50 µs\tbusbw GB/s\tof link\tboltmesh/OpenMPI busbw\t")
 		for _, p := range r.Results {
