@@ -60,9 +60,9 @@ func bcastSeg(i, n, size int) (lo, hi int) {
 // v+1 and takes segment v-s-1 from v-1; root takes nothing and the last
 // rank passes nothing on, so every rank ends with every segment.
 func (c *Comm) scatterBcast(ctx context.Context, tag uint32, root int, data []byte) error {
-	r, n := c.t.Rank(), c.t.WorldSize()
-	v := (r - root + n) % n
-	abs := func(u int) int { return (u + root) % n }
+	n := c.t.WorldSize()
+	v := c.fromRoot(c.t.Rank(), root)
+	abs := func(u int) int { return c.rankFrom(u, root) }
 	seg := func(i int) []byte {
 		lo, hi := bcastSeg((i%n+n)%n, n, len(data))
 		return data[lo:hi]
@@ -109,13 +109,13 @@ func (c *Comm) scatterBcast(ctx context.Context, tag uint32, root int, data []by
 }
 
 func (c *Comm) binomialBcast(ctx context.Context, tag uint32, root int, data []byte) error {
-	r, n := c.t.Rank(), c.t.WorldSize()
-	v := (r - root + n) % n // rank relative to root
+	n := c.t.WorldSize()
+	v := c.fromRoot(c.t.Rank(), root) // rank relative to root
 	mask := 1
 	var rerr error
 	for ; mask < n; mask <<= 1 {
 		if v&mask != 0 {
-			parent := (v - mask + root) % n
+			parent := c.rankFrom(v-mask, root)
 			m, err := c.recv(ctx, parent, tag, data)
 			if err != nil {
 				return err
@@ -129,7 +129,7 @@ func (c *Comm) binomialBcast(ctx context.Context, tag uint32, root int, data []b
 	// Children are v+mask/2, v+mask/4, ..., v+1 (those below n).
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if v+mask < n {
-			if err := c.send(ctx, (v+mask+root)%n, tag, data); err != nil && rerr == nil {
+			if err := c.send(ctx, c.rankFrom(v+mask, root), tag, data); err != nil && rerr == nil {
 				return err
 			}
 		}
@@ -184,14 +184,14 @@ func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byt
 }
 
 func (c *Comm) binomialReduce(ctx context.Context, tag uint32, root int, dt DType, data []byte, op Op) error {
-	r, n := c.t.Rank(), c.t.WorldSize()
-	v := (r - root + n) % n
+	n := c.t.WorldSize()
+	v := c.fromRoot(c.t.Rank(), root)
 	acc := data // this rank's partial result: data at the root, else scratch
 	var buf []byte
 	haveBuf := false
 	for mask := 1; mask < n; mask <<= 1 {
 		if v&mask != 0 { // a leaf sends data itself, an inner rank its scratch
-			return c.send(ctx, (v-mask+root)%n, tag, acc)
+			return c.send(ctx, c.rankFrom(v-mask, root), tag, acc)
 		}
 		child := v + mask
 		if child >= n {
@@ -207,7 +207,7 @@ func (c *Comm) binomialReduce(ctx context.Context, tag uint32, root int, dt DTyp
 				buf = c.collScratch(len(data))
 			}
 		}
-		from := (child + root) % n
+		from := c.rankFrom(child, root)
 		m, err := c.recv(ctx, from, tag, buf)
 		if err == nil {
 			err = c.recvCheck(m, len(buf), from)

@@ -207,3 +207,52 @@ func TestAllReduceByHost(t *testing.T) {
 		}
 	}
 }
+
+// TestBroadcastByHost: with the ranks of 2 hosts numbered alternately, a
+// scattering broadcast's chain crosses to the other host once, not at
+// every hop: 8 ranks send the other host 4/8 of the message (the
+// scatter) and 7/8 (one hop of the chain), where in rank order they sent
+// it 4/8 and 7 x 7/8. Every rank gets root's bytes.
+func TestBroadcastByHost(t *testing.T) {
+	const n, size = 8, 1 << 20
+	hosts := make([]string, n)
+	for r := range hosts {
+		hosts[r] = []string{"a", "b"}[r%2]
+	}
+	ts := meshtest.Hosts(t, hosts, engine.Options{})
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i>>8)
+	}
+	counters := make([]*sentBytes, n)
+	errs := make([]error, n)
+	data := make([][]byte, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
+		c := newComm(ts[r], counters[r], Options{})
+		data[r] = make([]byte, size)
+		if r == 0 {
+			copy(data[r], want)
+		}
+		wg.Go(func() { errs[r] = c.BroadcastBytes(context.Background(), 0, data[r]) })
+	}
+	wg.Wait()
+	across := 0
+	for r := range n {
+		if errs[r] != nil {
+			t.Fatalf("rank %d: %v", r, errs[r])
+		}
+		if !slices.Equal(data[r], want) {
+			t.Fatalf("rank %d did not get root's bytes", r)
+		}
+		for to, b := range counters[r].to {
+			if to%2 != r%2 {
+				across += b
+			}
+		}
+	}
+	if max := size * (4 + 7) / 8; across > max {
+		t.Errorf("the ranks sent the other host %d bytes, want at most %d (4/8 + 7/8 of %d)", across, max, size)
+	}
+}

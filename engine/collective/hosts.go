@@ -1,13 +1,14 @@
 package collective
 
-// The order of the allreduce's steps by host. Doubling, halving and the
-// ring run over positions rather than ranks: the ranks of each host take
+// The order of the collectives' steps by host. AllReduce's doubling,
+// halving and ring, and Broadcast's and ReduceTo's trees and chain, run
+// over positions rather than ranks: the ranks of each host take
 // consecutive positions (hosts in the order of their lowest rank, ranks
 // in rank order within one), from engine.Topology.Hosts, which every rank
-// of a mesh finds alike. Halving's nearest partner, the ring's
-// neighbours and the folded pairs are then on one host wherever they can
-// be, whatever order a launcher numbered the ranks in, and the fewest
-// bytes cross the links between hosts (coll_halving.go).
+// of a mesh finds alike. Halving's nearest partner, the ring's and the
+// chain's neighbours and the folded pairs are then on one host wherever
+// they can be, whatever order a launcher numbered the ranks in, and the
+// fewest bytes cross the links between hosts (coll_halving.go).
 
 // hostOrder returns, for hosts (Topology.Hosts), the rank at each
 // position and the position of each rank: nil, nil where that is rank
@@ -67,4 +68,18 @@ func (c *Comm) rankAt(p int) int {
 		return p
 	}
 	return c.order[p]
+}
+
+// fromRoot numbers rank r from root in the steps' order: root is 0, and
+// the ranks of each host stay consecutive but for root's host, split
+// around it.
+func (c *Comm) fromRoot(r, root int) int {
+	n := c.t.WorldSize()
+	return (c.position(r) - c.position(root) + n) % n
+}
+
+// rankFrom is the rank numbered u (mod the world size) from root.
+func (c *Comm) rankFrom(u, root int) int {
+	n := c.t.WorldSize()
+	return c.rankAt(((u+c.position(root))%n + n) % n)
 }
