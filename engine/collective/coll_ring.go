@@ -48,10 +48,14 @@ func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, cou
 	if n == 1 {
 		return nil
 	}
-	right, left := (r+1)%n, (r-1+n)%n
-	sendIdx, sendOff := r, off
-	recvIdx, recvOff := left, collOffset(counts, left, esz)
+	// Around the ring in host order (hosts.go): on step s the rank at
+	// position p passes on the segment of the rank at position p-s and
+	// takes that of p-s-1.
+	p := c.position(r)
+	right, left := c.rankAt((p+1)%n), c.rankAt((p-1+n)%n)
 	for s := 0; s < n-1; s++ {
+		sendIdx, recvIdx := c.rankAt((p-s+n)%n), c.rankAt((p-s-1+n)%n)
+		sendOff, recvOff := collOffset(counts, sendIdx, esz), collOffset(counts, recvIdx, esz)
 		send := out[sendOff : sendOff+counts[sendIdx]*esz]
 		recv := out[recvOff : recvOff+counts[recvIdx]*esz]
 		m, err := c.exchange(ctx, right, left, collTag(tag, s), send, recv)
@@ -60,13 +64,6 @@ func (c *Comm) AllGatherBytes(ctx context.Context, dt DType, in, out []byte, cou
 		}
 		if err != nil {
 			return err
-		}
-		sendIdx, sendOff = recvIdx, recvOff
-		if recvIdx == 0 {
-			recvIdx, recvOff = n-1, total-counts[n-1]*esz
-		} else {
-			recvIdx--
-			recvOff -= counts[recvIdx] * esz
 		}
 	}
 	return nil
@@ -96,8 +93,9 @@ func ReduceScatter16(c *Comm, dt DType, data []uint16, counts []int, op Op) erro
 // It runs a ring: n-1 steps, in each of which every rank sends a partial
 // result to its right neighbour and combines the one it receives from its
 // left with its own contribution, in scratch, so that segment j is
-// reduced in the fixed order x[j+1], x[j+2], ..., x[j+n] (ranks mod n):
-// the result is deterministic, and each rank sends and receives
+// reduced in the fixed order x[j+1], x[j+2], ..., x[j+n] (by position in
+// host order, hosts.go, mod n): the result is deterministic, and each
+// rank sends and receives
 // sum(counts) - its own count elements. A Mean is divided by n at the end.
 func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, counts []int, op Op) (err error) {
 	const fn = "ReduceScatter"
@@ -129,7 +127,6 @@ func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, co
 func (c *Comm) ringReduceScatter(ctx context.Context, tag uint32, dt DType, data []byte, counts []int, op Op) error {
 	r, n := c.t.Rank(), c.t.WorldSize()
 	esz := dt.Size()
-	total := len(data)
 	maxSeg := 0
 	for _, k := range counts {
 		maxSeg = max(maxSeg, k*esz)
@@ -138,14 +135,16 @@ func (c *Comm) ringReduceScatter(ctx context.Context, tag uint32, dt DType, data
 	// next partial result arrives in the other.
 	sc := c.collScratch(2 * maxSeg)
 	bufs := [2][]byte{sc[:maxSeg], sc[maxSeg:]}
-	right, left := (r+1)%n, (r-1+n)%n
-	// Step s sends segment r-s-1 and receives segment r-s-2 (mod n); the
-	// last step receives segment r.
+	// Around the ring in host order (hosts.go): step s sends the segment
+	// of the rank at position p-s-1 and receives that of p-s-2 (mod n);
+	// the last step receives this rank's own.
+	p := c.position(r)
+	right, left := c.rankAt((p+1)%n), c.rankAt((p-1+n)%n)
 	sendOff := collOffset(counts, left, esz)
 	send := data[sendOff : sendOff+counts[left]*esz]
-	recvIdx := (r - 2 + 2*n) % n
-	recvOff := collOffset(counts, recvIdx, esz)
 	for s := 0; s < n-1; s++ {
+		recvIdx := c.rankAt((p - s - 2 + 2*n) % n)
+		recvOff := collOffset(counts, recvIdx, esz)
 		in := bufs[s%2][:counts[recvIdx]*esz]
 		m, err := c.exchange(ctx, right, left, collTag(tag, s), send, in)
 		if err == nil {
@@ -163,12 +162,6 @@ func (c *Comm) ringReduceScatter(ctx context.Context, tag uint32, dt DType, data
 		}
 		if err != nil {
 			return err
-		}
-		if recvIdx == 0 {
-			recvIdx, recvOff = n-1, total-counts[n-1]*esz
-		} else {
-			recvIdx--
-			recvOff -= counts[recvIdx] * esz
 		}
 	}
 	return nil

@@ -256,3 +256,76 @@ func TestBroadcastByHost(t *testing.T) {
 		t.Errorf("the ranks sent the other host %d bytes, want at most %d (4/8 + 7/8 of %d)", across, max, size)
 	}
 }
+
+// TestRingsByHost: AllGather's and ReduceScatter's rings go round in host
+// order: with 6 ranks of 2 hosts numbered alternately and uneven counts,
+// every rank gets the right segments and sums, and the ring crosses
+// between the hosts twice, not at every hop: all ranks together send the
+// other host at most 2 x the whole (each crossing carries it less one
+// segment), where in rank order they sent it 5 x.
+func TestRingsByHost(t *testing.T) {
+	const n = 6
+	hosts := make([]string, n)
+	for r := range hosts {
+		hosts[r] = []string{"a", "b"}[r%2]
+	}
+	ts := meshtest.Hosts(t, hosts, engine.Options{})
+	counts := []int{1000, 3000, 17, 2500, 0, 1200}
+	total := 0
+	for _, k := range counts {
+		total += k
+	}
+	offset := func(r int) int { return collOffset(counts, r, 1) }
+	for _, op := range []string{"allgather", "reducescatter"} {
+		counters := make([]*sentBytes, n)
+		errs := make([]error, n)
+		bufs := make([][]float64, n)
+		var wg sync.WaitGroup
+		for r := range n {
+			counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
+			c := newComm(ts[r], counters[r], Options{})
+			bufs[r] = make([]float64, total)
+			if op == "allgather" {
+				in := make([]float64, counts[r])
+				for i := range in {
+					in[i] = float64(r*10000 + i)
+				}
+				wg.Go(func() { errs[r] = AllGather(c, in, bufs[r], counts) })
+			} else {
+				for i := range bufs[r] {
+					bufs[r][i] = float64(r + i)
+				}
+				wg.Go(func() { errs[r] = ReduceScatter(c, bufs[r], counts, Sum) })
+			}
+		}
+		wg.Wait()
+		across := 0
+		for r := range n {
+			if errs[r] != nil {
+				t.Fatalf("%s rank %d: %v", op, r, errs[r])
+			}
+			for q := range n {
+				if op == "reducescatter" && q != r {
+					continue
+				}
+				for i := range counts[q] {
+					want := float64(q*10000 + i)
+					if op == "reducescatter" {
+						want = float64(n*(offset(q)+i) + n*(n-1)/2)
+					}
+					if got := bufs[r][offset(q)+i]; got != want {
+						t.Fatalf("%s rank %d, segment %d element %d: %v, want %v", op, r, q, i, got, want)
+					}
+				}
+			}
+			for to, b := range counters[r].to {
+				if to%2 != r%2 {
+					across += b
+				}
+			}
+		}
+		if max := 2 * total * 8; across > max {
+			t.Errorf("%s: the ranks sent the other host %d bytes, want at most %d (2 x %d elements)", op, across, max, total)
+		}
+	}
+}
