@@ -2,15 +2,14 @@ package collective
 
 // The order of the collectives' steps by host. AllReduce's doubling,
 // halving and ring, AllGather's and ReduceScatter's rings, and
-// Broadcast's and ReduceTo's trees and chain, run
-// over positions rather than ranks: the ranks of each host take
-// consecutive positions (hosts in the order of their lowest rank, ranks
-// in rank order within one), from engine.Topology.Hosts, which every rank
-// of a mesh finds alike. Halving's nearest partner, the ring's and the
-// chain's neighbours and the folded pairs are then on one host wherever
-// they can be, whatever order a launcher numbered the ranks in, and the
-// fewest bytes cross the links between hosts (coll_halving.go; tests in
-// hosts_internal_test.go).
+// Broadcast's and ReduceTo's trees and chain run over positions rather
+// than ranks: the ranks of each host take consecutive positions (hosts in
+// the order of their lowest rank, ranks in rank order within one), from
+// engine.Topology.Hosts, which every rank of a mesh finds alike.
+// Halving's nearest partner, the rings' and the chain's neighbours and
+// the folded pairs are then on one host wherever they can be, whatever
+// order a launcher numbered the ranks in, and the fewest bytes cross the
+// links between hosts (coll_halving.go; tests in hosts_internal_test.go).
 
 // hostOrder returns, for hosts (Topology.Hosts), the rank at each
 // position and the position of each rank: nil, nil where that is rank
