@@ -40,6 +40,55 @@ func (s *sentBytes) ExchangeCollChunks(ctx context.Context, to, from int, tag, m
 	return s.netHooks.ExchangeCollChunks(ctx, to, from, tag, meta, out, in, outChunk, inChunk, onChunk)
 }
 
+// runCounted runs call on every rank of ts at once, each over a Comm
+// with opts whose sends sentBytes counts, fails the test on any rank's
+// error, and returns the counts.
+func runCounted(t *testing.T, ts []*engine.NetTransport, opts Options, call func(r int, c *Comm) error) []*sentBytes {
+	t.Helper()
+	counters := make([]*sentBytes, len(ts))
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	for r := range ts {
+		counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
+		c := newComm(ts[r], counters[r], opts)
+		wg.Go(func() { errs[r] = call(r, c) })
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return counters
+}
+
+// alternateHosts is a mesh of n ranks on 2 hosts, numbered alternately
+// (rank r on host r mod 2, as mpirun --map-by node places them).
+func alternateHosts(t *testing.T, n int) []*engine.NetTransport {
+	hosts := make([]string, n)
+	for r := range hosts {
+		hosts[r] = []string{"a", "b"}[r%2]
+	}
+	return meshtest.Hosts(t, hosts, engine.Options{})
+}
+
+// acrossHosts is the bytes rank r (or, for r < 0, every rank) sent to
+// ranks of the other host of alternateHosts.
+func acrossHosts(counters []*sentBytes, r int) int {
+	n := 0
+	for from, s := range counters {
+		if r >= 0 && from != r {
+			continue
+		}
+		for to, b := range s.to {
+			if to%2 != from%2 {
+				n += b
+			}
+		}
+	}
+	return n
+}
+
 // TestHalvingNearestFirst: Rabenseifner's reduce-scatter halves the
 // message with the nearest rank first and the farthest last, so that
 // where ranks of one host are numbered together (as launchers number
@@ -51,24 +100,15 @@ func (s *sentBytes) ExchangeCollChunks(ctx context.Context, to, from int, tag, m
 func TestHalvingNearestFirst(t *testing.T) {
 	const n, elems = 8, 1 << 14
 	ts := meshtest.Mesh(t, n, engine.Options{})
-	counters := make([]*sentBytes, n)
-	errs := make([]error, n)
 	data := make([][]float64, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
-		c := newComm(ts[r], counters[r], Options{Algorithm: AlgorithmHalving})
+	counters := runCounted(t, ts, Options{Algorithm: AlgorithmHalving}, func(r int, c *Comm) error {
 		data[r] = make([]float64, elems)
 		for i := range data[r] {
 			data[r][i] = float64(r*elems + i)
 		}
-		wg.Go(func() { errs[r] = AllReduce(c, data[r], Sum) })
-	}
-	wg.Wait()
+		return AllReduce(c, data[r], Sum)
+	})
 	for r := range n {
-		if errs[r] != nil {
-			t.Fatalf("rank %d: %v", r, errs[r])
-		}
 		for i, v := range data[r] {
 			if want := float64(n*i + elems*n*(n-1)/2); v != want {
 				t.Fatalf("rank %d element %d: %v, want %v", r, i, v, want)
@@ -156,31 +196,18 @@ func TestAutoHalvingAcrossHosts(t *testing.T) {
 // (its farthest partner in host order), the rest staying on the host.
 func TestAllReduceByHost(t *testing.T) {
 	for _, n := range []int{4, 5, 8} {
-		hosts := make([]string, n)
-		for r := range hosts {
-			hosts[r] = []string{"a", "b"}[r%2]
-		}
-		ts := meshtest.Hosts(t, hosts, engine.Options{})
+		ts := alternateHosts(t, n)
 		for _, algo := range []Algorithm{AlgorithmDoubling, AlgorithmHalving, AlgorithmRing} {
 			const elems = 3 << 10
-			counters := make([]*sentBytes, n)
-			errs := make([]error, n)
 			data := make([][]float32, n)
-			var wg sync.WaitGroup
-			for r := range n {
-				counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
-				c := newComm(ts[r], counters[r], Options{Algorithm: algo})
+			counters := runCounted(t, ts, Options{Algorithm: algo}, func(r int, c *Comm) error {
 				data[r] = make([]float32, elems)
 				for i := range data[r] {
 					data[r][i] = float32(r+1) / float32(i+3) // sums whose bits depend on the order
 				}
-				wg.Go(func() { errs[r] = AllReduce(c, data[r], Sum) })
-			}
-			wg.Wait()
+				return AllReduce(c, data[r], Sum)
+			})
 			for r := range n {
-				if errs[r] != nil {
-					t.Fatalf("n=%d %v rank %d: %v", n, algo, r, errs[r])
-				}
 				if !slices.Equal(data[r], data[0]) {
 					t.Fatalf("n=%d %v: rank %d's sums differ from rank 0's", n, algo, r)
 				}
@@ -194,14 +221,8 @@ func TestAllReduceByHost(t *testing.T) {
 				continue
 			}
 			for r := range n {
-				across := 0
-				for to, b := range counters[r].to {
-					if to%2 != r%2 {
-						across += b
-					}
-				}
-				if want := 2 * elems * 4 / 8; across != want {
-					t.Errorf("n=8 halving: rank %d sent the other host %d bytes, want %d (2 x 1/8 of %d)", r, across, want, elems*4)
+				if got, want := acrossHosts(counters, r), 2*elems*4/8; got != want {
+					t.Errorf("n=8 halving: rank %d sent the other host %d bytes, want %d (2 x 1/8 of %d)", r, got, want, elems*4)
 				}
 			}
 		}
@@ -215,44 +236,24 @@ func TestAllReduceByHost(t *testing.T) {
 // it 4/8 and 7 x 7/8. Every rank gets root's bytes.
 func TestBroadcastByHost(t *testing.T) {
 	const n, size = 8, 1 << 20
-	hosts := make([]string, n)
-	for r := range hosts {
-		hosts[r] = []string{"a", "b"}[r%2]
-	}
-	ts := meshtest.Hosts(t, hosts, engine.Options{})
 	want := make([]byte, size)
 	for i := range want {
 		want[i] = byte(i*7 + i>>8)
 	}
-	counters := make([]*sentBytes, n)
-	errs := make([]error, n)
 	data := make([][]byte, n)
-	var wg sync.WaitGroup
-	for r := range n {
-		counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
-		c := newComm(ts[r], counters[r], Options{})
+	counters := runCounted(t, alternateHosts(t, n), Options{}, func(r int, c *Comm) error {
 		data[r] = make([]byte, size)
 		if r == 0 {
 			copy(data[r], want)
 		}
-		wg.Go(func() { errs[r] = c.BroadcastBytes(context.Background(), 0, data[r]) })
-	}
-	wg.Wait()
-	across := 0
+		return c.BroadcastBytes(context.Background(), 0, data[r])
+	})
 	for r := range n {
-		if errs[r] != nil {
-			t.Fatalf("rank %d: %v", r, errs[r])
-		}
 		if !slices.Equal(data[r], want) {
 			t.Fatalf("rank %d did not get root's bytes", r)
 		}
-		for to, b := range counters[r].to {
-			if to%2 != r%2 {
-				across += b
-			}
-		}
 	}
-	if max := size * (4 + 7) / 8; across > max {
+	if across, max := acrossHosts(counters, -1), size*(4+7)/8; across > max {
 		t.Errorf("the ranks sent the other host %d bytes, want at most %d (4/8 + 7/8 of %d)", across, max, size)
 	}
 }
@@ -265,11 +266,7 @@ func TestBroadcastByHost(t *testing.T) {
 // segment), where in rank order they sent it 5 x.
 func TestRingsByHost(t *testing.T) {
 	const n = 6
-	hosts := make([]string, n)
-	for r := range hosts {
-		hosts[r] = []string{"a", "b"}[r%2]
-	}
-	ts := meshtest.Hosts(t, hosts, engine.Options{})
+	ts := alternateHosts(t, n)
 	counts := []int{1000, 3000, 17, 2500, 0, 1200}
 	total := 0
 	for _, k := range counts {
@@ -277,33 +274,22 @@ func TestRingsByHost(t *testing.T) {
 	}
 	offset := func(r int) int { return collOffset(counts, r, 1) }
 	for _, op := range []string{"allgather", "reducescatter"} {
-		counters := make([]*sentBytes, n)
-		errs := make([]error, n)
 		bufs := make([][]float64, n)
-		var wg sync.WaitGroup
-		for r := range n {
-			counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
-			c := newComm(ts[r], counters[r], Options{})
+		counters := runCounted(t, ts, Options{}, func(r int, c *Comm) error {
 			bufs[r] = make([]float64, total)
-			if op == "allgather" {
-				in := make([]float64, counts[r])
-				for i := range in {
-					in[i] = float64(r*10000 + i)
-				}
-				wg.Go(func() { errs[r] = AllGather(c, in, bufs[r], counts) })
-			} else {
+			if op == "reducescatter" {
 				for i := range bufs[r] {
 					bufs[r][i] = float64(r + i)
 				}
-				wg.Go(func() { errs[r] = ReduceScatter(c, bufs[r], counts, Sum) })
+				return ReduceScatter(c, bufs[r], counts, Sum)
 			}
-		}
-		wg.Wait()
-		across := 0
+			in := make([]float64, counts[r])
+			for i := range in {
+				in[i] = float64(r*10000 + i)
+			}
+			return AllGather(c, in, bufs[r], counts)
+		})
 		for r := range n {
-			if errs[r] != nil {
-				t.Fatalf("%s rank %d: %v", op, r, errs[r])
-			}
 			for q := range n {
 				if op == "reducescatter" && q != r {
 					continue
@@ -318,13 +304,8 @@ func TestRingsByHost(t *testing.T) {
 					}
 				}
 			}
-			for to, b := range counters[r].to {
-				if to%2 != r%2 {
-					across += b
-				}
-			}
 		}
-		if max := 2 * total * 8; across > max {
+		if across, max := acrossHosts(counters, -1), 2*total*8; across > max {
 			t.Errorf("%s: the ranks sent the other host %d bytes, want at most %d (2 x %d elements)", op, across, max, total)
 		}
 	}
