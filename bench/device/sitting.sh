@@ -14,6 +14,9 @@
 #   sitting.sh tails       16 ranks, 8 B and 1 KiB allreduce over shm, 3 runs each with the
 #                          default spin and with --spin 5ms, perf sched beside one run where
 #                          perf is (issue 29, item 4: are waiting ranks stacked on CPUs?)
+#   sitting.sh hosts       scale-bench.sh: 2 emulated hosts (network namespaces, 10 Gbit/s
+#                          links) of 8 ranks, numbered alternately and host by host, beside
+#                          OpenMPI (issue 29, item 3: collectives in host order); needs root
 set -uo pipefail
 d=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/out}
@@ -64,8 +67,16 @@ case $part in
     fi
     log "tails: done"
     ;;
+  hosts)
+    for place in alternate together; do
+      timeout 260 bash "$d/scale-bench.sh" --bin "$bin" --report "$d/scalereport" --hosts 2 --rates 2:10gbit \
+        --per-host 8 --placement "$place" --sizes 8,64K,1M,16M --duration 1s \
+        --json "$out/hosts-$place.json" >"$out/hosts-$place.txt" 2>&1
+      log "hosts $place: exit $?"
+    done
+    ;;
   *)
-    sed -n '2,20p' "$0" >&2
+    sed -n '2,19p' "$0" >&2
     exit 2
     ;;
 esac

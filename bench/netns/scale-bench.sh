@@ -12,14 +12,16 @@
 # exit, failure included; only addresses inside them receive traffic.
 #
 #   bench/netns/scale-bench.sh [--hosts "2 4 8 16"] [--rates "2:2gbit 4:1gbit 8:500mbit 16:250mbit"]
-#                              [--per-host K] [--placement together|alternate]
+#                              [--per-host K] [--placement together|alternate] [--bin BOLTMESH --report SCALEREPORT]
 #                              [--sizes 8,64K,1M,16M] [--duration 2s | --iters K] [--spin DUR] [--algorithm A] [--json FILE] [--plot DIR]
 #
 # --per-host puts K ranks in each namespace (default 1), neighbours over
 # shared memory there, each namespace its own host (BOLTMESH_HOST_ID);
 # --placement numbers them host by host (together, the default, as
 # mpirun's --map-by slot) or one host after another in turn (alternate,
-# as --map-by node), for boltmesh and OpenMPI alike.
+# as --map-by node), for boltmesh and OpenMPI alike. --bin and --report
+# take a boltmesh and a scalereport already built (a machine without Go:
+# bench/device/kit.sh); otherwise both are built from this checkout.
 #
 # --rates maps N to its link rate (tc's units); an N without one takes the
 # rate of the largest N below it. Each boltmesh case runs for --duration
@@ -31,7 +33,7 @@
 set -euo pipefail
 
 hosts="2 4 8 16" rates="2:2gbit 4:1gbit 8:500mbit 16:250mbit" sizes=8,64K,1M,16M iters="" duration=2s spin="" algorithm="" json="" plot=""
-perhost=1 placement=together
+perhost=1 placement=together prebuilt="" report=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
@@ -43,6 +45,8 @@ while [[ $# -gt 0 ]]; do
     --algorithm) algorithm=$2; shift 2 ;;
     --per-host) perhost=$2; shift 2 ;;
     --placement) placement=$2; shift 2 ;;
+    --bin) prebuilt=$2; shift 2 ;;
+    --report) report=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --plot) plot=$2; shift 2 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -68,7 +72,7 @@ need tc iproute2
 root=$(cd "$here/../.." && pwd)
 tag="bs$$"
 work=$(mktemp -d)
-bin=$work/boltmesh
+bin=${prebuilt:-$work/boltmesh}
 net="10.$((($$ % 200) + 20)).$((($$ / 200) % 250))"
 ns=()
 hub="${tag}hub"
@@ -79,7 +83,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-(cd "$root" && go build -o "$bin" ./cmd/boltmesh && go build -o "$work/scalereport" ./bench/netns/scalereport)
+if [[ -n $prebuilt || -n $report ]]; then
+  [[ -x $prebuilt && -x $report ]] || { echo "scale-bench: --bin and --report need each other, and both executable" >&2; exit 2; }
+  cp "$report" "$work/scalereport"
+else
+  (cd "$root" && go build -o "$bin" ./cmd/boltmesh && go build -o "$work/scalereport" ./bench/netns/scalereport)
+fi
 mpicc -O2 -o "$work/mpi_allreduce" "$here/mpi_allreduce.c"
 "$bin" keygen "$work/key" >/dev/null
 
