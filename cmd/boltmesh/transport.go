@@ -70,12 +70,13 @@ type links struct {
 	copyMin int    // from this size (engine.Options.SingleCopyMin); not positive: off
 	sealed  []int  // the ranks whose links are sealed (engine.Options.Seal)
 	cipher  string // their AEAD
+	hosts   []int  // each rank's host (engine.Topology.Hosts); nil in a star
 }
 
 // linksOf reads t's links once its mesh has formed.
 func linksOf(t *engine.NetTransport, network string) links {
 	top := t.Topology()
-	l := links{network: network, shm: top.Neighbours, copy: top.SingleCopy, copyMin: t.Options().SingleCopyMin, sealed: top.Sealed, cipher: top.Cipher}
+	l := links{network: network, shm: top.Neighbours, copy: top.SingleCopy, copyMin: t.Options().SingleCopyMin, sealed: top.Sealed, cipher: top.Cipher, hosts: top.Hosts}
 	for r := range t.WorldSize() {
 		if r != t.Rank() && !slices.Contains(l.shm, r) {
 			l.net = append(l.net, r)
@@ -109,7 +110,34 @@ func (l links) line() string {
 	case len(l.net) == 0:
 		return "transport: shared memory (" + rankList(l.shm) + " on this host); large messages: " + l.singleCopy()
 	}
-	return "transport: shared memory with " + rankList(l.shm) + "; " + l.network + " with " + rankList(l.net) + "; large messages between neighbours: " + l.singleCopy() + "; " + l.seal()
+	return "transport: shared memory with " + rankList(l.shm) + "; " + l.network + " with " + rankList(l.net) + l.hostCount() + "; large messages between neighbours: " + l.singleCopy() + "; " + l.seal()
+}
+
+// hostCount says how many hosts the world spans and how many ranks each
+// holds, in the order of their lowest rank (the order collectives run
+// their steps in): e.g. " (2 hosts of 4 ranks)", " (3 hosts of 2, 2, 1
+// ranks)"; "" where that is not known (a star).
+func (l links) hostCount() string {
+	var per []int
+	for _, h := range l.hosts {
+		for len(per) <= h {
+			per = append(per, 0)
+		}
+		per[h]++
+	}
+	if len(per) < 2 {
+		return ""
+	}
+	sizes := make([]string, len(per))
+	same := true
+	for i, k := range per {
+		sizes[i] = strconv.Itoa(k)
+		same = same && k == per[0]
+	}
+	if same {
+		return fmt.Sprintf(" (%d hosts of %d ranks)", len(per), per[0])
+	}
+	return fmt.Sprintf(" (%d hosts of %s ranks)", len(per), strings.Join(sizes, ", "))
 }
 
 // seal says which network links are sealed (bench.Config.Sealed): e.g.

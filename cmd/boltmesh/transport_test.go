@@ -35,6 +35,8 @@ func TestLinksNames(t *testing.T) {
 		{links{network: "thunderbolt", net: []int{1}}, "thunderbolt", "transport: thunderbolt; unsealed"},
 		{links{network: "tcp", shm: []int{1, 2}, net: []int{3}, copy: []int{1, 2}, copyMin: 256 << 10}, "shm+tcp", "transport: shared memory with ranks 1, 2; tcp with rank 3; large messages between neighbours: " + cma + " from 256KiB; unsealed"},
 		{links{network: "thunderbolt", shm: []int{2}, net: []int{1, 3, 4, 5}, copyMin: -1, sealed: []int{3, 4}, cipher: "chacha20-poly1305"}, "shm+thunderbolt", "transport: shared memory with rank 2; thunderbolt with ranks 1, 3-5; large messages between neighbours: rings (off); sealed (chacha20-poly1305) with ranks 3, 4, unsealed with ranks 1, 5"},
+		{links{network: "tcp", shm: []int{2}, net: []int{1, 3}, copyMin: -1, hosts: []int{0, 1, 0, 1}}, "shm+tcp", "transport: shared memory with rank 2; tcp with ranks 1, 3 (2 hosts of 2 ranks); large messages between neighbours: rings (off); unsealed"},
+		{links{network: "tcp", shm: []int{1}, net: []int{2, 3, 4}, copyMin: -1, hosts: []int{0, 0, 1, 1, 2}}, "shm+tcp", "transport: shared memory with rank 1; tcp with ranks 2-4 (3 hosts of 2, 2, 1 ranks); large messages between neighbours: rings (off); unsealed"},
 		{links{network: "tcp"}, "tcp", "transport: tcp"},
 	} {
 		if got := c.l.name(); got != c.name {
