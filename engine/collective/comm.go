@@ -44,7 +44,10 @@ type Options struct {
 	// recursive doubling. Default 64 KiB, or PowerOfTwoRingMin (512 KiB)
 	// for a world of 4, 8 or 16 ranks (see defaultRingMin). With 2 ranks
 	// the ring saves only half the reduction for an extra round trip, so
-	// it starts at max(RingMin, 2*Chunk).
+	// it starts at max(RingMin, 2*Chunk). Left unset in a world that spans
+	// hosts of several ranks, Rabenseifner's allreduce takes the sizes
+	// from HalvingMin up instead (see there); set, the ring starts here
+	// there too. Every rank must set the same.
 	RingMin int
 	// Chunk is the size in bytes of the pieces large messages are sent
 	// in: each piece is reduced as soon as it arrives, while the next one
