@@ -18,8 +18,9 @@ func Broadcast[T Elem](c *Comm, root int, data []T) error {
 // rooted at root: ceil(log2 n) rounds, each rank receiving once (straight
 // into data) and sending to at most log2 n children, the largest subtree
 // first. From there it scatters and gathers (van de Geijn): root sends
-// rank v (numbered from root) the v-th of n segments, and a chain from
-// root through every rank passes each segment on, so that root sends
+// rank v (numbered from root, in host order: hosts.go) the v-th of n
+// segments, and a chain from root through every rank passes each segment
+// on, so that root sends
 // 2(n-1)/n of the data and every other rank receives it once, where the
 // tree moves all of it ceil(log2 n) times across some link.
 //
@@ -156,12 +157,13 @@ func ReduceTo16(c *Comm, root int, dt DType, data []uint16, op Op) error {
 // with op into root's data; the other ranks' data is left unchanged (they
 // reduce in scratch). Every rank must pass the same length.
 //
-// It runs a binomial tree over the ranks numbered from root (v = (rank -
-// root) mod n): rank v combines its own data with the partial results of
-// its children v+1, v+2, v+4, ... in that order, acc = acc op child, and
-// sends acc to its parent. The order of every reduction is therefore fixed
-// by n and root alone, and the result is deterministic. A Mean is divided
-// by n at the root.
+// It runs a binomial tree over the ranks numbered from root in host order
+// (v = (position - root's position) mod n, hosts.go): rank v combines its
+// own data with the partial results of its children v+1, v+2, v+4, ...
+// in that order, acc = acc op child, and sends acc to its parent. The
+// order of every reduction is therefore fixed by n, root and the ranks'
+// hosts, and the result is deterministic. A Mean is divided by n at the
+// root.
 func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byte, op Op) (err error) {
 	const fn = "ReduceTo"
 	if err := collCheckReduce(fn, dt, data, op); err != nil {
