@@ -11,27 +11,11 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/internal/link/tcp"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 )
 
 // tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a.(*net.TCPConn), b.(*net.TCPConn)
-}
+func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) { return looptest.TCPPair(t) }
 
 // procFirstLine returns a /proc file's first line, or skips the test.
 func procFirstLine(t *testing.T, path string) string {

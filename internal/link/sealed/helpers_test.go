@@ -12,6 +12,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/link/tcp"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
 )
@@ -83,28 +84,16 @@ func socketPair(t testing.TB) (a, b ioloop.Stream) {
 // with buffers of buf bytes.
 func tcpPair(t testing.TB, buf int) (a, b ioloop.Stream) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	dialed, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dialed, accepted := looptest.TCPPair(t)
 	var s [2]ioloop.Stream
-	for i, nc := range []net.Conn{dialed, accepted} {
-		tc := nc.(*net.TCPConn)
+	for i, tc := range []*net.TCPConn{dialed, accepted} {
 		tc.SetReadBuffer(buf)
 		tc.SetWriteBuffer(buf)
+		var err error
 		if s[i], err = tcp.Stream(tc); err != nil {
 			t.Fatal(err)
 		}
-		nc.Close()
+		tc.Close() // the Stream holds its own descriptor
 	}
 	return s[0], s[1]
 }

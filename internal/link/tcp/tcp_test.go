@@ -7,30 +7,13 @@ import (
 	"testing"
 
 	"github.com/boltmesh/boltmesh/internal/link/tcp"
+	"github.com/boltmesh/boltmesh/internal/looptest"
 	"golang.org/x/sys/unix"
 )
 
 // pair returns the two ends of a loopback TCP connection, closed when
 // the test ends.
-func pair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ln.Accept()
-	if err != nil {
-		a.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a.(*net.TCPConn), b.(*net.TCPConn)
-}
+func pair(t *testing.T) (*net.TCPConn, *net.TCPConn) { return looptest.TCPPair(t) }
 
 // sockopt returns an int socket option of tc.
 func sockopt(t *testing.T, tc *net.TCPConn, level, opt int) int {
