@@ -95,8 +95,8 @@ func ReduceScatter16(c *Comm, dt DType, data []uint16, counts []int, op Op) erro
 // left with its own contribution, in scratch, so that segment j is
 // reduced in the fixed order x[j+1], x[j+2], ..., x[j+n] (by position in
 // host order, hosts.go, mod n): the result is deterministic, and each
-// rank sends and receives
-// sum(counts) - its own count elements. A Mean is divided by n at the end.
+// rank sends and receives sum(counts) - its own count elements. A Mean
+// is divided by n at the end.
 func (c *Comm) ReduceScatterBytes(ctx context.Context, dt DType, data []byte, counts []int, op Op) (err error) {
 	const fn = "ReduceScatter"
 	if err := collCheckReduce(fn, dt, data, op); err != nil {

@@ -20,9 +20,9 @@ func Broadcast[T Elem](c *Comm, root int, data []T) error {
 // first. From there it scatters and gathers (van de Geijn): root sends
 // rank v (numbered from root, in host order: hosts.go) the v-th of n
 // segments, and a chain from root through every rank passes each segment
-// on, so that root sends
-// 2(n-1)/n of the data and every other rank receives it once, where the
-// tree moves all of it ceil(log2 n) times across some link.
+// on, so that root sends 2(n-1)/n of the data and every other rank
+// receives it once, where the tree moves all of it ceil(log2 n) times
+// across some link.
 //
 // A rank that receives fewer bytes than it expected fails with
 // ErrLengthMismatch, and one that would receive more with the transport's
