@@ -100,6 +100,14 @@ var (
 	// ICMP error (host gone, cable pulled, link down), or the peer's process
 	// stopped (SIGSTOP, a debugger, a hung machine) with its sockets open.
 	ErrNoHeartbeat = errors.New("boltmesh: nothing heard from the peer within 4*KeepAlive")
+	// ErrNotReading is the cause (errors.Is) of a star worker's loss at its
+	// coordinator when the coordinator's frames for it waited unwritten
+	// for 4 Options.KeepAlive periods, though the coordinator was not
+	// holding its stream back: the worker reads nothing of its connection
+	// (while it may still send), so the frames other workers route to it
+	// pile up at the coordinator, which would otherwise hold those workers
+	// back for good.
+	ErrNotReading = errors.New("boltmesh: the peer read nothing of this rank's frames within 4*KeepAlive")
 	// ErrCongestion means the congestion control that Options.Congestion names
 	// could not be set on a connection: the kernel does not have it, does not
 	// allow it (net.ipv4.tcp_allowed_congestion_control), or this system

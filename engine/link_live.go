@@ -19,6 +19,8 @@ import (
 //	bytes written since the last check                  -> idle = 0
 //	otherwise idle++; frames queued                     -> write them (Flush)
 //	                  >= checksPerBeat, nothing queued  -> post a HEARTBEAT
+//	                  == silentBeats*checksPerBeat, frames queued, the peer
+//	                  must read (mustRead) and is not held -> Abort(ErrNotReading)
 //
 // The reads and writes are for a loaded process whose event loop is busy
 // with another connection (it drains one until the socket is empty, which
@@ -29,6 +31,11 @@ type liveness struct {
 	silent, idle  int         // consecutive checks that found nothing read, nothing written
 	heard         time.Time   // the check that last found bytes read (or reading stalled); zero before the first
 	silenced      atomic.Bool // the link was dropped for silence (read by cause, on any goroutine)
+	// mustRead: the peer must take what this rank writes, or be dropped
+	// (a star coordinator's worker, whose unread frames hold back the
+	// workers that send to it); unread: it was dropped for that.
+	mustRead bool
+	unread   atomic.Bool
 }
 
 // cause returns err, the end of one of the link's streams, or the silence
@@ -36,8 +43,11 @@ type liveness struct {
 // read the end of another stream (the peer, seeing the watched one end,
 // ends the others) before its own abort reaches that one.
 func (lv *liveness) cause(err error) error {
-	if lv.silenced.Load() {
+	switch {
+	case lv.silenced.Load():
 		return fmt.Errorf("%w (then: %v)", ErrNoHeartbeat, err)
+	case lv.unread.Load():
+		return fmt.Errorf("%w (then: %v)", ErrNotReading, err)
 	}
 	return err
 }
@@ -45,9 +55,12 @@ func (lv *liveness) cause(err error) error {
 // check is one check of p's stream c: it aborts c once nothing arrived
 // from p at silentBeats*checksPerBeat checks in a row while this rank was
 // reading it, and sends p a heartbeat once this rank wrote nothing to it
-// at checksPerBeat checks in a row and nothing waits to be written. held
-// says that this rank holds p's stream back on purpose (a coordinator
-// whose forwarded frames from p wait to be written on). Checks are counted
+// at checksPerBeat checks in a row and nothing waits to be written. A
+// peer that must read (mustRead) is dropped once this rank's frames for
+// it waited unwritten for silentBeats*checksPerBeat checks. held says
+// that this rank holds p's stream back on purpose (a coordinator whose
+// forwarded frames from p wait to be written on): p may then be silent,
+// or stop reading in turn, and is neither. Checks are counted
 // rather than timed, so that a check the goroutine came to late (a loaded
 // machine, this process stopped and resumed) delays a drop instead of
 // causing one.
@@ -78,6 +91,13 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, held bool, now time.Time) {
 		return
 	}
 	lv.idle++
+	if lv.mustRead && !held && c.Queued() > 0 && lv.idle >= silentBeats*checksPerBeat {
+		p.t.opts.Logger.Warn("boltmesh: a worker read nothing of what waits for it; dropping its connection", "rank", p.t.rank, "peer", p.rank, "queued", c.Queued())
+		lv.unread.Store(true) // first, as for silence
+		c.Abort(ErrNotReading)
+		p.link.abort(c, ErrNotReading)
+		return
+	}
 	switch {
 	case c.Queued() > 0:
 		// No heartbeat: behind the queued frames it would tell the peer

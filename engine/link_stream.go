@@ -30,6 +30,7 @@ var _ link = (*streamLink)(nil)
 func newStreamLink(p *peer) *streamLink {
 	l := &streamLink{p: p}
 	l.fwd.done = l.forwarded
+	l.live.mustRead = p.t.rank == 0 // the coordinator's link to a worker
 	return l
 }
 

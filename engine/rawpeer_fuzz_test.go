@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -69,6 +70,8 @@ type rawPeer struct {
 	ended    map[int]int // real rank -> its connections that ended
 	complete bool        // star: the coordinator said the world is complete (HEARTBEAT)
 	readers  sync.WaitGroup
+	deaf     atomic.Bool // the readers stop reading (they still end at close)
+	shut     atomic.Bool // close was called
 }
 
 // rtsKey names an RTS a real rank sent the raw rank.
@@ -238,6 +241,9 @@ func (rp *rawPeer) origin(r int, h frame.Header) int {
 // control stream if ctl).
 func (rp *rawPeer) read(r, i int, s *rawStream, ctl bool) {
 	for {
+		for rp.deaf.Load() && !rp.shut.Load() {
+			time.Sleep(time.Millisecond)
+		}
 		h, p, err := readFrame(s.nc)
 		if err != nil {
 			rp.mu.Lock()
@@ -373,6 +379,7 @@ func (rp *rawPeer) waitFor(d time.Duration, cond func() bool) bool {
 
 // close closes every connection and waits for the readers.
 func (rp *rawPeer) close() {
+	rp.shut.Store(true)
 	for _, ss := range rp.streams {
 		for _, s := range ss {
 			s.nc.Close()

@@ -74,3 +74,79 @@ func TestStarRoutedBreach(t *testing.T) {
 		})
 	}
 }
+
+// TestStarWorkerNotReading: a star worker that stops reading its stream
+// while still sending heartbeats is dropped by the coordinator once its
+// frames have waited unwritten for 4 KeepAlive periods (ErrNotReading).
+// Before, the frames other workers sent it piled up at the coordinator,
+// which then held those workers' streams back for good: one worker could
+// stall every worker that sends to it, and through them the coordinator.
+// The raw rank is worker 2; it grants worker 1 credit for 64 MiB and
+// reads nothing, while worker 1 sends it 4 KiB messages and keeps its
+// ping-pong with the coordinator going.
+func TestStarWorkerNotReading(t *testing.T) {
+	opts := peerOpts()
+	opts.KeepAlive = 100 * time.Millisecond
+	w, err := openRawWorld(true, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	ex := startHonest(t, w.ts)
+	ex.waitFor(t, 20)
+
+	w.raw.deaf.Store(true)
+	if err := w.raw.grant(1, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	beats := make(chan error, 1)
+	go func() { // alive, as far as heartbeats go
+		for ctx.Err() == nil {
+			if err := w.raw.send(0, 0, frame.Header{Kind: frame.KindHeartbeat}, nil); err != nil {
+				beats <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		beats <- nil
+	}()
+	sent := make(chan error, 1)
+	go func() {
+		msg := make([]byte, 4<<10)
+		for ctx.Err() == nil {
+			if err := w.ts[1].SendContext(ctx, rawRank, 9, msg); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- ctx.Err()
+	}()
+
+	var lost error
+	for end := time.Now().Add(20 * time.Second); lost == nil && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		lost = engine.PeerLost(w.ts[0], rawRank)
+	}
+	if !errors.Is(lost, engine.ErrPeerLost) || !errors.Is(lost, engine.ErrNotReading) {
+		t.Fatalf("the coordinator's loss of the worker that reads nothing: %v; want ErrPeerLost for ErrNotReading", lost)
+	}
+	select {
+	case err := <-sent:
+		if !errors.Is(err, engine.ErrPeerLost) {
+			t.Fatalf("worker 1's sends to the worker that reads nothing ended with %v, want ErrPeerLost", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("worker 1's sends to the dropped worker did not end")
+	}
+	mark := ex.count.Load()
+	ex.waitFor(t, mark+200) // worker 1 and the coordinator go on
+	if err := engine.PeerLost(w.ts[1], 0); err != nil {
+		t.Fatalf("worker 1 lost the coordinator: %v", err)
+	}
+	cancel()
+	<-beats
+	if err := ex.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
