@@ -11,19 +11,10 @@
 #   bench/netns/tunnel-bench.sh [--rounds 2] [--sizes 8,16M] [--duration 1s]
 set -euo pipefail
 
-rounds=2 sizes=8,16M duration=1s
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --rounds) rounds=$2; shift 2 ;;
-    --sizes) sizes=$2; shift 2 ;;
-    --duration) duration=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    *) echo "tunnel-bench: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=common.sh
 . "$here/common.sh"
+p2p_args tunnel-bench 11 "$@"
 if ! command -v stunnel4 >/dev/null || ! command -v openssl >/dev/null; then
   if [[ $(id -u) -ne 0 ]]; then
     echo "tunnel-bench: needs stunnel4 and openssl, or root to install them; skipping"

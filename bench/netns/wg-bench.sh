@@ -14,23 +14,14 @@
 #   bench/netns/wg-bench.sh [--rounds 2] [--sizes 8,16M] [--duration 1s]
 set -euo pipefail
 
-rounds=2 sizes=8,16M duration=1s
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --rounds) rounds=$2; shift 2 ;;
-    --sizes) sizes=$2; shift 2 ;;
-    --duration) duration=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "wg-bench: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=common.sh
+. "$here/common.sh"
+p2p_args wg-bench 14 "$@"
 if [[ $(id -u) -ne 0 ]]; then
   echo "wg-bench: needs root (network namespaces); skipping"
   exit 0
 fi
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=common.sh
-. "$here/common.sh"
 need wg wireguard-tools || { echo "wg-bench: wireguard-tools could not be installed; skipping"; exit 0; }
 root=$(cd "$here/../.." && pwd)
 work=$(mktemp -d)
