@@ -26,11 +26,14 @@ type reader struct {
 	held        bool // hdr decoded, waiting for the handler to name a destination
 	deferNext   bool // set by Defer during Payload
 	discardNext bool // set by Discard during Payload
+	partsNext   int  // set by InParts during Payload
 	discarding  bool // the payload is read and dropped
 	inBody      bool
 	hdr         frame.Header
 	dst         []byte // payload destination, len == hdr.Length
 	got         int    // payload bytes in dst
+	part        int    // the payload is read in parts of this many bytes (InParts), or 0
+	partOff     uint64 // where dst's part starts in the payload
 	bb          *Buffer
 	short       bool // the last read hit EAGAIN (or, when lazy, came back short)
 	lazy        bool // this drain may end at a short read (Poll)
@@ -169,6 +172,21 @@ func (c *Conn) Defer() { c.rd.deferNext = true }
 // with a nil payload and a nil buffer.
 func (c *Conn) Discard() { c.rd.discardNext = true }
 
+// Discarding reports whether the Payload call in progress has called
+// Discard: for a handler that names the payload's destination through
+// another's code and must know which way it went.
+func (c *Conn) Discarding() bool { return c.rd.discardNext }
+
+// InParts, called from Handler.Payload instead of naming a buffer, has
+// the frame's payload read in parts of at most n bytes (n > 0), each into
+// a pooled buffer handed to the handler's DeliverPart as soon as it is
+// whole, so that a long payload never sits whole in memory: a relay
+// passes each part on as it comes. Deliver is not called for the frame.
+// A payload of at most n bytes, or a handler that is not a PartHandler,
+// is read whole as if Payload had returned nil. Pause, called from
+// DeliverPart, stops reading after that part.
+func (c *Conn) InParts(n int) { c.rd.partsNext = n }
+
 // drainLocked delivers frames until the socket is drained, the handler
 // pauses reading, or the connection breaks.
 func (c *Conn) drainLocked() (string, error) {
@@ -229,14 +247,19 @@ func (c *Conn) startFrame() error {
 // header says it is.
 func (c *Conn) choose() bool {
 	rd := &c.rd
-	rd.discardNext, rd.deferNext = false, false
+	rd.discardNext, rd.deferNext, rd.partsNext = false, false, 0
 	dst := c.h.Payload(c, &rd.hdr)
 	if c.failed.Load() != nil || dst == nil && rd.deferNext {
 		return false
 	}
 	rd.held, rd.inBody, rd.got, rd.dst = false, true, 0, dst
 	rd.discarding = dst == nil && rd.discardNext
-	if !rd.discarding && (dst == nil || uint64(len(dst)) != rd.hdr.Length) {
+	rd.part, rd.partOff = 0, 0
+	if _, ok := c.h.(PartHandler); ok && dst == nil && !rd.discarding && rd.partsNext > 0 && uint64(rd.partsNext) < rd.hdr.Length {
+		rd.part = rd.partsNext
+		rd.bb = GetBuffer(rd.part)
+		rd.dst = rd.bb.B
+	} else if !rd.discarding && (dst == nil || uint64(len(dst)) != rd.hdr.Length) {
 		rd.bb = GetBuffer(int(rd.hdr.Length))
 		rd.dst = rd.bb.B
 	}
@@ -383,7 +406,26 @@ var testHookRead func(id int)
 // deliver hands the finished frame to the handler and resets the state.
 func (c *Conn) deliver() {
 	rd := &c.rd
+	if rd.part > 0 {
+		c.deliverPart()
+		return
+	}
 	payload, bb := rd.dst, rd.bb
 	rd.inBody, rd.dst, rd.bb, rd.discarding = false, nil, nil, false
 	c.h.Deliver(c, &rd.hdr, payload, bb)
+}
+
+// deliverPart hands the part just read to the handler, and readies the
+// next part's buffer, or ends the frame with its last part.
+func (c *Conn) deliverPart() {
+	rd := &c.rd
+	off, bb := rd.partOff, rd.bb
+	rd.partOff += uint64(len(bb.B))
+	if left := rd.hdr.Length - rd.partOff; left > 0 {
+		rd.bb = GetBuffer(int(min(left, uint64(rd.part))))
+		rd.dst, rd.got = rd.bb.B, 0
+	} else {
+		rd.inBody, rd.dst, rd.bb, rd.part = false, nil, nil, 0
+	}
+	c.h.(PartHandler).DeliverPart(c, &rd.hdr, off, bb)
 }

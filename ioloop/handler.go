@@ -27,3 +27,14 @@ type Handler interface {
 	// is abandoned: the loop no longer writes to it.
 	Closed(c *Conn, err error)
 }
+
+// A PartHandler is a Handler that may take a payload in parts
+// (Conn.InParts).
+type PartHandler interface {
+	Handler
+	// DeliverPart hands over the part of h's payload that starts at off:
+	// bb.B, which the handler owns (see Buffer). The last part ends at
+	// h.Length; a frame whose connection ends before then has no last
+	// part, and Closed is called.
+	DeliverPart(c *Conn, h *frame.Header, off uint64, bb *Buffer)
+}
