@@ -291,3 +291,13 @@ func Sealing(mine, theirs frame.Hello) (bool, string) { return sealing(mine, the
 // UnsealedWarned reports whether a connection with these HELLOs makes a
 // transport log that its links leave the host unsealed.
 func UnsealedWarned(mine, theirs frame.Hello) bool { _, warn := sealedLink(mine, theirs); return warn }
+
+// CoordinatorPost has t, a star's coordinator, write h and p as they are
+// on its stream to worker to: a coordinator that breaks the protocol.
+func CoordinatorPost(t *NetTransport, to int, h frame.Header, p []byte) error {
+	return t.peer(to).link.(*streamLink).conn.Post(&h, p, true)
+}
+
+// RelayPart is the longest part of a routed payload a star's coordinator
+// holds (relayPart).
+const RelayPart = relayPart

@@ -134,6 +134,19 @@ func init() {
 			mb.Woken(h.Tag == wakeBarrier)
 		},
 	}
+	// Only a star's coordinator sends these, to a worker, whose hub takes
+	// them (relay.go); from anyone else they break the protocol, refused
+	// on the header, whatever payload a PART announces.
+	relayOnly := frameOps{
+		payload: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header) []byte {
+			p.violation(c, fmt.Errorf("%w: a %v, which only a star's coordinator sends, and only to a worker", ErrProtocol, h.Kind))
+			return nil
+		},
+		arrive: func(_ *peer, _ *ioloop.Conn, _ lane, _ *frame.Header, _ []byte, bb *ioloop.Buffer) {
+			putBuffer(bb)
+		},
+	}
+	kinds[frame.KindRelay], kinds[frame.KindPart] = relayOnly, relayOnly
 	kinds[frame.KindGoodbye] = frameOps{
 		arrive: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 			p.deliverGoodbye(c, h)

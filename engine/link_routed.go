@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,11 +18,12 @@ import (
 //
 // Lock rule: conn is written once, as the event loop adopts the stream to
 // the coordinator and before any frame is read from it (routeVia), and
-// only read after.
+// only read after; in belongs to the stream's reader (the hub's methods).
 type routeLink struct {
 	oneStream
 	via     uint16      // Dst of the frames to the peer: its rank+1
 	refused atomic.Bool // the peer broke the protocol: its frames are dropped unread
+	in      relayIn     // a frame from the peer that the coordinator relays in parts (relay.go)
 }
 
 var _ link = (*routeLink)(nil)
@@ -99,7 +101,18 @@ func (u *hub) from(h *frame.Header) *peer {
 
 // Payload implements ioloop.Handler.
 func (u *hub) Payload(c *ioloop.Conn, h *frame.Header) []byte {
-	if p := u.from(h); p != nil && h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat && !refused(p) {
+	p := u.from(h)
+	relay := h.Kind == frame.KindRelay || h.Kind == frame.KindPart
+	if l := relayed(p); l != nil && relay {
+		return u.relayPayload(c, p, l, h)
+	} else if l != nil && l.in.on && h.Kind != frame.KindGone {
+		u.breach(c, fmt.Errorf("sent a %v from rank %d before the last part of the frame it relays from there", h.Kind, p.rank))
+		return nil
+	} else if p != nil && relay {
+		u.breach(c, fmt.Errorf("sent a %v of its own", h.Kind))
+		return nil
+	}
+	if p != nil && h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat && !refused(p) {
 		if b := p.payload(c, laneData, h); b != nil || !refused(p) {
 			return b
 		}
@@ -123,10 +136,13 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 		if p.rank == 0 {
 			u.once.Do(func() { close(u.ready) })
 		}
+	case h.Kind == frame.KindRelay || h.Kind == frame.KindPart:
+		u.relayDeliver(c, p, relayed(p), h) // Payload checked that p is a worker
 	case h.Kind == frame.KindGone:
 		putBuffer(bb)
 		if p.rank != 0 {
 			p.lose(errGone)
+			relayed(p).in.abandon(p, errGone)
 		}
 	case refused(p):
 		putBuffer(bb) // read through, dropped
@@ -144,6 +160,9 @@ func (u *hub) Closed(_ *ioloop.Conn, err error) {
 		if p.rank != u.t.rank {
 			p.closed(err)
 			p.readEnded(laneData, err)
+			if l := relayed(p); l != nil {
+				l.in.abandon(p, err)
+			}
 		}
 	}
 }

@@ -17,15 +17,28 @@ import (
 //
 // Lock rule: conn is written once, as the event loop adopts the stream
 // and before any frame is read from it, and only read after; fwd has its
-// own lock; live belongs to the heartbeat goroutine.
+// own lock; live belongs to the heartbeat goroutine; relaying belongs to
+// the stream's reader (the handler's methods).
 type streamLink struct {
 	oneStream
-	p    *peer
-	fwd  fwdCounter // at the coordinator: bytes from this worker being forwarded
-	live liveness
+	p        *peer
+	fwd      fwdCounter // at the coordinator: bytes from this worker being forwarded
+	live     liveness
+	relaying bool // at the coordinator: the frame being relayed in parts goes on (else its parts are dropped)
 }
 
-var _ link = (*streamLink)(nil)
+var (
+	_ link               = (*streamLink)(nil)
+	_ ioloop.PartHandler = (*streamLink)(nil)
+)
+
+// relayPart is the longest part of a routed payload that a star's
+// coordinator holds: a longer one is relayed in parts of this size as
+// they come (RELAY, then PARTs; frame/spec.md "Star"), so that the
+// coordinator holds at most Options.MaxQueuedBytes plus one part per
+// worker whatever a worker announces, and the destination reads the
+// payload while its source still sends it.
+const relayPart = 256 << 10
 
 func newStreamLink(p *peer) *streamLink {
 	l := &streamLink{p: p}
@@ -53,12 +66,37 @@ func (l *streamLink) checkLive(now time.Time) { l.live.check(l.p, l.conn, l.fwd.
 func (l *streamLink) cause(err error) error { return l.live.cause(err) }
 
 // Payload implements ioloop.Handler at the coordinator: a frame routed to
-// another worker is read into a pooled buffer, to be forwarded.
+// another worker is read into a pooled buffer, to be forwarded, or, past
+// relayPart, in parts, each relayed as it comes (DeliverPart).
 func (l *streamLink) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if h.Dst != 0 {
+		c.InParts(relayPart)
 		return nil
 	}
 	return l.p.payload(c, laneData, h)
+}
+
+// DeliverPart implements ioloop.PartHandler at the coordinator: the part
+// from off of a long frame routed to another worker. The first part goes
+// on behind a RELAY that announces the frame, each as a PART.
+func (l *streamLink) DeliverPart(c *ioloop.Conn, h *frame.Header, off uint64, bb *ioloop.Buffer) {
+	t := l.p.t
+	if off == 0 {
+		l.relaying = l.routable(h)
+	}
+	if !l.relaying {
+		ioloop.PutBuffer(bb)
+		return
+	}
+	dst := t.peer(int(h.Dst) - 1).link.(*streamLink)
+	if off == 0 {
+		var hb [frame.HeaderSize]byte
+		frame.EncodeRelay(&hb, h, uint32(l.p.rank))
+		rh := frame.Header{Kind: frame.KindRelay, Src: uint32(l.p.rank)}
+		dst.conn.Post(&rh, hb[:], true) // a lost destination drops it, and its parts
+	}
+	part := frame.Header{Kind: frame.KindPart, Src: uint32(l.p.rank), Offset: off}
+	l.pass(c, dst, &part, bb)
 }
 
 // Deliver implements ioloop.Handler at the coordinator.
@@ -84,20 +122,36 @@ func (l *streamLink) Closed(_ *ioloop.Conn, err error) {
 // whose frames wait to be written on past Options.MaxQueuedBytes is
 // paused until they are down to half of it.
 func (l *streamLink) forward(c *ioloop.Conn, h *frame.Header, bb *ioloop.Buffer) {
-	t := l.p.t
-	to := int(h.Dst) - 1
-	if to <= 0 || to >= t.world || to == l.p.rank || !t.topo.starReady.Load() {
+	if !l.routable(h) {
 		ioloop.PutBuffer(bb)
-		t.opts.Logger.Warn("boltmesh: dropped a frame the coordinator cannot forward", "rank", l.p.rank, "kind", h.Kind, "to", to)
 		return
 	}
 	out := *h
 	out.Dst, out.Src = 0, uint32(l.p.rank)
-	if l.fwd.add(int64(len(bb.B)), t.opts.MaxQueuedBytes) {
+	l.pass(c, l.p.t.peer(int(h.Dst)-1).link.(*streamLink), &out, bb)
+}
+
+// routable reports whether the coordinator can forward h, a frame from
+// this link's worker, to the worker its Dst names; it logs why not.
+func (l *streamLink) routable(h *frame.Header) bool {
+	t := l.p.t
+	to := int(h.Dst) - 1
+	if to <= 0 || to >= t.world || to == l.p.rank || !t.topo.starReady.Load() {
+		t.opts.Logger.Warn("boltmesh: dropped a frame the coordinator cannot forward", "rank", l.p.rank, "kind", h.Kind, "to", to)
+		return false
+	}
+	return true
+}
+
+// pass writes out, a frame from this link's worker with its payload in
+// bb, on the stream to dst (a coordinator's every link is a streamLink),
+// and pauses the worker's stream c while too much of what it sent waits
+// there.
+func (l *streamLink) pass(c *ioloop.Conn, dst *streamLink, out *frame.Header, bb *ioloop.Buffer) {
+	if l.fwd.add(int64(len(bb.B)), l.p.t.opts.MaxQueuedBytes) {
 		c.Pause()
 	}
-	dst := t.peer(to).link.(*streamLink) // a coordinator's every link is a streamLink
-	dst.conn.PostBuffer(&out, bb, l.fwd.done)
+	dst.conn.PostBuffer(out, bb, l.fwd.done)
 }
 
 // forwarded accounts n bytes from the worker written on (or dropped) and

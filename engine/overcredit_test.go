@@ -65,6 +65,9 @@ func overCreditCases() []ocCase {
 		{name: "get-reply", h: frame.Header{Kind: frame.KindGetReply, Offset: 12345, Length: ocMaxFrame}, body: true, stream: ctlStreamIndex},
 		{name: "star-send", star: true, h: frame.Header{Kind: frame.KindSend, Tag: 7, Length: ocMaxFrame}, drop: engine.ErrFlowControl},
 		{name: "star-rpc-req", star: true, exhaust: true, h: frame.Header{Kind: frame.KindRPCReq, Tag: 1, Offset: 1, Length: ocMaxFrame}, drop: engine.ErrFlowControl},
+		// Only a star's coordinator sends PART, and only to a worker.
+		{name: "part", h: frame.Header{Kind: frame.KindPart, Length: ocMaxFrame}, stream: ctlStreamIndex, drop: engine.ErrProtocol},
+		{name: "star-part", star: true, h: frame.Header{Kind: frame.KindPart, Length: ocMaxFrame}, drop: engine.ErrProtocol},
 	}
 }
 

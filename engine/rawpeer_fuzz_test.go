@@ -70,8 +70,9 @@ type rawPeer struct {
 	ended    map[int]int // real rank -> its connections that ended
 	complete bool        // star: the coordinator said the world is complete (HEARTBEAT)
 	readers  sync.WaitGroup
-	deaf     atomic.Bool // the readers stop reading (they still end at close)
-	shut     atomic.Bool // close was called
+	deaf     atomic.Bool  // the readers stop reading (they still end at close)
+	shut     atomic.Bool  // close was called
+	relayed  atomic.Int64 // star: frames the coordinator relayed in parts
 }
 
 // rtsKey names an RTS a real rank sent the raw rank.
@@ -238,13 +239,18 @@ func (rp *rawPeer) origin(r int, h frame.Header) int {
 }
 
 // read takes in the frames of stream i of the connection to rank r (the
-// control stream if ctl).
+// control stream if ctl). A frame the coordinator relays in parts (RELAY,
+// PART) is taken once whole, as a worker takes it.
 func (rp *rawPeer) read(r, i int, s *rawStream, ctl bool) {
+	relays := map[uint32]*rawFrame{}
 	for {
 		for rp.deaf.Load() && !rp.shut.Load() {
 			time.Sleep(time.Millisecond)
 		}
 		h, p, err := readFrame(s.nc)
+		if err == nil && rp.star {
+			h, p, err = rp.unrelay(relays, h, p)
+		}
 		if err != nil {
 			rp.mu.Lock()
 			if rp.dead == nil {
@@ -255,8 +261,40 @@ func (rp *rawPeer) read(r, i int, s *rawStream, ctl bool) {
 			rp.mu.Unlock()
 			return
 		}
-		rp.take(rp.origin(r, h), h, p, ctl)
+		if h.Kind != frame.KindRelay && h.Kind != frame.KindPart {
+			rp.take(rp.origin(r, h), h, p, ctl)
+		}
 	}
+}
+
+// unrelay follows the frames the coordinator relays in parts, each
+// source's in relays: it returns the relayed frame whole with its last
+// PART, a RELAY or another PART as it came, and any other frame as it is.
+// A sequence the spec does not allow is an error.
+func (rp *rawPeer) unrelay(relays map[uint32]*rawFrame, h frame.Header, p []byte) (frame.Header, []byte, error) {
+	f := relays[h.Src]
+	switch {
+	case h.Kind == frame.KindRelay && f == nil:
+		rh, err := frame.DecodeRelay(p, h.Src, 0)
+		if err != nil {
+			return h, nil, fmt.Errorf("raw rank: a bad RELAY: %w", err)
+		}
+		relays[h.Src] = &rawFrame{h: rh, p: make([]byte, 0, rh.Length)}
+		rp.relayed.Add(1)
+		return h, nil, nil
+	case h.Kind == frame.KindPart && f != nil && h.Offset == uint64(len(f.p)) && h.Length > 0 && uint64(len(f.p))+h.Length <= f.h.Length:
+		if f.p = append(f.p, p...); uint64(len(f.p)) == f.h.Length {
+			delete(relays, h.Src)
+			return f.h, f.p, nil
+		}
+		return h, nil, nil
+	case h.Kind == frame.KindGone:
+		delete(relays, h.Src)
+		return h, p, nil
+	case f != nil || h.Kind == frame.KindRelay || h.Kind == frame.KindPart:
+		return h, nil, fmt.Errorf("raw rank: a %v (Src %d, Offset %d, %d bytes) where the coordinator relays in parts from that source: %v", h.Kind, h.Src, h.Offset, h.Length, f != nil)
+	}
+	return h, p, nil
 }
 
 // take handles one arrival from rank from, on the control stream if ctl.

@@ -21,7 +21,9 @@ const MaxStarWorld = 1<<16 - 1
 // Every operation works between any two ranks: frames between workers go
 // through the coordinator, which reads each payload once into a pooled
 // buffer and writes it on with writev, in arrival order, so that
-// per-(source, tag) order holds. A worker that sends faster than its
+// per-(source, tag) order holds; a payload longer than 256 KiB it relays
+// in parts, each written on as it is read, so that it never holds one
+// whole. A worker that sends faster than its
 // destination drains is paused (TCP backpressure) past
 // Options.MaxQueuedBytes in flight. When a worker is lost, the coordinator
 // tells every other worker, whose operations with it then fail with

@@ -14,15 +14,16 @@ import (
 
 // TestStarAllPairs sends between every ordered pair of a 4-rank star,
 // worker to worker included, on several tags at once and with sizes on
-// both sides of the deferral threshold, and checks every byte and the
-// per-(source, tag) order.
+// both sides of the deferral threshold and of the longest payload the
+// coordinator holds whole (engine.RelayPart), eager and by rendezvous,
+// and checks every byte and the per-(source, tag) order.
 func TestStarAllPairs(t *testing.T) {
 	const n, tags, msgs = 4, 3, 6
 	ts := meshtest.Star(t, n, engine.Options{})
 	if top := ts[2].Topology(); !top.Star || top.Center != 0 {
 		t.Fatalf("Topology() = %+v; want a star centred on 0", top)
 	}
-	sizes := []int{0, 1, 100, 40 << 10, 300 << 10}
+	sizes := []int{0, 1, 100, 40 << 10, 300 << 10, 1<<20 + 5, 3<<20 + 7} // the last three relayed in parts
 	size := func(from, to, tag, seq int) int { return sizes[(from+to+tag+seq)%len(sizes)] }
 	errs := make(chan error, 2*n*n*tags)
 	var wg sync.WaitGroup
@@ -67,7 +68,7 @@ func TestStarAllPairs(t *testing.T) {
 // barrier's guarantee, through the coordinator), and reads every slot
 // back with Get.
 func TestStarPutGetBarrier(t *testing.T) {
-	const n, slot = 4, 64 << 10
+	const n, slot = 4, 320 << 10 // a slot longer than engine.RelayPart: puts and gets relayed in parts
 	ts := meshtest.Star(t, n, engine.Options{})
 	bufs := make([]engine.SymmetricBuffer, n)
 	for r, tr := range ts {

@@ -20,6 +20,10 @@ var (
 	ErrTooLarge = errors.New("frame: payload too large")
 	// ErrBadLength means a payload length differs from the fixed size of its kind.
 	ErrBadLength = errors.New("frame: wrong payload length for kind")
+	// ErrBadRelay means a RELAY announces a frame that no coordinator
+	// relays: not a routed kind, empty, or not to the receiver from the
+	// worker the RELAY names.
+	ErrBadRelay = errors.New("frame: a relay of a frame no coordinator relays")
 	// ErrBadMagic means a HELLO payload does not start with the boltmesh magic.
 	ErrBadMagic = errors.New("frame: bad magic number")
 )

@@ -35,6 +35,8 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindAbandon:   0,
 	frame.KindNeighbour: frame.FlagReply,
 	frame.KindWake:      0,
+	frame.KindRelay:     0,
+	frame.KindPart:      0,
 }
 
 // validLength returns a payload length kind k accepts with flags f.
@@ -48,6 +50,8 @@ func validLength(k frame.Kind, f frame.Flags) uint64 {
 		return frame.GetReqSize
 	case frame.KindHeartbeat, frame.KindGoodbye, frame.KindGone, frame.KindCredit, frame.KindCTS, frame.KindAbandon, frame.KindWake:
 		return 0
+	case frame.KindRelay:
+		return frame.HeaderSize
 	case frame.KindRTS:
 		if f&frame.FlagCopy != 0 {
 			return frame.RTSCopySize
@@ -84,7 +88,7 @@ func TestConstants(t *testing.T) {
 		{"DefaultMaxLength", frame.DefaultMaxLength, 1 << 30},
 		{"MeshIDSize", frame.MeshIDSize, 16},
 		{"NonceSize", frame.NonceSize, 32},
-		{"Version", uint64(frame.Version), 7},
+		{"Version", uint64(frame.Version), 8},
 		{"RejectReason", uint64(frame.RejectReason), 0},
 		{"RejectUnproven", uint64(frame.RejectUnproven), 1},
 		{"RejectSlotTaken", uint64(frame.RejectSlotTaken), 2},
@@ -124,6 +128,8 @@ func TestKindValues(t *testing.T) {
 		{frame.KindAbandon, 19, "ABANDON"},
 		{frame.KindNeighbour, 20, "NEIGHBOUR"},
 		{frame.KindWake, 21, "WAKE"},
+		{frame.KindRelay, 22, "RELAY"},
+		{frame.KindPart, 23, "PART"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -146,7 +152,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {22, "KIND(22)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {24, "KIND(24)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -154,7 +160,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 22; k < 256; k++ {
+	for k := 24; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -380,7 +386,7 @@ func TestDecodeRejects(t *testing.T) {
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
 		{name: "kind 14 (retired)", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
-		{name: "kind 22", in: hdr(frame.Header{Kind: 22}), err: frame.ErrUnknownKind, field: "kind", kind: 22, value: 22},
+		{name: "kind 24", in: hdr(frame.Header{Kind: 24}), err: frame.ErrUnknownKind, field: "kind", kind: 24, value: 24},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
@@ -448,8 +454,8 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 22}), 0)
-	want = "frame: unknown kind: KIND(22) kind=22"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 24}), 0)
+	want = "frame: unknown kind: KIND(24) kind=24"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -483,7 +489,7 @@ func TestHelloGolden(t *testing.T) {
 	m.Encode(&b)
 	var want [frame.HelloSize]byte
 	copy(want[0:], "BOLTMESH")
-	copy(want[8:], []byte{0x07, 0x00})              // version
+	copy(want[8:], []byte{0x08, 0x00})              // version
 	copy(want[10:], []byte{0x0a, 0x0b})             // topology
 	copy(want[12:], []byte{0x0f, 0x0e, 0x0d, 0x0c}) // world
 	copy(want[16:], []byte{0x17, 0x16, 0x15, 0x14}) // rank

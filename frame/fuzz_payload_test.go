@@ -169,3 +169,82 @@ func FuzzRTSCopy(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRelay fuzzes RELAY payloads, from worker src under a limit: a
+// payload that is not exactly HeaderSize bytes is ErrBadLength; one that
+// decodes is a routed kind, not empty, to the receiver, from src, within
+// the limit, and re-encodes (EncodeRelay) to the same bytes; any other is
+// a *DecodeError.
+func FuzzRelay(f *testing.F) {
+	var b [frame.HeaderSize]byte
+	h := frame.Header{Kind: frame.KindData, Src: 3, Tag: 9, Aux: 1 << 16, Offset: 7, Length: 16 << 20}
+	frame.EncodeRelay(&b, &h, 3)
+	f.Add(b[:], uint32(3), uint64(0))
+	f.Add(b[:], uint32(4), uint64(0))
+	f.Add(b[:], uint32(3), uint64(1<<20))
+	f.Add(b[:31], uint32(3), uint64(0))
+	h.Kind, h.Tag, h.Aux, h.Offset = frame.KindPut, 0, 0, 1<<20
+	frame.EncodeRelay(&b, &h, 3)
+	f.Add(b[:], uint32(3), uint64(0))
+	h.Kind, h.Length = frame.KindHeartbeat, 0
+	frame.EncodeRelay(&b, &h, 3)
+	f.Add(b[:], uint32(3), uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, src uint32, limit uint64) {
+		h, err := frame.DecodeRelay(data, src, limit)
+		if len(data) != frame.HeaderSize {
+			requireDecodeErr(t, "DecodeRelay", err, frame.ErrBadLength, frame.DecodeError{Kind: frame.KindRelay, Field: "payload", Value: uint64(len(data)), Limit: frame.HeaderSize})
+			return
+		}
+		if err != nil {
+			var de *frame.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("DecodeRelay: %v (%T), want a *DecodeError", err, err)
+			}
+			return
+		}
+		if limit == 0 {
+			limit = frame.DefaultMaxLength
+		}
+		if h.Src != src || h.Dst != 0 || h.Length == 0 || h.Length > limit || !h.Kind.Routed() {
+			t.Fatalf("DecodeRelay(% x, %d, %d) = %+v", data, src, limit, h)
+		}
+		var out [frame.HeaderSize]byte
+		frame.EncodeRelay(&out, &h, src)
+		if !bytes.Equal(out[:], data) {
+			t.Fatalf("re-encode mismatch:\n in % x\nout % x", data, out)
+		}
+	})
+}
+
+// TestRelay pins DecodeRelay's refusals, each with its field.
+func TestRelay(t *testing.T) {
+	var b [frame.HeaderSize]byte
+	for _, c := range []struct {
+		name  string
+		h     frame.Header
+		src   uint32
+		field string
+		err   error
+	}{
+		{name: "not routed", h: frame.Header{Kind: frame.KindHeartbeat, Src: 2}, src: 2, field: "relayed kind", err: frame.ErrBadRelay},
+		{name: "relay of a relay", h: frame.Header{Kind: frame.KindRelay, Src: 2, Length: frame.HeaderSize}, src: 2, field: "relayed kind", err: frame.ErrBadRelay},
+		{name: "other source", h: frame.Header{Kind: frame.KindSend, Src: 5, Length: 1 << 20}, src: 2, field: "relayed src", err: frame.ErrBadRelay},
+		{name: "empty", h: frame.Header{Kind: frame.KindSend, Src: 2}, src: 2, field: "relayed length", err: frame.ErrBadRelay},
+		{name: "too long", h: frame.Header{Kind: frame.KindSend, Src: 2, Length: frame.DefaultMaxLength + 1}, src: 2, field: "length", err: frame.ErrTooLarge},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.h.Encode(&b)
+			_, err := frame.DecodeRelay(b[:], c.src, 0)
+			var de *frame.DecodeError
+			if !errors.Is(err, c.err) || !errors.As(err, &de) || de.Field != c.field {
+				t.Fatalf("DecodeRelay: %v, want %v on field %q", err, c.err, c.field)
+			}
+		})
+	}
+	h := frame.Header{Kind: frame.KindSend, Dst: 9, Src: 1, Tag: 4, Length: 1 << 20}
+	frame.EncodeRelay(&b, &h, 2)
+	got, err := frame.DecodeRelay(b[:], 2, 0)
+	if want := (frame.Header{Kind: frame.KindSend, Src: 2, Tag: 4, Length: 1 << 20}); err != nil || got != want {
+		t.Fatalf("DecodeRelay(EncodeRelay(%+v, 2)) = %+v, %v; want %+v", h, got, err, want)
+	}
+}

@@ -5,7 +5,9 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks. Version 7 adds
+// Version is the protocol version this package speaks. Version 8 has a
+// star's coordinator relay a long routed frame in parts (RELAY, PART),
+// so that it never holds a whole payload (spec.md, "Star"). Version 7 adds
 // HELLO's Seal and Cipher (8 bytes more): whether the sender seals the
 // connection after the handshake (spec.md, "Sealed links"). Version 6 splits
 // HELLO's last 32 bytes into the sender's machine (Machine, whose cores
@@ -21,7 +23,7 @@ const Magic uint64 = 0x4853454d544c4f42
 // first (see spec.md, "Handshake"), and flow control and rendezvous
 // ("Flow control", "Rendezvous"); version 1 had the acceptor prove first,
 // to anyone who sent a HELLO.
-const Version uint16 = 7
+const Version uint16 = 8
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16

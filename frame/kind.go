@@ -35,6 +35,14 @@ const (
 	// KindWake tells a neighbour asleep on the pair's mailbox that this
 	// rank wrote its part of an exchange there (see spec.md "Mailbox").
 	KindWake Kind = 21
+	// KindRelay comes from a star's coordinator, ahead of the parts of a
+	// routed frame it relays in parts: its payload is that frame's header
+	// (HeaderSize bytes, Length the whole payload's), Src the worker it
+	// comes from (see spec.md "Star", version 8).
+	KindRelay Kind = 22
+	// KindPart is a part of the payload of the frame a RELAY from the
+	// same Src announced; Offset: where the part starts in that payload.
+	KindPart Kind = 23
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -102,6 +110,8 @@ var kindSpecs = [...]kindSpec{
 	KindAbandon:   {name: "ABANDON", fixed: 0, routed: true},
 	KindNeighbour: {name: "NEIGHBOUR", flags: FlagReply, fixed: -1, max: MaxNeighbour},
 	KindWake:      {name: "WAKE", fixed: 0},
+	KindRelay:     {name: "RELAY", fixed: HeaderSize},
+	KindPart:      {name: "PART", fixed: -1},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {

@@ -1,0 +1,77 @@
+package engine_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
+)
+
+// BenchmarkStarWorkers measures round trips between two workers of a
+// 3-rank star on loopback, through the coordinator: one op is a message
+// of size N from worker 1 to worker 2 and the same message back. Bytes
+// are counted both ways; p50-us and p99-us are the round trip's. Above
+// engine.RelayPart the coordinator relays each payload in parts.
+func BenchmarkStarWorkers(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20, 16 << 20} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { benchStarWorkers(b, size) })
+	}
+}
+
+func benchStarWorkers(b *testing.B, size int) {
+	ts := meshtest.Star(b, 3, engine.Options{})
+	n := b.N
+	echoed := make(chan error, 1)
+	go func() {
+		buf := make([]byte, size)
+		for i := range n {
+			m, err := ts[2].RecvInto(1, benchTag, buf)
+			if err == nil {
+				err = ts[2].Send(1, benchTag, buf[:m])
+			}
+			if err != nil {
+				echoed <- fmt.Errorf("echo %d: %w", i, err)
+				return
+			}
+		}
+		echoed <- nil
+	}()
+	want := benchPattern(size)
+	sbuf, rbuf := slices.Clone(want), make([]byte, size)
+	lat := make([]time.Duration, n)
+	b.SetBytes(2 * int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range n {
+		benchStamp(sbuf, i)
+		t0 := time.Now()
+		if err := ts[1].Send(2, benchTag, sbuf); err != nil {
+			b.Fatalf("round trip %d: send: %v", i, err)
+		}
+		m, err := ts[1].RecvInto(2, benchTag, rbuf)
+		lat[i] = time.Since(t0)
+		if err != nil {
+			b.Fatalf("round trip %d: recv: %v", i, err)
+		}
+		if err := benchCheck(rbuf, m, size, i); err != nil {
+			b.Fatal(err)
+		}
+		if i == 0 || i == n-1 {
+			b.StopTimer()
+			if err := benchCheckWhole(rbuf, want, i); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	if err := <-echoed; err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[(n-1)/2])/float64(time.Microsecond), "p50-us")
+	b.ReportMetric(float64(lat[(n-1)*99/100])/float64(time.Microsecond), "p99-us")
+}
