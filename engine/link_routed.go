@@ -21,9 +21,10 @@ import (
 // only read after; in belongs to the stream's reader (the hub's methods).
 type routeLink struct {
 	oneStream
-	via     uint16      // Dst of the frames to the peer: its rank+1
-	refused atomic.Bool // the peer broke the protocol: its frames are dropped unread
-	in      relayIn     // a frame from the peer that the coordinator relays in parts (relay.go)
+	via     uint16       // Dst of the frames to the peer: its rank+1
+	refused atomic.Bool  // the peer broke the protocol: its frames are dropped unread
+	in      relayIn      // a frame from the peer that the coordinator relays in parts (relay.go)
+	whole   frame.Header // the header such a frame arrives with
 }
 
 var _ link = (*routeLink)(nil)

@@ -24,7 +24,8 @@ type streamLink struct {
 	p        *peer
 	fwd      fwdCounter // at the coordinator: bytes from this worker being forwarded
 	live     liveness
-	relaying bool // at the coordinator: the frame being relayed in parts goes on (else its parts are dropped)
+	relaying bool                   // at the coordinator: the frame being relayed in parts goes on (else its parts are dropped)
+	relayHdr [frame.HeaderSize]byte // at the coordinator: a RELAY's payload, copied as it is posted
 }
 
 var (
@@ -90,10 +91,9 @@ func (l *streamLink) DeliverPart(c *ioloop.Conn, h *frame.Header, off uint64, bb
 	}
 	dst := t.peer(int(h.Dst) - 1).link.(*streamLink)
 	if off == 0 {
-		var hb [frame.HeaderSize]byte
-		frame.EncodeRelay(&hb, h, uint32(l.p.rank))
+		frame.EncodeRelay(&l.relayHdr, h, uint32(l.p.rank))
 		rh := frame.Header{Kind: frame.KindRelay, Src: uint32(l.p.rank)}
-		dst.conn.Post(&rh, hb[:], true) // a lost destination drops it, and its parts
+		dst.conn.Post(&rh, l.relayHdr[:], true) // a lost destination drops it, and its parts
 	}
 	part := frame.Header{Kind: frame.KindPart, Src: uint32(l.p.rank), Offset: off}
 	l.pass(c, dst, &part, bb)

@@ -116,17 +116,19 @@ func (u *hub) relayDeliver(c *ioloop.Conn, p *peer, l *routeLink, h *frame.Heade
 	if in.got < in.h.Length {
 		return
 	}
-	hdr, dst, bb, drop := in.h, in.dst, in.bb, in.drop
+	hdr := &l.whole // not a local: arrive's header would escape
+	*hdr = in.h
+	dst, bb, drop := in.dst, in.bb, in.drop
 	in.reset()
 	switch {
 	case refused(p):
 		putBuffer(bb) // read through, dropped
 	case drop:
-		p.arrive(c, laneData, &hdr, nil, nil) // as ioloop delivers a discarded payload
+		p.arrive(c, laneData, hdr, nil, nil) // as ioloop delivers a discarded payload
 	case bb != nil:
-		p.arrive(c, laneData, &hdr, bb.B, bb)
+		p.arrive(c, laneData, hdr, bb.B, bb)
 	default:
-		p.arrive(c, laneData, &hdr, dst, nil)
+		p.arrive(c, laneData, hdr, dst, nil)
 	}
 }
 

@@ -255,7 +255,7 @@ func (c *Conn) choose() bool {
 	rd.held, rd.inBody, rd.got, rd.dst = false, true, 0, dst
 	rd.discarding = dst == nil && rd.discardNext
 	rd.part, rd.partOff = 0, 0
-	if _, ok := c.h.(PartHandler); ok && dst == nil && !rd.discarding && rd.partsNext > 0 && uint64(rd.partsNext) < rd.hdr.Length {
+	if rd.partsNext > 0 && uint64(rd.partsNext) < rd.hdr.Length && dst == nil && !rd.discarding && c.parts() {
 		rd.part = rd.partsNext
 		rd.bb = GetBuffer(rd.part)
 		rd.dst = rd.bb.B
@@ -413,6 +413,12 @@ func (c *Conn) deliver() {
 	payload, bb := rd.dst, rd.bb
 	rd.inBody, rd.dst, rd.bb, rd.discarding = false, nil, nil, false
 	c.h.Deliver(c, &rd.hdr, payload, bb)
+}
+
+// parts reports whether the handler takes payloads in parts.
+func (c *Conn) parts() bool {
+	_, ok := c.h.(PartHandler)
+	return ok
 }
 
 // deliverPart hands the part just read to the handler, and readies the
