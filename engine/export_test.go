@@ -298,6 +298,13 @@ func CoordinatorPost(t *NetTransport, to int, h frame.Header, p []byte) error {
 	return t.peer(to).link.(*streamLink).conn.Post(&h, p, true)
 }
 
+// WithRelayPart returns o with which a star's coordinator relays payloads
+// longer than n bytes in parts of n.
+func WithRelayPart(o Options, n int) Options {
+	o.relayPart = n
+	return o
+}
+
 // RelayPart is the longest part of a routed payload a star's coordinator
 // holds (relayPart).
 const RelayPart = relayPart

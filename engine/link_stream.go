@@ -41,6 +41,15 @@ var (
 // payload while its source still sends it.
 const relayPart = 256 << 10
 
+// relayPart is the part size this coordinator relays in: relayPart, or a
+// test's.
+func (t *NetTransport) relayPart() int {
+	if t.opts.relayPart > 0 {
+		return t.opts.relayPart
+	}
+	return relayPart
+}
+
 func newStreamLink(p *peer) *streamLink {
 	l := &streamLink{p: p}
 	l.fwd.done = l.forwarded
@@ -71,7 +80,7 @@ func (l *streamLink) cause(err error) error { return l.live.cause(err) }
 // relayPart, in parts, each relayed as it comes (DeliverPart).
 func (l *streamLink) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	if h.Dst != 0 {
-		c.InParts(relayPart)
+		c.InParts(l.p.t.relayPart())
 		return nil
 	}
 	return l.p.payload(c, laneData, h)

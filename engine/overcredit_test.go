@@ -35,7 +35,7 @@ const (
 func overCreditOpts() engine.Options {
 	o := peerOpts()
 	o.MaxQueuedBytes, o.MaxFrame = ocWindow, ocMaxFrame
-	return o
+	return engine.WithRelayPart(o, 0) // parts of engine.RelayPart: 256 MiB in 2 KiB parts take long
 }
 
 // ocCase is one frame the raw rank announces to rank 0.

@@ -40,13 +40,14 @@ import (
 
 // peerOpts are the real ranks' options: a small window and eager limit
 // so that credit, rendezvous and striping are all within a script's
-// reach.
+// reach, and a star's coordinator that relays what is longer than 2 KiB
+// in parts.
 func peerOpts() engine.Options {
-	return engine.Options{
+	return engine.WithRelayPart(engine.Options{
 		MaxQueuedBytes: 64 << 10, EagerMax: 4 << 10, Streams: meshStreams(), StripeMin: 8 << 10,
 		MaxFrame: 256 << 10, HeapSize: 1 << 20, MeshKey: rawFuzzKey,
 		KeepAlive: 10 * time.Minute, Spin: -1, Logger: discardLogger,
-	}
+	}, 2<<10)
 }
 
 // meshStreams is the number of streams per pair of FuzzPeer's mesh: 2,
