@@ -408,7 +408,7 @@ func TestSealCrew(t *testing.T) {
 }
 
 // TestSealedStar: a star's links are sealed too; workers' frames to
-// each other pass the coordinator sealed both ways. A relay that alters
+// each other pass the coordinator sealed both ways, relayed in parts. A relay that alters
 // worker 1's records makes the coordinator drop worker 1 with
 // ErrTampered, and worker 2 goes on with the coordinator.
 func TestSealedStar(t *testing.T) {
@@ -438,7 +438,7 @@ func TestSealedStar(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	exchangeAll(t, ts, 200000)
+	exchangeAll(t, ts, engine.RelayPart+100000) // relayed in parts between the workers
 	for r, want := range []string{"[1 2]", "[0]", "[0]"} {
 		if top := ts[r].Topology(); fmt.Sprint(top.Sealed) != want {
 			t.Errorf("rank %d: Topology().Sealed %v, want %s", r, top.Sealed, want)
