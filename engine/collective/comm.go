@@ -119,6 +119,7 @@ type Comm struct {
 	at       []int                                         // the position of each rank; nil: its rank
 	shared   bool                                          // the world spans hosts, some with several ranks (hosts.go)
 	ringSet  bool                                          // Options.RingMin was set
+	sends    []plumb.CollSend                              // a star worker's pieces in flight (coll_star.go)
 }
 
 // Default piece sizes (Options.Chunk), by link.

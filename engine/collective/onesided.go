@@ -87,7 +87,9 @@ const (
 	AlgorithmOneSided
 	// AlgorithmStar reduces at a star's coordinator, then broadcasts from
 	// it (see engine.CoordinatorListen): every worker sends its data to the
-	// center, which reduces them in rank order and sends the result back.
+	// center, which reduces them in rank order and sends the result back;
+	// data longer than Options.Chunk goes in pieces, every worker's at
+	// once, each piece's result sent back as soon as it is reduced.
 	// AlgorithmAuto picks it on a star of more than two ranks, where the
 	// others would send every worker-to-worker step through the center.
 	AlgorithmStar
