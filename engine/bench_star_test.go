@@ -2,9 +2,7 @@ package engine_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
@@ -42,39 +40,11 @@ func benchStarWorkers(b *testing.B, size int) {
 		}
 		echoed <- nil
 	}()
-	want := benchPattern(size)
-	sbuf, rbuf := slices.Clone(want), make([]byte, size)
-	lat := make([]time.Duration, n)
-	b.SetBytes(2 * int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range n {
-		benchStamp(sbuf, i)
-		t0 := time.Now()
-		if err := ts[1].Send(2, benchTag, sbuf); err != nil {
-			b.Fatalf("round trip %d: send: %v", i, err)
-		}
-		m, err := ts[1].RecvInto(2, benchTag, rbuf)
-		lat[i] = time.Since(t0)
-		if err != nil {
-			b.Fatalf("round trip %d: recv: %v", i, err)
-		}
-		if err := benchCheck(rbuf, m, size, i); err != nil {
-			b.Fatal(err)
-		}
-		if i == 0 || i == n-1 {
-			b.StopTimer()
-			if err := benchCheckWhole(rbuf, want, i); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-		}
-	}
-	b.StopTimer()
+	lat := benchRoundTrips(b, size,
+		func(p []byte) error { return ts[1].Send(2, benchTag, p) },
+		func(p []byte) (int, error) { return ts[1].RecvInto(2, benchTag, p) })
 	if err := <-echoed; err != nil {
 		b.Fatal(err)
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[(n-1)/2])/float64(time.Microsecond), "p50-us")
-	b.ReportMetric(float64(lat[(n-1)*99/100])/float64(time.Microsecond), "p99-us")
+	benchLatency(b, lat)
 }

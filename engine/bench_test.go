@@ -269,8 +269,22 @@ func benchRun(b *testing.B, fn func(b *testing.B, impl string, size int)) {
 func BenchmarkPingPong(b *testing.B) { benchRun(b, benchPingPong) }
 
 func benchPingPong(b *testing.B, impl string, size int) {
+	a := newBenchPeer(b, impl, "echo", size, b.N)
+	lat := benchRoundTrips(b, size,
+		func(p []byte) error { return a.Send(benchTag, p) },
+		func(p []byte) (int, error) { return a.RecvInto(p) })
+	if err := a.Send(benchTag, []byte{1}); err != nil {
+		b.Fatal(err)
+	}
+	benchLatency(b, lat)
+}
+
+// benchRoundTrips times b.N round trips of a size-byte message, each sent
+// with send and its echo received with recv, checks every echo, and
+// returns the round trips' times, with the timer stopped. Bytes are
+// counted both ways.
+func benchRoundTrips(b *testing.B, size int, send func([]byte) error, recv func([]byte) (int, error)) []time.Duration {
 	n := b.N
-	a := newBenchPeer(b, impl, "echo", size, n)
 	want := benchPattern(size)
 	sbuf := slices.Clone(want)
 	rbuf := make([]byte, size)
@@ -281,10 +295,10 @@ func benchPingPong(b *testing.B, impl string, size int) {
 	for i := range n {
 		benchStamp(sbuf, i)
 		t0 := time.Now()
-		if err := a.Send(benchTag, sbuf); err != nil {
+		if err := send(sbuf); err != nil {
 			b.Fatalf("round trip %d: send: %v", i, err)
 		}
-		m, err := a.RecvInto(rbuf)
+		m, err := recv(rbuf)
 		lat[i] = time.Since(t0)
 		if err != nil {
 			b.Fatalf("round trip %d: recv: %v", i, err)
@@ -301,10 +315,14 @@ func benchPingPong(b *testing.B, impl string, size int) {
 		}
 	}
 	b.StopTimer()
-	if err := a.Send(benchTag, []byte{1}); err != nil {
-		b.Fatal(err)
-	}
+	return lat
+}
+
+// benchLatency reports the median and the 99th percentile of lat as
+// p50-us and p99-us.
+func benchLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
+	n := len(lat)
 	b.ReportMetric(float64(lat[(n-1)/2])/float64(time.Microsecond), "p50-us")
 	b.ReportMetric(float64(lat[(n-1)*99/100])/float64(time.Microsecond), "p99-us")
 }

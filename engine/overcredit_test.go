@@ -126,10 +126,7 @@ func checkDropped(t *testing.T, w *fuzzWorld, tc ocCase) {
 	if ended < conns {
 		t.Fatalf("%d of the raw rank's %d connections to rank 0 ended after its %v; want all", ended, conns, tc.h.Kind)
 	}
-	err := engine.PeerLost(w.ts[0], rawRank)
-	for end := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
-		err = engine.PeerLost(w.ts[0], rawRank)
-	}
+	err := lossOf(w.ts[0], rawRank, 5*time.Second)
 	if !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, tc.drop) {
 		t.Fatalf("rank 0's loss of the raw rank: %v; want ErrPeerLost for %v", err, tc.drop)
 	}
@@ -139,18 +136,8 @@ func checkDropped(t *testing.T, w *fuzzWorld, tc ocCase) {
 // the raw rank: a PUT is answered with its refusal.
 func checkKept(t *testing.T, w *fuzzWorld, tc ocCase) {
 	t.Helper()
-	if tc.h.Kind == frame.KindPut {
-		ok := w.raw.waitFor(20*time.Second, func() bool {
-			for _, f := range w.raw.got {
-				if f.h.Kind == frame.KindPutAck && f.h.Flags&frame.FlagError != 0 && f.h.Aux == 1 {
-					return true
-				}
-			}
-			return false
-		})
-		if !ok {
-			t.Fatalf("no PUT_ACK refusing the PUT of %d bytes (raw rank: %v)", tc.h.Length, w.raw.deadErr())
-		}
+	if tc.h.Kind == frame.KindPut && !w.raw.putRefused(0) {
+		t.Fatalf("no PUT_ACK refusing the PUT of %d bytes (raw rank: %v)", tc.h.Length, w.raw.deadErr())
 	}
 	// A GET with a fence's id orders what came before it on the control
 	// stream: its answer proves the refused payload was read through.
@@ -160,6 +147,29 @@ func checkKept(t *testing.T, w *fuzzWorld, tc ocCase) {
 	if err := engine.PeerLost(w.ts[0], rawRank); err != nil {
 		t.Fatalf("rank 0 dropped the raw rank for a frame it must only refuse: %v", err)
 	}
+}
+
+// lossOf waits up to d for tr to lose rank, and returns the loss, or nil
+// if rank is not lost by then.
+func lossOf(tr *engine.NetTransport, rank int, d time.Duration) error {
+	err := engine.PeerLost(tr, rank)
+	for end := time.Now().Add(d); err == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
+		err = engine.PeerLost(tr, rank)
+	}
+	return err
+}
+
+// putRefused waits up to 20 s for a PUT_ACK from rank from that refuses a
+// put outside its heap (refusal code 1), and reports whether one came.
+func (rp *rawPeer) putRefused(from int) bool {
+	return rp.waitFor(20*time.Second, func() bool {
+		for _, f := range rp.got {
+			if f.h.Kind == frame.KindPutAck && f.h.Flags&frame.FlagError != 0 && f.h.Aux == 1 && rp.origin(from, f.h) == from {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // fenceGet sends rank to a GET of one byte and waits for its answer.

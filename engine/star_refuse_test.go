@@ -40,10 +40,7 @@ func TestStarRoutedBreach(t *testing.T) {
 			if err := announce(w.raw, 1, 0, tc.h, nil, tc.body); err != nil {
 				t.Fatalf("announcing %v: %v", tc.h.Kind, err)
 			}
-			err = engine.PeerLost(w.ts[1], rawRank)
-			for end := time.Now().Add(10 * time.Second); err == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
-				err = engine.PeerLost(w.ts[1], rawRank)
-			}
+			err = lossOf(w.ts[1], rawRank, 10*time.Second)
 			if !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, tc.drop) {
 				t.Fatalf("worker 1's loss of worker 2: %v; want ErrPeerLost for %v", err, tc.drop)
 			}
@@ -124,10 +121,7 @@ func TestStarWorkerNotReading(t *testing.T) {
 		sent <- ctx.Err()
 	}()
 
-	var lost error
-	for end := time.Now().Add(20 * time.Second); lost == nil && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		lost = engine.PeerLost(w.ts[0], rawRank)
-	}
+	lost := lossOf(w.ts[0], rawRank, 20*time.Second)
 	if !errors.Is(lost, engine.ErrPeerLost) || !errors.Is(lost, engine.ErrNotReading) {
 		t.Fatalf("the coordinator's loss of the worker that reads nothing: %v; want ErrPeerLost for ErrNotReading", lost)
 	}

@@ -49,23 +49,12 @@ func TestStarRelayBounded(t *testing.T) {
 				t.Fatalf("announcing %v: %v", tc.h.Kind, err)
 			}
 			if tc.drop != nil {
-				err := engine.PeerLost(w.ts[1], rawRank)
-				for end := time.Now().Add(10 * time.Second); err == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
-					err = engine.PeerLost(w.ts[1], rawRank)
-				}
+				err := lossOf(w.ts[1], rawRank, 10*time.Second)
 				if !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, tc.drop) {
 					t.Fatalf("worker 1's loss of the raw rank: %v; want ErrPeerLost for %v", err, tc.drop)
 				}
 			} else {
-				ok := w.raw.waitFor(20*time.Second, func() bool {
-					for _, f := range w.raw.got {
-						if f.h.Kind == frame.KindPutAck && f.h.Flags&frame.FlagError != 0 && f.h.Src == 1 {
-							return true
-						}
-					}
-					return false
-				})
-				if !ok {
+				if !w.raw.putRefused(1) {
 					t.Fatalf("worker 1 did not refuse the PUT of %d bytes (raw rank: %v)", tc.h.Length, w.raw.deadErr())
 				}
 				if err := engine.PeerLost(w.ts[1], rawRank); err != nil {
@@ -221,10 +210,7 @@ func TestStarRelayBreach(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := engine.PeerLost(ts[1], 0)
-			for end := time.Now().Add(10 * time.Second); err == nil && time.Now().Before(end); time.Sleep(time.Millisecond) {
-				err = engine.PeerLost(ts[1], 0)
-			}
+			err := lossOf(ts[1], 0, 10*time.Second)
 			if !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, engine.ErrProtocol) {
 				t.Fatalf("worker 1's loss of the coordinator: %v; want ErrPeerLost for ErrProtocol", err)
 			}

@@ -227,21 +227,35 @@ func TestAllReduceSteadyStateAllocs(t *testing.T) {
 	}
 }
 
+// allReduceSteadyStateAllocs checks that an allreduce over cs, whole and
+// in pieces, allocates nothing once warm: rank 0 calls on this goroutine,
+// the others each on one of their own.
 func allReduceSteadyStateAllocs(t *testing.T, cs []*collective.Comm) {
+	n := len(cs)
 	for _, length := range []int{1 << 10, 1 << 20} { // 4 KiB and 4 MiB of float32
-		bufs := [2][]float32{make([]float32, length), make([]float32, length)}
-		kick := make(chan struct{})
-		done := make(chan error)
-		go func() {
-			for range kick {
-				done <- collective.AllReduce(cs[1], bufs[1], collective.Sum)
-			}
-		}()
+		bufs := make([][]float32, n)
+		for r := range bufs {
+			bufs[r] = make([]float32, length)
+		}
+		kicks := make([]chan struct{}, n)
+		done := make(chan error, n)
+		for r := 1; r < n; r++ {
+			kicks[r] = make(chan struct{})
+			go func() {
+				for range kicks[r] {
+					done <- collective.AllReduce(cs[r], bufs[r], collective.Sum)
+				}
+			}()
+		}
 		call := func() {
-			kick <- struct{}{}
+			for r := 1; r < n; r++ {
+				kicks[r] <- struct{}{}
+			}
 			err := collective.AllReduce(cs[0], bufs[0], collective.Sum)
-			if err2 := <-done; err == nil {
-				err = err2
+			for r := 1; r < n; r++ {
+				if err2 := <-done; err == nil {
+					err = err2
+				}
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -261,7 +275,9 @@ func allReduceSteadyStateAllocs(t *testing.T, cs []*collective.Comm) {
 				break
 			}
 		}
-		close(kick)
+		for r := 1; r < n; r++ {
+			close(kicks[r])
+		}
 		if allocs != 0 {
 			t.Errorf("%d float32: %v allocations per allreduce in each of 3 runs, want 0", length, allocs)
 		}
