@@ -10,7 +10,7 @@ FUZZTIME  ?= 30s
 FUZZRUN   ?= .
 CROSS   := darwin/arm64 darwin/amd64 freebsd/amd64
 
-.PHONY: all build test vet race allocs matrix deadline cross bench cores-bench device-kit seal-bench gobench rpc-bench netns-bench scale-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
+.PHONY: all build test vet race allocs matrix deadline cross bench cores-bench device-kit seal-bench gobench rpc-bench netns-bench scale-bench star-bench soak floor fuzz fuzz-short torch torch-test slurm slurm-test train-bench clean
 
 all: build
 
@@ -132,6 +132,15 @@ netns-bench:
 SCALEFLAGS ?=
 scale-bench:
 	bash bench/netns/scale-bench.sh $(SCALEFLAGS)
+
+# star-bench: as root, a star on emulated hosts (network namespaces on a
+# bridge, tc tbf on every host's egress): the coordinator alone on one,
+# a worker on each other, `boltmesh bench --coordinator` there;
+# STARFLAGS='--workers 4 --rate 1gbit --bin A,B' (two binaries: rounds A B
+# B A). Without root it says so and exits 0.
+STARFLAGS ?=
+star-bench:
+	bash bench/netns/star-bench.sh $(STARFLAGS)
 
 # soak: `boltmesh soak`, a mesh of local ranks in an allreduce (1 KiB,
 # every result checked) and barrier loop: the setup time at N = 2, 4, 8,
