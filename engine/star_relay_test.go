@@ -122,10 +122,21 @@ func TestStarRelayWhole(t *testing.T) {
 	}
 }
 
-// TestStarRelayGone: a worker that dies halfway through a frame relayed in
-// parts fails the receive its payload was being read into with
-// ErrPeerLost, at once, and its destination keeps the coordinator.
+// TestStarRelayGone: a worker that dies halfway through a frame relayed
+// in parts, or the coordinator that relays it, fails the receive its
+// payload was being read into with ErrPeerLost, at once; a worker's death
+// leaves its destination with the coordinator.
 func TestStarRelayGone(t *testing.T) {
+	for _, coordinator := range []bool{false, true} {
+		name := "worker-dies"
+		if coordinator {
+			name = "coordinator-dies"
+		}
+		t.Run(name, func(t *testing.T) { starRelayGone(t, coordinator) })
+	}
+}
+
+func starRelayGone(t *testing.T, coordinator bool) {
 	opts := overCreditOpts()
 	opts.EagerMax = 2 << 20
 	w, err := openRawWorld(true, opts)
@@ -133,8 +144,11 @@ func TestStarRelayGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.close)
-	ex := startHonest(t, w.ts)
-	ex.waitFor(t, 20)
+	var ex *honestPair
+	if !coordinator {
+		ex = startHonest(t, w.ts)
+		ex.waitFor(t, 20)
+	}
 
 	const n = 1 << 20
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -156,19 +170,26 @@ func TestStarRelayGone(t *testing.T) {
 	if err := w.raw.streams[0][0].writeRaw(append(hb[:], make([]byte, n/2)...)); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(10 * time.Second); engine.BytesRead(w.ts[0], rawRank) < n/2; time.Sleep(time.Millisecond) {
+	for end := time.Now().Add(10 * time.Second); !engine.ReadInFlight(w.ts[1], rawRank); time.Sleep(time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatal("the coordinator did not read half the frame")
+			t.Fatal("worker 1 is not reading the relayed frame into its receive")
 		}
 	}
-	w.raw.close()
+	if coordinator {
+		w.ts[0].Close()
+	} else {
+		w.raw.close()
+	}
 	select {
 	case err := <-recvd:
 		if !errors.Is(err, engine.ErrPeerLost) {
-			t.Fatalf("worker 1's receive from the worker that died mid-frame: %v; want ErrPeerLost", err)
+			t.Fatalf("worker 1's receive of the frame cut off midway: %v; want ErrPeerLost", err)
 		}
 	case <-ctx.Done():
-		t.Fatal("worker 1's receive from the worker that died mid-frame did not end")
+		t.Fatal("worker 1's receive of the frame cut off midway did not end")
+	}
+	if coordinator {
+		return
 	}
 	mark := ex.count.Load()
 	ex.waitFor(t, mark+200) // worker 1 kept the coordinator
