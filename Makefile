@@ -96,10 +96,11 @@ seal-bench:
 bench:
 	$(GO) run ./cmd/boltmesh bench $(BENCHFLAGS)
 
-# gobench: the go test benchmarks of the engine and the collectives, the
-# same comparison as b.N-driven testing benchmarks.
+# gobench: the go test benchmarks of the engine (a star's worker-to-worker
+# round trips through the coordinator among them) and the collectives,
+# the same comparison as b.N-driven testing benchmarks.
 gobench:
-	$(GO) test -run='^$$' -bench='PingPong|Stream|Put|Get' -benchtime=$(BENCHTIME) ./engine
+	$(GO) test -run='^$$' -bench='PingPong|Stream|Put|Get|StarWorkers' -benchtime=$(BENCHTIME) ./engine
 	$(GO) test -run='^$$' -bench='AllReduce' -benchtime=$(BENCHTIME) ./engine/collective
 
 # rpc-bench: the RPC agent against Go's net/rpc (./rpc, client and server
