@@ -135,3 +135,41 @@ func TestStarAllReduceSteadyStateAllocs(t *testing.T) {
 	}
 	allReduceSteadyStateAllocs(t, cs) // 4 KiB whole, 4 MiB in 16 pieces
 }
+
+// TestStarPiecesSmallWindow: a star's allreduce in pieces completes with
+// the least flow-control windows (MaxQueuedBytes 64 KiB, so that the
+// eager limit is 16 KiB), in pieces under the eager limit, at it, and
+// past it (by rendezvous), with the reduction on every rank.
+func TestStarPiecesSmallWindow(t *testing.T) {
+	const n = 5
+	ts := meshtest.Star(t, n, engine.Options{MaxQueuedBytes: 64 << 10})
+	for _, chunk := range []int{16<<10 - 64, 16 << 10, 64 << 10} {
+		t.Run(fmt.Sprint(chunk), func(t *testing.T) {
+			cs := make([]*collective.Comm, n)
+			for r, tr := range ts {
+				cs[r] = mustNew(t, tr, collective.Options{Chunk: chunk})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			const length = 1<<19 + 7 // float32: 2 MiB and a bit
+			bufs := make([][]float32, n)
+			err := onAll(n, func(r int) error {
+				bufs[r] = make([]float32, length)
+				for i := range bufs[r] {
+					bufs[r][i] = float32(r + i%7)
+				}
+				return cs[r].AllReduceBytes(ctx, collective.Float32, collective.AsBytes(bufs[r]), collective.Sum)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range n {
+				for i := range length {
+					if want := float32(n*(n-1)/2 + n*(i%7)); bufs[r][i] != want {
+						t.Fatalf("rank %d element %d: %v, want %v", r, i, bufs[r][i], want)
+					}
+				}
+			}
+		})
+	}
+}
