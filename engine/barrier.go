@@ -24,6 +24,7 @@ type barrierState struct {
 	inProgress bool
 	round      uint32 // next round of the current barrier
 	sent       bool   // this round's signal is sent
+	next       int    // a star's center: the next worker it hears from or releases in this round (barrier_star.go)
 	heard      bool   // this round's partner, a neighbour, signalled by frame (barrier_mail.go)
 	out        [8]byte
 	in         [8]byte
@@ -57,7 +58,9 @@ func (t *NetTransport) BarrierContext(ctx context.Context) error {
 	return joinErr(t.lossErr(t.barrier(w)), qerr)
 }
 
-// barrier is a dissemination barrier: in round k every rank signals rank+2^k
+// barrier is a dissemination barrier (in a star of more than two ranks,
+// a gather and release at the coordinator instead: barrier_star.go): in
+// round k every rank signals rank+2^k
 // and waits for rank-2^k, so it completes in ceil(log2 n) rounds with no
 // root; in a world of a power of two ranks, rank XOR 2^k instead, so that
 // each round is an exchange between two ranks, which neighbours make
@@ -81,13 +84,16 @@ func (t *NetTransport) barrier(w waitOpts) error {
 	b := &t.bar
 	if !b.inProgress {
 		b.epoch++
-		b.inProgress, b.round, b.sent = true, 0, false
+		b.inProgress, b.round, b.sent, b.next = true, 0, false, 0
 		binary.LittleEndian.PutUint64(b.out[:], b.epoch)
 	}
 	if err := v.closedBefore(b.epoch, w.op); err != nil {
 		return err
 	}
 	w.epoch = b.epoch
+	if t.topo.star && t.world > 2 {
+		return t.starBarrier(w)
+	}
 	for ; 1<<b.round < t.world; b.round, b.sent, b.heard = b.round+1, false, false {
 		to, from := t.barrierPeers(b.round)
 		if mb := t.mailboxOf(to); to == from && mb != nil {
@@ -109,9 +115,14 @@ func (t *NetTransport) barrier(w waitOpts) error {
 			return err
 		}
 	}
-	b.inProgress = false
-	t.progress.barriers.Store(b.epoch)
+	t.barrierDone()
 	return nil
+}
+
+// barrierDone ends the barrier in progress. t.bar.mu is held.
+func (t *NetTransport) barrierDone() {
+	t.bar.inProgress = false
+	t.progress.barriers.Store(t.bar.epoch)
 }
 
 // barrierPeers returns the ranks this rank signals and waits for in
