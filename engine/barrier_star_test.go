@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -49,7 +48,6 @@ func TestStarBarrier(t *testing.T) {
 // coordinator, a worker, both) resume it with their next call, so that
 // every rank's barriers stay in step.
 func TestStarBarrierContext(t *testing.T) {
-	const d = 150 * time.Millisecond
 	for _, c := range []struct {
 		name   string
 		gaveUp []int
@@ -58,34 +56,6 @@ func TestStarBarrierContext(t *testing.T) {
 		{"worker", []int{2}},
 		{"coordinator-and-worker", []int{0, 1}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			ts := meshtest.Star(t, 4, engine.Options{})
-			errc := make(chan error, len(ts))
-			start := time.Now()
-			for _, r := range c.gaveUp {
-				go func() {
-					ctx, cancel := context.WithTimeout(context.Background(), d)
-					defer cancel()
-					errc <- ts[r].BarrierContext(ctx)
-				}()
-			}
-			for range c.gaveUp {
-				requireGaveUp(t, "BarrierContext", <-errc, context.DeadlineExceeded, start, d)
-			}
-			for i := range 3 {
-				for _, tr := range ts {
-					go func() {
-						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-						defer cancel()
-						errc <- tr.BarrierContext(ctx)
-					}()
-				}
-				for range ts {
-					if err := <-errc; err != nil {
-						t.Fatalf("barrier %d after the given-up one: %v", i, err)
-					}
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { barrierGiveUpResume(t, meshtest.Star(t, 4, engine.Options{}), c.gaveUp) })
 	}
 }

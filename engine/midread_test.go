@@ -41,11 +41,7 @@ func TestFailedReadReturnsLast(t *testing.T) {
 func runMidRead(t *testing.T, kind string) {
 	opts := peerOpts()
 	opts.MaxQueuedBytes = 1 << 20
-	w, err := openRawWorld(false, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
+	w := rawWorld(t, false, opts)
 	tr, rp := w.ts[0], w.raw
 
 	buf := make([]byte, midLen)

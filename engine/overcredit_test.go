@@ -78,13 +78,7 @@ func TestOverCreditBounded(t *testing.T) {
 }
 
 func runOverCredit(t *testing.T, tc ocCase) {
-	w, err := openRawWorld(tc.star, overCreditOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
-	ex := startHonest(t, w.ts)
-	ex.waitFor(t, 20)
+	w, ex := honestWorld(t, tc.star, overCreditOpts())
 
 	runtime.GC()
 	peak := sampleHeap()
@@ -250,6 +244,28 @@ type honestPair struct {
 	err    error
 }
 
+// rawWorld opens the fuzz targets' world of two real ranks and the raw
+// one (a star if star) with opts, closed at the test's end.
+func rawWorld(t *testing.T, star bool, opts engine.Options) *fuzzWorld {
+	t.Helper()
+	w, err := openRawWorld(star, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	return w
+}
+
+// honestWorld is rawWorld with its real ranks exchanging (startHonest),
+// 20 exchanges in.
+func honestWorld(t *testing.T, star bool, opts engine.Options) (*fuzzWorld, *honestPair) {
+	t.Helper()
+	w := rawWorld(t, star, opts)
+	ex := startHonest(t, w.ts)
+	ex.waitFor(t, 20)
+	return w, ex
+}
+
 func startHonest(t *testing.T, ts []*engine.NetTransport) *honestPair {
 	ctx, cancel := context.WithCancel(context.Background())
 	ex := &honestPair{cancel: cancel}
@@ -371,11 +387,7 @@ func TestUndecodableFrameLogged(t *testing.T) {
 	rec := &recordLog{}
 	opts := overCreditOpts()
 	opts.Logger = rec.logger()
-	w, err := openRawWorld(false, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
+	w := rawWorld(t, false, opts)
 	var hb [frame.HeaderSize]byte
 	(&frame.Header{Kind: 200, Src: rawRank}).Encode(&hb)
 	ctl := w.raw.streams[0][len(w.raw.streams[0])-1]

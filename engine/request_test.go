@@ -126,11 +126,7 @@ func TestRequestWaitContext(t *testing.T) {
 // on working.
 func TestGetWaitContextWithdraws(t *testing.T) {
 	opts := peerOpts()
-	w, err := openRawWorld(false, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
+	w := rawWorld(t, false, opts)
 	tr, rp := w.ts[0], w.raw
 	const n = 16 << 10
 	dst := make([]byte, n)

@@ -29,18 +29,11 @@ func TestStarRoutedBreach(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := openRawWorld(true, peerOpts())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.close)
-			ex := startHonest(t, w.ts)
-			ex.waitFor(t, 20)
-
+			w, ex := honestWorld(t, true, peerOpts())
 			if err := announce(w.raw, 1, 0, tc.h, nil, tc.body); err != nil {
 				t.Fatalf("announcing %v: %v", tc.h.Kind, err)
 			}
-			err = lossOf(w.ts[1], rawRank, 10*time.Second)
+			err := lossOf(w.ts[1], rawRank, 10*time.Second)
 			if !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, tc.drop) {
 				t.Fatalf("worker 1's loss of worker 2: %v; want ErrPeerLost for %v", err, tc.drop)
 			}
@@ -84,13 +77,7 @@ func TestStarRoutedBreach(t *testing.T) {
 func TestStarWorkerNotReading(t *testing.T) {
 	opts := peerOpts()
 	opts.KeepAlive = 100 * time.Millisecond
-	w, err := openRawWorld(true, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
-	ex := startHonest(t, w.ts)
-	ex.waitFor(t, 20)
+	w, ex := honestWorld(t, true, opts)
 
 	w.raw.deaf.Store(true)
 	if err := w.raw.grant(1, 64<<20); err != nil {

@@ -35,13 +35,7 @@ func TestStarRelayBounded(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := openRawWorld(true, overCreditOpts())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.close)
-			ex := startHonest(t, w.ts)
-			ex.waitFor(t, 20)
+			w, ex := honestWorld(t, true, overCreditOpts())
 
 			runtime.GC()
 			peak := sampleHeap()
@@ -82,11 +76,7 @@ func TestStarRelayBounded(t *testing.T) {
 // the raw rank relayed in parts (its DATA, once the raw rank answered the
 // RTS), its bytes whole.
 func TestStarRelayWhole(t *testing.T) {
-	w, err := openRawWorld(true, overCreditOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
+	w := rawWorld(t, true, overCreditOpts())
 	msg := pattern(1, rawRank, 9, 0, 1<<20+5)
 	sent := make(chan error, 1)
 	go func() { sent <- w.ts[1].Send(rawRank, 9, msg) }()
@@ -139,11 +129,7 @@ func TestStarRelayGone(t *testing.T) {
 func starRelayGone(t *testing.T, coordinator bool) {
 	opts := overCreditOpts()
 	opts.EagerMax = 2 << 20
-	w, err := openRawWorld(true, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
+	w := rawWorld(t, true, opts)
 	var ex *honestPair
 	if !coordinator {
 		ex = startHonest(t, w.ts)
