@@ -138,12 +138,15 @@ func TestStarAllReduceSteadyStateAllocs(t *testing.T) {
 
 // TestStarPiecesSmallWindow: a star's allreduce in pieces completes with
 // the least flow-control windows (MaxQueuedBytes 64 KiB, so that the
-// eager limit is 16 KiB), in pieces under the eager limit, at it, and
-// past it (by rendezvous), with the reduction on every rank.
+// eager limit is a frame.Cost of 16 KiB), in pieces sent eagerly, which
+// the window holds 3 (8 KiB) or 7 (4 KiB) of, and by rendezvous, with the
+// reduction on every rank. A worker with more eager pieces in flight than
+// the center's window holds, while the center's results fill its own,
+// would wait for the center as the center waits for it (starWindow).
 func TestStarPiecesSmallWindow(t *testing.T) {
 	const n = 5
 	ts := meshtest.Star(t, n, engine.Options{MaxQueuedBytes: 64 << 10})
-	for _, chunk := range []int{16<<10 - 64, 16 << 10, 64 << 10} {
+	for _, chunk := range []int{4 << 10, 8 << 10, 16 << 10, 64 << 10} { // eager, eager, past the limit (frame.Cost adds a header), rendezvous
 		t.Run(fmt.Sprint(chunk), func(t *testing.T) {
 			cs := make([]*collective.Comm, n)
 			for r, tr := range ts {
