@@ -70,7 +70,8 @@ func refused(p *peer) bool {
 }
 
 // hub is the handler of a star worker's one stream: it hands each frame
-// to the peer named by its source, and fails every peer when the
+// to the peer named by its source, takes a frame the coordinator relays
+// in parts as if it came whole (relay.go), and fails every peer when the
 // coordinator is lost.
 type hub struct {
 	t     *NetTransport
