@@ -38,12 +38,19 @@ func TestMatrixStar(t *testing.T) {
 }
 
 // TestStarPieces: a star's allreduce of more than a piece (Options.Chunk)
-// goes in pieces, and gives every rank the reduction, with the same bits,
+// goes in pieces, over plain and sealed links, and gives every rank the
+// reduction, with the same bits,
 // for lengths that end in a short piece, one piece and a byte, and many
 // pieces, with sums whose order matters in float32.
 func TestStarPieces(t *testing.T) {
+	for _, link := range []meshtest.Link{meshtest.Links[2], meshtest.Links[3]} { // a star's links: TCP, plain and sealed
+		t.Run(link.Name, func(t *testing.T) { starPieces(t, link.Opts) })
+	}
+}
+
+func starPieces(t *testing.T, opts engine.Options) {
 	const n = 4
-	ts := meshtest.Star(t, n, engine.Options{})
+	ts := meshtest.Star(t, n, opts)
 	cs := make([]*collective.Comm, n)
 	for r, tr := range ts {
 		cs[r] = mustNew(t, tr, collective.Options{Chunk: 4 << 10})
