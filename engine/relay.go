@@ -18,14 +18,13 @@ import (
 
 // relayIn is a frame relayed in parts, as a worker takes it from one peer.
 type relayIn struct {
-	on     bool                   // a RELAY came; its last PART has not
-	hb     [frame.HeaderSize]byte // the RELAY's payload
-	h      frame.Header           // the relayed frame's header
-	chosen bool                   // the first PART came: dst, bb or drop is set
-	drop   bool                   // its payload is read through and dropped
-	dst    []byte                 // where the payload goes: a buffer the peer named, or bb.B
-	bb     *ioloop.Buffer         // a pooled buffer, where the peer named none
-	got    uint64                 // bytes of the payload in
+	on   bool                   // a RELAY came; its last PART has not
+	hb   [frame.HeaderSize]byte // the RELAY's payload
+	h    frame.Header           // the relayed frame's header
+	drop bool                   // its payload is read through and dropped
+	dst  []byte                 // where the payload goes: a buffer the peer named, or bb.B; nil until the first PART (or dropped)
+	bb   *ioloop.Buffer         // a pooled buffer, where the peer named none
+	got  uint64                 // bytes of the payload in
 }
 
 func (in *relayIn) reset() { *in = relayIn{} }
@@ -67,9 +66,8 @@ func (u *hub) relayPayload(c *ioloop.Conn, p *peer, l *routeLink, h *frame.Heade
 		u.breach(c, fmt.Errorf("sent a PART of %d bytes at %d from rank %d, whose relayed %v has %d of its %d bytes", h.Length, h.Offset, p.rank, in.h.Kind, in.got, in.h.Length))
 		return nil
 	}
-	if !in.chosen {
-		in.chosen = true
-		u.choose(c, p, in)
+	if in.dst == nil && !in.drop {
+		u.choose(c, p, in) // the first PART
 	}
 	if in.drop {
 		c.Discard()
@@ -139,10 +137,10 @@ func (in *relayIn) abandon(p *peer, err error) {
 	if !in.on {
 		return
 	}
-	chosen := in.chosen && !in.drop
+	reading := in.dst != nil
 	putBuffer(in.bb)
 	in.reset()
-	if chosen {
+	if reading {
 		p.readEnded(laneData, err)
 	}
 }

@@ -228,42 +228,14 @@ func TestAllReduceSteadyStateAllocs(t *testing.T) {
 }
 
 // allReduceSteadyStateAllocs checks that an allreduce over cs, whole and
-// in pieces, allocates nothing once warm: rank 0 calls on this goroutine,
-// the others each on one of their own.
+// in pieces, allocates nothing once warm (collSteadyAllocs).
 func allReduceSteadyStateAllocs(t *testing.T, cs []*collective.Comm) {
-	n := len(cs)
 	for _, length := range []int{1 << 10, 1 << 20} { // 4 KiB and 4 MiB of float32
-		bufs := make([][]float32, n)
+		bufs := make([][]float32, len(cs))
 		for r := range bufs {
 			bufs[r] = make([]float32, length)
 		}
-		kicks := make([]chan struct{}, n)
-		done := make(chan error, n)
-		for r := 1; r < n; r++ {
-			kicks[r] = make(chan struct{})
-			go func() {
-				for range kicks[r] {
-					done <- collective.AllReduce(cs[r], bufs[r], collective.Sum)
-				}
-			}()
-		}
-		call := func() {
-			for r := 1; r < n; r++ {
-				kicks[r] <- struct{}{}
-			}
-			err := collective.AllReduce(cs[0], bufs[0], collective.Sum)
-			for r := 1; r < n; r++ {
-				if err2 := <-done; err == nil {
-					err = err2
-				}
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		for range 20 {
-			call()
-		}
+		call := func(r int) error { return collective.AllReduce(cs[r], bufs[r], collective.Sum) }
 		// AllocsPerRun counts the whole process's allocations: a run that
 		// spans a heartbeat tick, or in which a loaded machine's timing sends
 		// a payload ahead of its receive into a pooled buffer the pool had
@@ -271,12 +243,9 @@ func allReduceSteadyStateAllocs(t *testing.T, cs []*collective.Comm) {
 		// allocates nothing in at least one of three runs.
 		var allocs float64
 		for range 3 {
-			if allocs = testing.AllocsPerRun(50, call); allocs == 0 {
+			if allocs = collSteadyAllocs(t, cs, call); allocs == 0 {
 				break
 			}
-		}
-		for r := 1; r < n; r++ {
-			close(kicks[r])
 		}
 		if allocs != 0 {
 			t.Errorf("%d float32: %v allocations per allreduce in each of 3 runs, want 0", length, allocs)
