@@ -2,7 +2,8 @@
 // (a socket's) and does to its bytes what a test asks, after the
 // handshake, while the Conn above it runs as it would over a real link:
 // it holds them (Stall, as a peer whose process stopped while its kernel
-// still acknowledges), hands what is read over only a while after it
+// still acknowledges; StallAfter, one that stopped partway through what
+// it was sending), hands what is read over only a while after it
 // came (Delay), flips one (Corrupt), or ends the stream (Cut). It is
 // written against ioloop's Stream seam alone.
 package faulty
@@ -29,6 +30,7 @@ type Stream struct {
 
 	mu      sync.Mutex
 	stalled bool
+	stallAt int64 // the offset of the read stream at which it stalls (StallAfter); -1: none
 	delay   time.Duration
 	flip    int64 // the offset of the read stream whose byte Corrupt flips; -1: none
 	read    int64 // bytes handed to the Conn so far
@@ -50,7 +52,7 @@ var (
 )
 
 // Wrap returns in with no fault yet; it owns in from now on.
-func Wrap(in ioloop.Stream) *Stream { return &Stream{in: in, flip: -1} }
+func Wrap(in ioloop.Stream) *Stream { return &Stream{in: in, flip: -1, stallAt: -1} }
 
 // Attach implements ioloop.Attacher.
 func (s *Stream) Attach(c *ioloop.Conn) {
@@ -81,7 +83,7 @@ func (s *Stream) Close() error {
 // while the wrapped stream stays open; or lets them go again (off).
 func (s *Stream) Stall(on bool) {
 	s.mu.Lock()
-	s.stalled = on
+	s.stalled, s.stallAt = on, -1
 	s.mu.Unlock()
 	if !on && s.conn != nil {
 		// What came, and what waits to be written, meanwhile raised no
@@ -89,6 +91,23 @@ func (s *Stream) Stall(on bool) {
 		s.conn.Look()
 		s.conn.Flush()
 	}
+}
+
+// StallAfter hands the next n bytes read over and then stalls, as Stall(true)
+// does: a peer that stopped partway through what it was sending. Stall
+// lets the bytes go again.
+func (s *Stream) StallAfter(n int64) {
+	s.mu.Lock()
+	s.stallAt = s.read + n
+	s.mu.Unlock()
+}
+
+// Stalled reports whether the stream holds its bytes now: Stall(true), or
+// StallAfter's bytes handed over and the Conn has read again.
+func (s *Stream) Stalled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled
 }
 
 // Delay hands each byte read over only d after it was read from the
@@ -114,6 +133,14 @@ func (s *Stream) Cut() { s.in.Shutdown() }
 func (s *Stream) Read(p []byte, arm bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stallAt >= 0 {
+		left := s.stallAt - s.read
+		if left <= 0 {
+			s.stalled, s.stallAt = true, -1
+		} else if int64(len(p)) > left {
+			p = p[:left]
+		}
+	}
 	if s.stalled {
 		return 0, unix.EAGAIN
 	}

@@ -72,6 +72,31 @@ func TestStall(t *testing.T) {
 	rx.Check(t)
 }
 
+// TestStallAfter: the bytes up to the stall point are delivered, the
+// frame they end inside is not, nor anything after it; once let go,
+// everything is, whole and in order.
+func TestStallAfter(t *testing.T) {
+	rx := looptest.NewHandler()
+	tx, f := pair(t, rx)
+	f.StallAfter(frame.HeaderSize + 100 + frame.HeaderSize + 500) // the first frame and half the second
+	send(t, tx, 1, looptest.Patterned(1, 100))
+	send(t, tx, 2, looptest.Patterned(2, 1000))
+	send(t, tx, 3, looptest.Patterned(3, 10))
+	rx.WaitFrames(t, 1)
+	time.Sleep(50 * time.Millisecond)
+	if n := rx.Count(); n != 1 || !f.Stalled() {
+		t.Fatalf("%d frames delivered before the stall point (want 1), stalled %v", n, f.Stalled())
+	}
+	f.Stall(false)
+	got := rx.WaitFrames(t, 3)
+	for i := 1; i <= 2; i++ {
+		n := []int{100, 1000}[i-1]
+		looptest.AssertFrame(t, got[i-1], frame.Header{Kind: frame.KindSend, Aux: uint32(i)}, looptest.Patterned(uint64(i), n), false)
+	}
+	looptest.AssertFrame(t, got[2], frame.Header{Kind: frame.KindSend, Aux: 3}, looptest.Patterned(3, 10), false)
+	rx.Check(t)
+}
+
 // TestDelay: a frame is delivered whole, no sooner than the delay after
 // it was sent.
 func TestDelay(t *testing.T) {
