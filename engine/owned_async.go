@@ -135,19 +135,7 @@ func (t *NetTransport) recvOwnedFrom(ctx context.Context, from int, tag, meta ui
 	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
-	w := waitOpts{op: ownedOp, meta: meta, checkMeta: true, try: try}
-	if ctx != nil {
-		w.cancel, w.ctx = ctx.Done(), ctx
-	}
-	if !deadline.IsZero() {
-		w.timeout = max(time.Until(deadline), time.Nanosecond)
-	}
-	if !inFlightUntil.IsZero() {
-		w.leave, w.leaveAt = true, inFlightUntil
-		if try { // a claimed message's bytes: waited for until then
-			w.timeout = max(time.Until(inFlightUntil), time.Nanosecond)
-		}
-	}
+	w := ownedFromWait(ctx, meta, deadline, inFlightUntil, try)
 	n, _, err := t.recv(from, ownedTagBase+tag, dst, true, w)
 	return n, ownedErr(err)
 }

@@ -103,6 +103,39 @@ func (h *plumbing) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFli
 	return h.t().tryRecvOwnedFrom(from, tag, meta, dst, inFlightUntil)
 }
 
+// PostCollFrom implements plumb.CollAsync. The receive it returns is
+// pooled: it goes back to the pool when Wait or Drop finishes it.
+func (h *plumbing) PostCollFrom(from int, tag, meta uint32, dst []byte) (plumb.CollRecv, error) {
+	r, err := h.t().postOwnedFrom(from, tag, meta, dst)
+	if err != nil {
+		return nil, err
+	}
+	b := ownedRecvs.Get().(*pooledRecv)
+	b.postedRecv = r
+	return b, nil
+}
+
+// pooledRecv is a postedRecv as a plumb.CollRecv, pooled as pooledSend is.
+type pooledRecv struct{ postedRecv }
+
+var ownedRecvs = sync.Pool{New: func() any { return new(pooledRecv) }}
+
+// Wait implements plumb.CollRecv.
+func (b *pooledRecv) Wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error) {
+	n, err := b.postedRecv.wait(ctx, deadline, inFlightUntil)
+	b.postedRecv = postedRecv{}
+	ownedRecvs.Put(b)
+	return n, err
+}
+
+// Drop implements plumb.CollRecv.
+func (b *pooledRecv) Drop() bool {
+	free := b.postedRecv.drop()
+	b.postedRecv = postedRecv{}
+	ownedRecvs.Put(b)
+	return free
+}
+
 // pooledSend is a ownedSend as a plumb.CollSend: a pointer, so that
 // handing it out as an interface allocates nothing once the pool is warm.
 type pooledSend struct{ ownedSend }

@@ -132,7 +132,7 @@ type CollAsync interface {
 	// lost or closes. If it gives up while the message's bytes are being
 	// read into dst, it waits for them until inFlightUntil (zero: for as
 	// long as they take); once that passes too, it returns an
-	// *engine.InFlightError, and dst stays the transport's until the
+	// *InFlightError, and dst stays the transport's until the
 	// message is in or from is lost. (Times, not contexts: a deadline
 	// allreduce allocates nothing.)
 	RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error)
@@ -140,6 +140,31 @@ type CollAsync interface {
 	// already arrived (ok false: none has), and waits for its bytes until
 	// inFlightUntil.
 	TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (n int, ok bool, err error)
+	// PostCollFrom posts a receive from rank from under tag into dst and
+	// returns without waiting: the transport reads the message straight
+	// into dst when it comes (a message above the eager limit moves only
+	// once a receive takes it), while the caller waits for others. dst is
+	// the transport's until the CollRecv's Wait or Drop says otherwise.
+	// What the receive meets at once (a queued message, a longer one, the
+	// peer lost, the owner's refusal) is its Wait's outcome.
+	PostCollFrom(from int, tag, meta uint32, dst []byte) (CollRecv, error)
+}
+
+// CollRecv is a receive posted ahead of its wait (CollAsync.PostCollFrom).
+// Finish it with exactly one of Wait or Drop, after which it must not be
+// used again: its transport may reuse it.
+type CollRecv interface {
+	// Wait is RecvCollFrom's wait for the posted receive: it gives up only
+	// when its peer is lost, ctx ends or deadline passes (zero: no
+	// deadline), waits for bytes being read in until inFlightUntil, and
+	// then returns an *InFlightError, dst staying the transport's
+	// until the message is in or the peer is lost.
+	Wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error)
+	// Drop ends the receive without waiting: it is withdrawn if no message
+	// has claimed it. It reports whether dst may be reused; false while a
+	// message's bytes are still being read into it (dst then stays the
+	// transport's, as after an InFlightError).
+	Drop() bool
 }
 
 // CollSend is a collective message being sent (CollAsync.StartColl).
