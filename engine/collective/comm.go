@@ -39,6 +39,15 @@ type Options struct {
 	// allreduce and hands out the result (the parameter server of bounded
 	// staleness). Default 0.
 	Root int
+	// GatherMax bounds the scratch, in bytes, that the root of a deadline
+	// allreduce receives contributions into at once: one buffer of the
+	// data's length per rank it receives from concurrently, at least one.
+	// A contribution above the transport's eager limit
+	// (engine.Options.EagerMax) moves only once the root posts a receive
+	// for it, so the more the root posts at once, the more uploads
+	// overlap. The buffers are kept for the next call. Default GatherMax
+	// (256 MiB); negative: one rank at a time.
+	GatherMax int
 	// RingMin is the message size in bytes from which AllReduce uses the
 	// bandwidth-optimal ring (reduce-scatter then all-gather) instead of
 	// recursive doubling. Default 64 KiB, or PowerOfTwoRingMin (512 KiB)
@@ -112,6 +121,7 @@ type Comm struct {
 	labelled labelCache                                    // labels merged over a caller's (labels.go)
 	stale    []staleContribution                           // late deadline contributions still to drop (root)
 	dl       deadlineState                                 // the deadline allreduce's results on their way (root)
+	gather   gatherState                                   // the deadline allreduce's receives posted ahead (root)
 	dlHdr    [deadlineHeaderSize]byte                      // a deadline allreduce's header, sent or received
 	os       oneSidedState                                 // the one-sided allreduce's heap area
 	center   int                                           // a star transport's coordinator, or -1
@@ -151,6 +161,11 @@ const (
 // 1576, 64 KiB 1893 against 3122, 128 KiB 3673 against 6933. Over
 // loopback the measured doubling thresholds stand.
 const HalvingMin = 32 << 10
+
+// GatherMax is Options.GatherMax's default: the root of a deadline
+// allreduce receives from up to GatherMax/len(data) ranks at once, so
+// that 16 MiB contributions from 16 ranks all move at once.
+const GatherMax = 256 << 20
 
 // PowerOfTwoRingMin is Options.RingMin's default for a world of 4, 8 or
 // 16 ranks.
@@ -213,6 +228,9 @@ func sizeOption(v, def int) int {
 func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	opts.RingMin = max(opts.RingMin, 0) // 0: defaultRingMin, by world size
 	opts.HalvingMin = sizeOption(opts.HalvingMin, HalvingMin)
+	if opts.GatherMax == 0 {
+		opts.GatherMax = GatherMax
+	}
 	opts.BcastScatterMin = sizeOption(opts.BcastScatterMin, BcastScatterMin)
 	top := topologyOf(t)
 	fixed := opts.Chunk > 0
@@ -392,9 +410,14 @@ const abandonStep = tagsPerCall - 1
 // scratch returns a receive buffer of n bytes.
 func (c *Comm) scratch(n int) []byte {
 	if cap(c.buf) < n {
-		// 8-byte aligned, so that any element type can be viewed in it.
-		w := make([]uint64, (n+7)/8)
-		c.buf = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), len(w)*8)
+		c.buf = alignedBytes(n)
 	}
 	return c.buf[:n]
+}
+
+// alignedBytes returns at least n bytes, 8-byte aligned, so that any
+// element type can be viewed in them.
+func alignedBytes(n int) []byte {
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), len(w)*8)
 }

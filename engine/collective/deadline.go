@@ -45,8 +45,11 @@ type staleContribution struct {
 // AllReduceDeadlineBytes its ctx ending) abandons it, so that the others
 // fail with ErrAbandoned at once.
 //
-// Over an engine.NetTransport the root never waits for a rank after the
-// deadline, at any size: it sends results from a copy that it keeps until
+// Over an engine.NetTransport the root posts its receives for many ranks
+// at once (up to Options.GatherMax of buffers), so that contributions
+// above the eager limit upload at the same time rather than one after
+// another, and one that came by the deadline is in whatever its rank. It
+// never waits for a rank after the deadline, at any size: it sends results from a copy that it keeps until
 // the rank has taken it, and a rank that has not yet taken the previous
 // round's result when the root finishes a round (a stopped or very slow
 // rank) gets ErrBehind for that round instead, so that it catches up. A

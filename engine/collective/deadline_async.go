@@ -115,50 +115,6 @@ func (c *Comm) deadlineLeafAsync(ctx context.Context, dl plumb.CollAsync, tag ui
 	return Contributors{Mask: mask, Count: bits.OnesCount64(mask)}, explain(err)
 }
 
-// deadlineGatherAsync is deadlineGather over a plumb.CollAsync: a leaf
-// that is lost is left out instead of failing the round, and so is one
-// whose message, announced in time, stops arriving halfway (a stopped
-// rank): the root waits for its bytes for the deadline's span again at
-// most (deadlineGrace), then leaves the buffer to the transport.
-func (c *Comm) deadlineGatherAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (Contributors, error) {
-	r, n := c.t.Rank(), c.t.WorldSize()
-	got := Contributors{Mask: 1 << r, Count: 1}
-	grace := deadline.Add(deadlineGrace(deadline))
-	for p := range n {
-		if p == r {
-			continue
-		}
-		buf := c.scratch(len(data))
-		m, err := dl.RecvCollFrom(ctx, p, tag, c.meta, buf, deadline, grace)
-		if errors.Is(err, engine.ErrTimeout) && ctx.Err() == nil {
-			var ok bool
-			m, ok, err = dl.TryRecvCollFrom(p, tag, c.meta, buf, grace) // arrived while we waited on another rank
-			if err == nil && !ok {
-				continue // late: left out
-			}
-		}
-		switch {
-		case errors.Is(err, plumb.ErrInFlight):
-			c.buf = nil // the transport's until that message is in
-			continue
-		case errors.Is(err, engine.ErrPeerLost):
-			continue // gone: left out, as a late rank is
-		}
-		if err == nil {
-			err = c.recvCheck(m, len(data), p)
-		}
-		if err == nil {
-			err = CombineBytes(dt, data, buf, op)
-		}
-		if err != nil {
-			return got, explain(err)
-		}
-		got.Mask |= 1 << p
-		got.Count++
-	}
-	return got, nil
-}
-
 // deadlineGrace is how long after deadline the root still waits for the
 // bytes of a contribution announced in time: the deadline's own span from
 // now, at least 50 ms.

@@ -132,3 +132,45 @@ func TestDeadlineRootFailureReachesEveryRank(t *testing.T) {
 		})
 	}
 }
+
+// TestAllReduceDeadlineGatherMax: the root's receives posted ahead, one
+// buffer per leaf received from at once, reused as each leaf's
+// contribution is reduced: with room for one leaf (a negative GatherMax),
+// for two of four, and for all (the default), contributions past the eager
+// limit, every rank gets the exact sum, in rank order, every round.
+func TestAllReduceDeadlineGatherMax(t *testing.T) {
+	const n, elems = 5, 512 << 10 // 2 MiB of float32
+	for _, gm := range []int{-1, 2 * 4 * elems, 0} {
+		t.Run(fmt.Sprintf("GatherMax=%d", gm), func(t *testing.T) {
+			cs := newComms(t, n, collective.Options{GatherMax: gm})
+			for k := range 3 {
+				err := onAll(n, func(r int) error {
+					data := make([]float32, elems)
+					for i := range data {
+						data[i] = float32(r*3 + k + i%11)
+					}
+					got, err := collective.AllReduceDeadline(cs[r], data, collective.Sum, time.Now().Add(30*time.Second))
+					if err != nil {
+						return err
+					}
+					if got.Count != n {
+						return fmt.Errorf("round %d, rank %d: contributors %#x, want every rank", k, r, got.Mask)
+					}
+					for i, v := range data {
+						var want float32
+						for p := range n {
+							want += float32(p*3 + k + i%11)
+						}
+						if v != want {
+							return fmt.Errorf("round %d, rank %d, element %d: %v, want %v", k, r, i, v, want)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
