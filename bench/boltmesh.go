@@ -63,6 +63,12 @@ func (e *boltEndpoint) AllReduceSum(ctx context.Context, data []float32) error {
 	return e.comm.AllReduceBytes(ctx, collective.Float32, collective.AsBytes(data), collective.Sum)
 }
 
+// AllReduceDeadlineSum implements deadliner, with rank 0 as the root.
+func (e *boltEndpoint) AllReduceDeadlineSum(ctx context.Context, data []float32, deadline time.Time) (int, error) {
+	got, err := e.comm.AllReduceDeadlineBytes(ctx, collective.Float32, collective.AsBytes(data), collective.Sum, deadline)
+	return got.Count, err
+}
+
 // Broadcast implements Endpoint.
 func (e *boltEndpoint) Broadcast(ctx context.Context, root int, data []byte) error {
 	return e.comm.BroadcastBytes(ctx, root, data)

@@ -12,6 +12,9 @@ var (
 	ErrCheck = errors.New("bench: data check failed")
 	// ErrInvalidReport is wrapped by every error Validate returns.
 	ErrInvalidReport = errors.New("bench: invalid report")
+	// ErrUnsupported is returned by a suite's Start on an Endpoint that
+	// lacks the operation the suite times.
+	ErrUnsupported = errors.New("bench: the implementation lacks the suite's operation")
 	// errAborted wraps failures that end a run.
 	errAborted = errors.New("run aborted")
 )

@@ -81,3 +81,29 @@ func TestMsgRateSuite(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineSuite: the deadline suite runs on boltmesh alone (stdnet
+// has no deadline allreduce), at 2 and 3 ranks, every rank contributing
+// and checking its result, one size past the eager limit.
+func TestDeadlineSuite(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		cfg := quickConfig("deadline")
+		cfg.Sizes = []int{8, 2 << 20}
+		rep, errs := runRanks(t, n, cfg)
+		noErrors(t, errs)
+		if rep == nil {
+			t.Fatal("no report on rank 0")
+		}
+		if err := rep.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if want := 2; len(rep.Results) != want {
+			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
+		}
+		for _, r := range rep.Results {
+			if r.Op != "allreduce-deadline" || r.Impl != bench.ImplBoltmesh || r.Error != "" || r.P50 <= 0 {
+				t.Errorf("%d ranks: result %+v", n, r)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/boltmesh/boltmesh/bench/stdnet"
 	"github.com/boltmesh/boltmesh/engine"
@@ -170,6 +171,9 @@ func (w *world) cases(cfg Config) []caseID {
 		for _, size := range cfg.sizesFor(s) {
 			for i := range s.Ops {
 				for _, impl := range cfg.Impls() {
+					if s.Impls != nil && !slices.Contains(s.Impls, impl) {
+						continue
+					}
 					out = append(out, caseID{s, &s.Ops[i], impl, size})
 				}
 			}

@@ -24,6 +24,9 @@ type Suite struct {
 	Align int
 	// MinRanks is the fewest ranks the suite needs; smaller worlds skip it.
 	MinRanks int
+	// Impls are the implementations the suite runs on (nil: every one
+	// the Config asks for).
+	Impls []string
 	// Ops are measured in order at each size.
 	Ops []Op
 }

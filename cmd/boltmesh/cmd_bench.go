@@ -20,7 +20,8 @@ Benchmarks boltmesh against the stdnet baseline (the same workloads over
 Go's net package; for the rpc suite, Go's net/rpc against boltmesh's rpc
 agent) and prints a table per suite. Suites: p2p, msgrate (messages per
 second, osu_mbw_mr), putget, barrier, allreduce, rpc (the default ones),
-and broadcast.
+broadcast, and deadline (the deadline allreduce of federated averaging,
+every rank in time; boltmesh only).
 
 With no flags it starts 2 ranks as local processes on loopback and runs
 the default suites in about a minute (local ranks each get their share of
