@@ -308,3 +308,10 @@ func WithRelayPart(o Options, n int) Options {
 // RelayPart is the longest part of a routed payload a star's coordinator
 // holds (relayPart).
 const RelayPart = relayPart
+
+// SetGiveCoreHook has f called each time a spin gives its core up past
+// Options.SpinYield, until the test ends.
+func SetGiveCoreHook(tb testing.TB, f func()) {
+	testHookGiveCore = f
+	tb.Cleanup(func() { testHookGiveCore = nil })
+}

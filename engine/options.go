@@ -77,6 +77,19 @@ type Options struct {
 	// slower, every one of its pieces waiting for a wake-up (bench/RESULTS.md,
 	// "Figures moved out of code comments", Options.Spin).
 	Spin time.Duration
+	// SpinYield, if positive, is how long a spin finds nothing before it
+	// starts giving its core up (sched_yield) every 10 µs, on a machine
+	// with a core per rank (on a crowded one a spin gives it up between
+	// polls anyway). A spinning rank holds its core; where the thread it
+	// waits for was placed on that core (the scheduler wakes a thread next
+	// to the one that woke it, and the ranks' event loops and the
+	// runtime's threads share the cores too), that thread runs only once
+	// the spin ends, and a message waits for the whole spin. Giving the
+	// core up costs a system call each time, and the core itself where
+	// another thread wants it. Default 0: never. Measured in
+	// bench/RESULTS.md, "two ranks on one core". Linux only; elsewhere it
+	// does nothing.
+	SpinYield time.Duration
 	// Streams is the number of TCP data connections between each pair of
 	// ranks of a full mesh (1 to MaxStreams); each pair also has one control
 	// connection, so a rank holds Streams+1 TCP sockets per peer, neighbours

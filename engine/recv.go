@@ -263,14 +263,15 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 	// The clock is read every step polls only, the first time after step:
 	// 8 polls of sockets (each a system call), 32 of pipes, whose poll
 	// costs less than a clock reading, so that a wait that ends within
-	// about a microsecond reads no clock at all (see clockStep). quiet
-	// and yielded are the time since start at which bytes last moved and
-	// at which it last yielded.
+	// about a microsecond reads no clock at all (see clockStep). quiet,
+	// yielded and gave are the time since start at which bytes last
+	// moved, at which it last yielded, and at which it last gave its core
+	// up (Options.SpinYield).
 	seen, moved := p.link.bytesRead(on), false
 	cheap := p.link.cheapPolls(on)
 	step := clockStep(cheap, t.topo.crowded.Load())
 	var start time.Duration
-	var quiet, yielded time.Duration
+	var quiet, yielded, gave time.Duration
 	for i := 1; ; i++ {
 		p.link.poll(on)
 		if done() {
@@ -294,9 +295,15 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 		if t.topo.crowded.Load() {
 			runtime.Gosched()
 			yieldCore()
-		} else if yieldDue(cheap, el, yielded) {
+			continue
+		}
+		if yieldDue(cheap, el, yielded) {
 			runtime.Gosched()
 			yielded = el
+		}
+		if give := t.opts.SpinYield; give > 0 && el-quiet >= give && el-gave >= spinYield {
+			giveCore()
+			gave = el
 		}
 	}
 }
@@ -329,7 +336,7 @@ func yieldDue(cheap bool, el, yielded time.Duration) bool {
 }
 
 // spinYield is how long a spin on pipes (link.cheapPolls) runs between
-// yields. A yield is not free: with a P idle it wakes a thread to look
+// yields, and a spin past Options.SpinYield between giving its core up. A yield is not free: with a P idle it wakes a thread to look
 // for work, which takes a core from the other end of an exchange on the
 // same host; so a spin on a pipe that ends within a few microseconds, as
 // a small message's does, yields never. A spin on sockets yields every 8

@@ -16,7 +16,9 @@ import (
 //     peer's gauge where spins there keep running out: spin_gauge.go),
 //     without sleeping: a receive drives the peer's link itself
 //     (spinUntil, recv.go); a mailbox wait looks at the mailbox
-//     (spinSite), spinLooks looks between pauses (spinPause).
+//     (spinSite), spinLooks looks between pauses (spinPause). A spin
+//     gives its core up between polls on a crowded machine, and past
+//     Options.SpinYield every spinYield elsewhere (giveCore).
 //  2. Sleep (sleep) until the posted receive completes, the mailbox's
 //     part or signal is in (a WAKE frame from a neighbour that saw this
 //     side asleep rouses it to look), or the give-up set fires.
@@ -143,7 +145,7 @@ func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w wa
 		return false, nil
 	}
 	every := t.spinLooks()
-	var start time.Time
+	var clock spinClock
 	for {
 		found, closed := s.look(every)
 		switch {
@@ -173,7 +175,7 @@ func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w wa
 			found := s.take()
 			return found, ifNot(found, end)
 		}
-		if !t.spinPause(&start, budget) {
+		if !t.spinPause(&clock, budget) {
 			return false, nil
 		}
 	}
@@ -188,22 +190,45 @@ func (t *NetTransport) spinLooks() int {
 	return 256
 }
 
+// spinClock is a spin's timing: when it began (set at its first pause:
+// the first looks often find what they wait for, and need no clock read)
+// and how far into it it last gave its core up.
+type spinClock struct {
+	start time.Time
+	gave  time.Duration
+}
+
 // spinPause is a spin's pause between looks: it reports false once the
-// spin has lasted budget since *start (set at its first pause: the
-// first looks often find what they wait for, and need no clock read),
-// and otherwise yields, the core too on a crowded machine.
-func (t *NetTransport) spinPause(start *time.Time, budget time.Duration) bool {
-	if start.IsZero() {
-		*start = time.Now()
-	} else if time.Since(*start) > budget {
+// spin has lasted budget, and otherwise yields, giving the core up too
+// on a crowded machine, and every spinYield past Options.SpinYield.
+func (t *NetTransport) spinPause(c *spinClock, budget time.Duration) bool {
+	var el time.Duration
+	if c.start.IsZero() {
+		c.start = time.Now()
+	} else if el = time.Since(c.start); el > budget {
 		return false
 	}
 	runtime.Gosched()
 	if t.topo.crowded.Load() {
 		yieldCore()
+	} else if give := t.opts.SpinYield; give > 0 && el >= give && el-c.gave >= spinYield {
+		giveCore()
+		c.gave = el
 	}
 	return true
 }
+
+// giveCore is yieldCore for a spin past Options.SpinYield.
+func giveCore() {
+	if testHookGiveCore != nil {
+		testHookGiveCore()
+	}
+	yieldCore()
+}
+
+// testHookGiveCore, set only by tests, is called as giveCore gives the
+// core up.
+var testHookGiveCore func()
 
 // sleep is a wait's second phase: it blocks until r, the receive posted
 // for what the wait waits for, completes (done), what s waits for is in

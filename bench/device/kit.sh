@@ -2,7 +2,7 @@
 # kit.sh: prepares, on this machine, what a 16-core device machine (no Go,
 # nothing to install, no network) needs for bench/device/sitting.sh: a
 # static boltmesh and scalereport, the OpenMPI and Gloo anchors' sources,
-# seal-sitting.sh, scale-bench.sh and sitting.sh itself, in DIR of the checkout (default dev), which it
+# seal-sitting.sh, scale-bench.sh, stacked.sh and sitting.sh itself, in DIR of the checkout (default dev), which it
 # adds to .git/info/exclude so that the device tool carries it as an
 # ignored path. Then run, on the device: DIR/sitting.sh PART (see there),
 # with carry [DIR].
@@ -16,7 +16,8 @@ mkdir -p "$dir"
 CGO_ENABLED=0 go build -o "$dir/boltmesh" ./cmd/boltmesh
 CGO_ENABLED=0 go build -o "$dir/scalereport" ./bench/netns/scalereport
 cp bench/netns/mpi_allreduce.c bench/netns/gloo_allreduce.py bench/anchors/mpi_pingpong.c \
-  bench/netns/seal-sitting.sh bench/netns/scale-bench.sh bench/netns/common.sh bench/device/sitting.sh "$dir/"
+  bench/netns/seal-sitting.sh bench/netns/scale-bench.sh bench/netns/common.sh bench/device/sitting.sh \
+  bench/device/stacked.sh "$dir/"
 exclude=.git/info/exclude
 if [[ -f .git ]]; then # a worktree: its exclude file is the main checkout's
   exclude=$(git rev-parse --git-common-dir)/info/exclude

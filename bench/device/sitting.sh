@@ -12,7 +12,8 @@
 #                          64 KiB to 16 MiB, 2 rounds of 0.5 s a case (issue 29, item 3)
 #   sitting.sh seal        seal-sitting.sh: sealed against unsealed, 1 and 4 streams (issue 30)
 #   sitting.sh tails       16 ranks, 8 B and 1 KiB allreduce over shm, 3 runs each with the
-#                          default spin and with --spin 5ms, perf sched beside one run where
+#                          default spin, --spin 5ms, --spin-yield 10us and --spin-yield 50us,
+#                          then stacked.sh (2 ranks on one core), perf sched beside one run where
 #                          perf is (issue 29, item 4: are waiting ranks stacked on CPUs?)
 #   sitting.sh hosts       scale-bench.sh: 2 emulated hosts (network namespaces, 10 Gbit/s
 #                          links) of 8 ranks, numbered alternately and host by host, beside
@@ -44,14 +45,22 @@ case $part in
     log "seal: exit $?"
     ;;
   tails)
-    for spin in default 5ms; do
+    for spin in default 5ms yield10us yield50us; do
       flags=()
-      [[ $spin != default ]] && flags=(--spin "$spin")
+      case $spin in
+        default) ;;
+        yield*) flags=(--spin-yield "${spin#yield}") ;;
+        *) flags=(--spin "$spin") ;;
+      esac
       for r in 1 2 3; do
         echo "== spin $spin, run $r" >>"$out/tails.txt"
         timeout 120 "$bin" bench --ranks 16 --suite allreduce --sizes 8,1K --duration 2s --baseline none \
           --progress=false "${flags[@]}" >>"$out/tails.txt" 2>&1
       done
+    done
+    for f in "" "--spin-yield 10us"; do
+      echo "== stacked $f" >>"$out/tails.txt"
+      timeout 60 bash "$d/stacked.sh" --bin "$bin" $f >>"$out/tails.txt" 2>&1
     done
     if command -v perf >/dev/null; then
       timeout 120 perf sched record -o "$out/sched.data" -- "$bin" bench --ranks 16 --suite allreduce \

@@ -26,6 +26,7 @@ type meshFlags struct {
 	sockBuf     string // SO_SNDBUF/SO_RCVBUF
 	congestion  string // TCP congestion control
 	spin        time.Duration
+	spinYield   time.Duration
 	timeout     time.Duration
 	force       bool // run beyond what this machine holds (see capacity)
 }
@@ -47,6 +48,7 @@ func (f *meshFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.congestion, "congestion", "", "TCP congestion control of every connection, e.g. cubic, reno, bbr, or system for the kernel's default\n(default "+engine.LoopbackCongestion+" on loopback, the kernel's default on other links)")
 	fs.StringVar(&f.heap, "heap", "", "symmetric heap `size` per rank (default 64M, or enough for the putget sizes)")
 	fs.DurationVar(&f.spin, "spin", 0, "how long a blocking receive polls before sleeping (engine.Options.Spin; negative: never; default the engine's)")
+	fs.DurationVar(&f.spinYield, "spin-yield", 0, "how long a spin finds nothing before it gives its core up every 10µs (engine.Options.SpinYield; default never)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for every rank to join")
 	fs.BoolVar(&f.force, "force", false, fmt.Sprintf("run even what this machine cannot hold: more than %d local ranks per core, or heaps and buffers over half its memory", maxRanksPerCore))
 }

@@ -159,7 +159,7 @@ func isLoopback(addr string) bool {
 // runKey) and checks them as the engine will, so that a bad value is
 // refused before any local rank starts.
 func engineOptions(f *meshFlags, m membership) (engine.Options, error) {
-	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, Streams: f.streams, Congestion: f.congestion}
+	o := engine.Options{DialTimeout: f.timeout, Spin: f.spin, SpinYield: f.spinYield, Streams: f.streams, Congestion: f.congestion}
 	var heap int
 	var err error
 	if o.StripeMin, err = parseSizeFlag("stripe-min", f.stripeMin, "1M"); err != nil {

@@ -90,6 +90,9 @@ func childArgs(r, world int, mf *meshFlags, pf *profFlags, child []string) []str
 	if mf.force {
 		args = append(args, "--force")
 	}
+	if mf.spinYield != 0 {
+		args = append(args, "--spin-yield", mf.spinYield.String())
+	}
 	for _, f := range [][2]string{{"coordinator", mf.coordinator}, {"stripe-min", mf.stripeMin}, {"single-copy-min", mf.singleCopy}, {"seal", mf.seal}, {"socket-buffer", mf.sockBuf}, {"congestion", mf.congestion}, {"key-file", mf.keyFile}, {"heap", mf.heap}, {"bind", bindHost(mf.bind)},
 		{"cpuprofile", pf.cpu}, {"memprofile", pf.mem}, {"mutexprofile", pf.mutex}, {"blockprofile", pf.block}} {
 		if f[1] != "" {
