@@ -35,7 +35,11 @@ func (t *NetTransport) sendOwned(ctx context.Context, to int, tag, meta uint32, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return t.lossErr(t.sendAux(ctx.Done(), to, ownedTagBase+tag, meta, p))
+	err := t.sendAux(ctx.Done(), to, ownedTagBase+tag, meta, p)
+	if errors.Is(err, ioloop.ErrCanceled) {
+		return ctx.Err()
+	}
+	return t.lossErr(err)
 }
 
 // ownedWait is how a receive on the owned range waits: until ctx ends, or

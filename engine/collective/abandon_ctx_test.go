@@ -446,3 +446,31 @@ func TestDeadCtxEveryCollective(t *testing.T) {
 		checkNextCall(t, cs)
 	}
 }
+
+// TestSendCtxEnds: a rank whose collective send waits for a receiver that
+// never takes it (a Gather segment past the eager limit, the root not in
+// the call) fails once its ctx ends, with the ctx's error; before, the
+// transport's "send canceled" came back instead, which matched neither
+// context.DeadlineExceeded nor context.Canceled. The root then fails that
+// call as abandoned, and the next one works.
+func TestSendCtxEnds(t *testing.T) {
+	cs := newComms(t, 2, collective.Options{})
+	const elems = 512 << 10 // 2 MiB of float32
+	counts := []int{elems, elems}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	err := cs[1].GatherBytes(ctx, 0, collective.Float32, make([]byte, 4*elems), nil, counts)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Gather whose root never came: %v, want context.DeadlineExceeded", err)
+	}
+	// The root's first Gather is the call rank 1 gave up.
+	if err := cs[0].GatherBytes(context.Background(), 0, collective.Float32, make([]byte, 4*elems), make([]byte, 8*elems), counts); !errors.Is(err, collective.ErrAbandoned) {
+		t.Fatalf("the root's Gather that rank 1 gave up: %v, want ErrAbandoned", err)
+	}
+	err = onAll(2, func(r int) error {
+		return cs[r].GatherBytes(context.Background(), 0, collective.Float32, make([]byte, 4*elems), make([]byte, 8*elems), counts)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
