@@ -31,6 +31,11 @@ type matcher struct {
 	posted    int         // receives posted in the tags' recvs queues
 	deferred  bool        // a payload on data stream 0 waits in the socket for a receive
 	charged   atomic.Bool // the deferred SEND's credit is used (data stream 0's reader's)
+	// waiting are the queues holding posted receives, so that what must
+	// look at every waiting receive (failWaiting) need not look at every
+	// tag: a peer that runs calls ahead of this rank may have a message
+	// queued on each of many thousands of tags.
+	waiting []*tagQueue
 }
 
 // match matches receive r from p with what has arrived, and reports
@@ -95,6 +100,7 @@ func (m *matcher) init() { m.tags = make(map[uint32]*tagQueue) }
 type tagQueue struct {
 	msgs  fifo[queuedMsg]
 	recvs fifo[*recvReq]
+	tag   uint32 // the tag it holds, while in tags
 }
 
 // queuedMsg is a message that arrived before its receive: an eager one's
@@ -133,6 +139,7 @@ func (m *matcher) queue(tag uint32) *tagQueue {
 		} else {
 			q = &tagQueue{}
 		}
+		q.tag = tag
 		m.tags[tag] = q
 		m.held.Add(1)
 	case q == m.parked:
@@ -146,6 +153,9 @@ func (m *matcher) queue(tag uint32) *tagQueue {
 // stream must be read again: what r waits for may be behind a deferred
 // payload.
 func (m *matcher) postRecv(q *tagQueue, r *recvReq) bool {
+	if q.recvs.len() == 0 {
+		m.waiting = append(m.waiting, q)
+	}
 	q.recvs.push(r)
 	m.posted++
 	return m.undefer()
@@ -156,6 +166,7 @@ func (m *matcher) popRecv(q *tagQueue) (*recvReq, bool) {
 	r, ok := q.recvs.pop()
 	if ok {
 		m.posted--
+		m.unwait(q)
 	}
 	return r, ok
 }
@@ -166,7 +177,23 @@ func (m *matcher) removeRecv(q *tagQueue, r *recvReq) bool {
 		return false
 	}
 	m.posted--
+	m.unwait(q)
 	return true
+}
+
+// unwait takes q out of waiting once it holds no receive.
+func (m *matcher) unwait(q *tagQueue) {
+	if q.recvs.len() != 0 {
+		return
+	}
+	for i, w := range m.waiting {
+		if w == q {
+			last := len(m.waiting) - 1
+			m.waiting[i], m.waiting[last] = m.waiting[last], nil
+			m.waiting = m.waiting[:last]
+			return
+		}
+	}
 }
 
 // tidy takes tag's queue out of use once it holds nothing: it parks it,
@@ -397,12 +424,19 @@ func (m *matcher) removeRTS(tag uint32, id uint64) bool {
 	return found
 }
 
-// failWaiting fails receives waiting on the tags in (in tag order of the
-// map, in posting order per tag): for each tag, errFor is asked of its
+// failWaiting fails receives waiting on the tags in (in no order of the
+// tags, in posting order per tag): for each tag, errFor is asked of its
 // receives from the first, which fail with the error it returns, until it
 // returns nil or one is not on the owned range.
 func (m *matcher) failWaiting(in func(u uint32) bool, errFor func(u uint32, r *recvReq) error) {
-	for u, q := range m.tags {
+	// From the last: a queue emptied here leaves waiting by a swap with
+	// the last, one already looked at.
+	for i := len(m.waiting) - 1; i >= 0; i-- {
+		if i >= len(m.waiting) {
+			continue
+		}
+		q := m.waiting[i]
+		u := q.tag
 		if !in(u) {
 			continue
 		}
@@ -438,12 +472,14 @@ func (m *matcher) firstQueued(in func(u uint32) bool, each func(u, aux uint32) e
 	return nil
 }
 
-// dropQueued takes every message queued on the tags in off its queue and
-// hands it to each (which owns an eager one's buffer).
-func (m *matcher) dropQueued(in func(u uint32) bool, each func(msg queuedMsg)) {
-	for u, q := range m.tags {
+// dropQueued takes every message queued on the n tags from first that
+// are in off its queue and hands it to each (which owns an eager one's
+// buffer). It looks up the n tags, or looks through the tags in use,
+// whichever are fewer.
+func (m *matcher) dropQueued(first, n uint32, in func(u uint32) bool, each func(msg queuedMsg)) {
+	drop := func(u uint32, q *tagQueue) {
 		if !in(u) {
-			continue
+			return
 		}
 		for {
 			msg, ok := q.msgs.pop()
@@ -453,5 +489,18 @@ func (m *matcher) dropQueued(in func(u uint32) bool, each func(msg queuedMsg)) {
 			each(msg)
 		}
 		m.tidy(u, q)
+	}
+	if uint64(len(m.tags)) <= uint64(n) {
+		for u, q := range m.tags {
+			if u-first < n {
+				drop(u, q)
+			}
+		}
+		return
+	}
+	for i := range n {
+		if q := m.tags[first+i]; q != nil {
+			drop(first+i, q)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,5 +109,92 @@ func TestMatcherParks(t *testing.T) {
 	m.tidy(9, q)
 	if m.held.Load() != 0 || m.parked != q {
 		t.Fatalf("emptied again: held %d, parked %v", m.held.Load(), m.parked == q)
+	}
+}
+
+// TestMatcherWaiting: the queues in waiting are exactly those holding
+// posted receives, however receives leave (taken by a message, withdrawn,
+// failed by failWaiting), and failWaiting looks only at them: with 20000
+// tags holding a message each, it fails the one receive it is asked to.
+func TestMatcherWaiting(t *testing.T) {
+	var m matcher
+	m.init()
+	check := func(when string) {
+		t.Helper()
+		n := 0
+		for _, q := range m.tags {
+			if q.recvs.len() > 0 {
+				n++
+				if !slices.Contains(m.waiting, q) {
+					t.Fatalf("%s: tag %d holds a receive but is not waiting", when, q.tag)
+				}
+			}
+		}
+		if n != len(m.waiting) {
+			t.Fatalf("%s: %d queues hold receives, %d waiting", when, n, len(m.waiting))
+		}
+	}
+	for u := range uint32(20000) {
+		m.queue(1000 + u).msgs.push(queuedMsg{n: 1})
+	}
+	rs := make([]*recvReq, 4)
+	for i := range rs {
+		rs[i] = &recvReq{owned: true, done: make(chan struct{}, 1)}
+		rs[i].tag = 7 + i%2 // two on tag 7, two on tag 8
+		m.postRecv(m.queue(uint32(rs[i].tag)), rs[i])
+	}
+	check("posted")
+	if r := m.offer(m.tags[7], 1); r != rs[0] {
+		t.Fatal("tag 7's first receive was not offered the message")
+	}
+	check("one taken")
+	if !m.withdraw(rs[1]) {
+		t.Fatal("tag 7's second receive was not withdrawn")
+	}
+	check("one withdrawn")
+	calls := 0
+	m.failWaiting(func(u uint32) bool { return true }, func(u uint32, r *recvReq) error {
+		calls++
+		return errors.New("conflict")
+	})
+	if calls != 2 || len(m.waiting) != 0 {
+		t.Fatalf("failWaiting asked about %d receives (want tag 8's 2), %d still waiting", calls, len(m.waiting))
+	}
+	check("failed")
+}
+
+// TestDropQueuedRange: dropQueued drops the messages it is asked to (in
+// the range, and unwanted) whichever way it finds them: by looking
+// through few tags in use, or by looking up the range's tags among many.
+func TestDropQueuedRange(t *testing.T) {
+	for _, many := range []bool{false, true} {
+		var m matcher
+		m.init()
+		if many {
+			for u := range uint32(5000) {
+				m.queue(100000 + u).msgs.push(queuedMsg{n: 1})
+			}
+		}
+		for u := uint32(0); u < 40; u++ {
+			m.queue(u).msgs.push(queuedMsg{n: uint64(u) + 1})
+		}
+		var dropped []uint64
+		odd := func(u uint32) bool { return u%2 == 1 }
+		m.dropQueued(10, 20, odd, func(msg queuedMsg) { dropped = append(dropped, msg.n) })
+		if len(dropped) != 10 {
+			t.Fatalf("many %v: dropped %v, want the 10 odd tags in [10, 30)", many, dropped)
+		}
+		for _, n := range dropped {
+			if u := uint32(n - 1); u < 10 || u >= 30 || u%2 != 1 {
+				t.Fatalf("many %v: dropped tag %d's message", many, u)
+			}
+		}
+		for u := uint32(0); u < 40; u++ {
+			q, ok := m.tags[u]
+			kept := ok && q.msgs.len() == 1
+			if want := u < 10 || u >= 30 || u%2 == 0; kept != want {
+				t.Fatalf("many %v: tag %d kept %v, want %v", many, u, kept, want)
+			}
+		}
 	}
 }

@@ -16,7 +16,8 @@ import (
 // uploads overlap.
 
 // postedRecv is a receive on the owned range posted ahead of its wait
-// (postOwnedFrom). Finish it with exactly one of wait or drop.
+// (postOwnedFrom). Finish it with exactly one of wait, waitColl, cancel
+// or drop.
 type postedRecv struct {
 	t *NetTransport
 	p *peer
@@ -54,6 +55,30 @@ func (pr postedRecv) wait(ctx context.Context, deadline, inFlightUntil time.Time
 	err := pr.t.wait(pr.p, pr.r, w)
 	n, _, err := pr.t.recvDone(pr.r, err, w)
 	return n, ownedErr(err)
+}
+
+// waitColl is recvOwnedInto's wait for the posted receive: it gives up
+// when ctx ends or any peer is lost (a collective needs every rank), and
+// a message being read in is waited for whatever ends the wait, so that
+// dst is free when it returns.
+func (pr postedRecv) waitColl(ctx context.Context) (int, error) {
+	w := ownedWait(pr.t, ctx, pr.r.meta)
+	err := pr.t.wait(pr.p, pr.r, w)
+	n, _, err := pr.t.recvDone(pr.r, err, w)
+	return n, pr.t.lossErr(ownedErr(err))
+}
+
+// cancel finishes the receive at once if no message has claimed it (it is
+// withdrawn), else once that message is in or its peer is lost: dst is
+// free when it returns.
+func (pr postedRecv) cancel() {
+	pr.p.mu.Lock()
+	withdrawn := pr.p.m.withdraw(pr.r)
+	pr.p.mu.Unlock()
+	if !withdrawn {
+		<-pr.r.done
+	}
+	pr.t.recycle(pr.r)
 }
 
 // drop finishes the receive without waiting: it is withdrawn if nothing

@@ -21,7 +21,7 @@ import (
 //	                                             queued on the range's other tags (match)
 //	an ABANDON arrives                        -> Abandoned, then Posting again for every
 //	                                             receive waiting in the range
-//	the owner asks (DropUnwanted)             -> Wanted for every queued message
+//	the owner asks (DropUnwanted)             -> Wanted for every message queued on the tags it names
 //	this rank closes                          -> Progress, carried in GOODBYE's Aux
 //	a waiting receive sees a peer close       -> Closed(the peer's GOODBYE Aux)
 //
@@ -145,12 +145,12 @@ func (p *peer) abandoned(tag uint32, why uint64) {
 
 // dropUnwanted drops, from every peer, the queued messages on the range
 // that the owner no longer wants.
-func (t *NetTransport) dropUnwanted() {
+func (t *NetTransport) dropUnwanted(first, n uint32) {
 	if t.owner() == nil {
 		return
 	}
 	for _, p := range t.view().peers {
-		p.dropUnwanted()
+		p.dropUnwanted(first, n)
 		if mb := t.mailboxOf(p.rank); mb != nil && mb.DropDue() {
 			p.mu.Lock() // the owner's lock rule
 			mb.Drop(p)
@@ -168,7 +168,7 @@ func (t *NetTransport) dropUnwanted() {
 // beginning, or of one already over that passed Wanted before this call
 // began; nothing receives that one, and the next call's beginning drops
 // it, before its tags come round again (callSlots/2 calls later).
-func (p *peer) dropUnwanted() {
+func (p *peer) dropUnwanted(first, n uint32) {
 	if p.m.held.Load() == 0 {
 		return
 	}
@@ -179,7 +179,7 @@ func (p *peer) dropUnwanted() {
 	}
 	var freed uint64
 	var answer []uint64
-	p.m.dropQueued(p.unwanted, func(m queuedMsg) {
+	p.m.dropQueued(ownedTagBase+first, n, p.unwanted, func(m queuedMsg) {
 		if m.bb != nil {
 			freed += m.cost()
 			ioloop.PutBuffer(m.bb)

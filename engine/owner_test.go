@@ -124,7 +124,7 @@ func TestCollOwnerDrops(t *testing.T) {
 		t.Fatalf("tag 3: a message the owner does not want was kept (ok %v, err %v)", ok, err)
 	}
 	o.unwanted[4] = true // only while nothing arrives: the owner's answers are read under the peer's lock
-	hooks(ts[0]).DropUnwanted()
+	hooks(ts[0]).DropUnwanted(0, plumb.CollTags)
 	if _, ok, err := hooks(ts[0]).TryRecvCollInto(1, 4, 7, make([]byte, 1)); ok || err != nil {
 		t.Fatalf("tag 4: a queued message DropUnwanted should drop was kept (ok %v, err %v)", ok, err)
 	}

@@ -74,7 +74,7 @@ func (h *plumbing) OwnColl(newOwner func() plumb.CollOwner) plumb.CollOwner {
 func (h *plumbing) AbandonColl(tag uint32, why uint64) { h.t().abandonOwned(tag, why) }
 
 // DropUnwanted implements plumb.CollOwned.
-func (h *plumbing) DropUnwanted() { h.t().dropUnwanted() }
+func (h *plumbing) DropUnwanted(first, n uint32) { h.t().dropUnwanted(first, n) }
 
 // StartColl implements plumb.CollAsync. The send it returns is pooled:
 // it goes back to the pool when Wait or Drop finishes it.
@@ -123,17 +123,34 @@ var ownedRecvs = sync.Pool{New: func() any { return new(pooledRecv) }}
 // Wait implements plumb.CollRecv.
 func (b *pooledRecv) Wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error) {
 	n, err := b.postedRecv.wait(ctx, deadline, inFlightUntil)
+	b.free()
+	return n, err
+}
+
+// WaitColl implements plumb.CollRecv.
+func (b *pooledRecv) WaitColl(ctx context.Context) (int, error) {
+	n, err := b.postedRecv.waitColl(ctx)
+	b.free()
+	return n, err
+}
+
+// Cancel implements plumb.CollRecv.
+func (b *pooledRecv) Cancel() {
+	b.postedRecv.cancel()
+	b.free()
+}
+
+// free returns b to the pool.
+func (b *pooledRecv) free() {
 	b.postedRecv = postedRecv{}
 	ownedRecvs.Put(b)
-	return n, err
 }
 
 // Drop implements plumb.CollRecv.
 func (b *pooledRecv) Drop() bool {
-	free := b.postedRecv.drop()
-	b.postedRecv = postedRecv{}
-	ownedRecvs.Put(b)
-	return free
+	reusable := b.postedRecv.drop()
+	b.free()
+	return reusable
 }
 
 // pooledSend is a ownedSend as a plumb.CollSend: a pointer, so that

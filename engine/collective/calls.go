@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -110,7 +111,7 @@ func (cs *calls) release() { cs.turn.Unlock() }
 // it saw it), which no receive of this call asks about, and the next
 // call's beginning forgets it.
 func (cs *calls) begin(call uint32) {
-	cs.cur.Store(call)
+	prev := cs.cur.Swap(call)
 	if cs.notes.Load() != 0 {
 		cs.mu.Lock()
 		for r := range cs.abandoned {
@@ -118,7 +119,13 @@ func (cs *calls) begin(call uint32) {
 		}
 		cs.mu.Unlock()
 	}
-	cs.owned.DropUnwanted()
+	// Only the call before this one has just become unwanted: the earlier
+	// ones' messages were dropped as it began and as they arrived since.
+	if prev != 0 && call == prev%math.MaxUint32+1 {
+		cs.owned.DropUnwanted((prev-1)%callSlots*tagsPerCall, tagsPerCall)
+	} else {
+		cs.owned.DropUnwanted(0, collTags)
+	}
 }
 
 // end records that this rank completed call number call: a GOODBYE it

@@ -13,7 +13,7 @@ type unowned struct{}
 
 func (unowned) OwnColl(newOwner func() plumb.CollOwner) plumb.CollOwner { return newOwner() }
 func (unowned) AbandonColl(uint32, uint64)                              {}
-func (unowned) DropUnwanted()                                           {}
+func (unowned) DropUnwanted(uint32, uint32)                             {}
 
 // TestAbandonedNotes: a peer's abandons fail receives for the calls they
 // named only, every one of them (a peer may give up several calls before

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/internal/proflabel"
 )
 
@@ -17,8 +18,10 @@ func Gather[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 // GatherBytes is Gather over raw bytes holding elements of dt (counts, the
 // same on every rank, are in elements; dt only sets their size). len(in)
 // must be counts[rank]*dt.Size(), and at root len(out) sum(counts)*dt.Size().
-// The root receives every other rank's segment straight into out, in rank
-// order; the data crosses the network once.
+// The root receives every other rank's segment straight into out, every
+// receive posted at once, so that the segments come concurrently (one
+// above the eager limit moves only once its receive is posted); the data
+// crosses the network once.
 func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) (err error) {
 	esz, total, err := c.checkRooted("Gather", root, dt, in, out, counts)
 	if err != nil {
@@ -29,7 +32,10 @@ func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []by
 	defer c.end(&err)
 	defer proflabel.Restore(c.label(ctx, collLabels(kindGather, total)))
 	if r != root {
-		return c.send(ctx, root, tag, in)
+		return c.keepUp(ctx, tag, c.send(ctx, root, tag, in))
+	}
+	if async, ok := c.coll.(plumb.CollAsync); ok {
+		return c.keepUp(ctx, tag, c.gatherPosted(ctx, async, tag, esz, in, out, counts))
 	}
 	off := 0
 	for i, k := range counts {
@@ -47,7 +53,7 @@ func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []by
 			return err
 		}
 	}
-	return nil
+	return c.keepUp(ctx, tag, nil)
 }
 
 // checkRooted validates a Gather or Scatter: part is this rank's segment
@@ -87,8 +93,8 @@ func Scatter[T Elem](c *Comm, root int, in, out []T, counts []int) error {
 // ScatterBytes is Scatter over raw bytes holding elements of dt (counts,
 // the same on every rank, are in elements). At root len(in) must be
 // sum(counts)*dt.Size(); everywhere len(out) must be counts[rank]*dt.Size().
-// The root sends every other rank its segment straight from in, in rank
-// order.
+// The root sends every other rank its segment straight from in, every
+// send started at once, so that the segments travel concurrently.
 func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []byte, counts []int) (err error) {
 	esz, total, err := c.checkRooted("Scatter", root, dt, out, in, counts)
 	if err != nil {
@@ -103,7 +109,10 @@ func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []b
 		if err == nil {
 			err = c.recvCheck(m, len(out), root)
 		}
-		return err
+		return c.keepUp(ctx, tag, err)
+	}
+	if async, ok := c.coll.(plumb.CollAsync); ok {
+		return c.keepUp(ctx, tag, c.scatterStarted(ctx, async, tag, esz, in, out, counts))
 	}
 	off := 0
 	for i, k := range counts {
@@ -117,7 +126,7 @@ func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []b
 			return err
 		}
 	}
-	return nil
+	return c.keepUp(ctx, tag, nil)
 }
 
 // AllToAll sends segment j of every rank's in to rank j: rank r's in holds

@@ -168,7 +168,7 @@ func (c *Comm) starLonger(from int, tag uint32, want int, buf []byte) error {
 // starWorker is a worker's part of starPieces: np pieces, piece k's tag
 // and bytes at(k).
 func (c *Comm) starWorker(ctx context.Context, async plumb.CollAsync, np int, at func(k int) (uint32, []byte)) (err error) {
-	sends := c.starSends(np)
+	sends := c.sendSlots(np)
 	defer func() {
 		for k, s := range sends {
 			if s != nil {
@@ -212,13 +212,4 @@ func (c *Comm) starWorker(ctx context.Context, async plumb.CollAsync, np int, at
 		}
 	}
 	return nil
-}
-
-// starSends returns np empty slots for a worker's sends in flight, kept
-// for the next call.
-func (c *Comm) starSends(np int) []plumb.CollSend {
-	if cap(c.sends) < np {
-		c.sends = make([]plumb.CollSend, np)
-	}
-	return c.sends[:np]
 }

@@ -37,9 +37,9 @@ func (c *Comm) BroadcastBytes(ctx context.Context, root int, data []byte) (err e
 	defer c.end(&err)
 	defer proflabel.Restore(c.label(ctx, collLabels(kindBroadcast, len(data))))
 	if c.t.WorldSize() >= 3 && len(data) >= c.opts.BcastScatterMin {
-		return c.scatterBcast(ctx, tag, root, data)
+		return c.keepUp(ctx, tag, c.scatterBcast(ctx, tag, root, data))
 	}
-	return c.binomialBcast(ctx, tag, root, data)
+	return c.keepUp(ctx, tag, c.binomialBcast(ctx, tag, root, data))
 }
 
 // BcastScatterMin is the smallest broadcast, in bytes, that scatters and
@@ -180,9 +180,11 @@ func (c *Comm) ReduceToBytes(ctx context.Context, root int, dt DType, data []byt
 		return err
 	}
 	if c.t.Rank() == root {
-		return FinishBytes(dt, data, op, n)
+		if err := FinishBytes(dt, data, op, n); err != nil {
+			return err
+		}
 	}
-	return nil
+	return c.keepUp(ctx, tag, nil)
 }
 
 func (c *Comm) binomialReduce(ctx context.Context, tag uint32, root int, dt DType, data []byte, op Op) error {

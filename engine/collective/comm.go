@@ -129,7 +129,8 @@ type Comm struct {
 	at       []int                                         // the position of each rank; nil: its rank
 	shared   bool                                          // the world spans hosts, some with several ranks (hosts.go)
 	ringSet  bool                                          // Options.RingMin was set
-	sends    []plumb.CollSend                              // a star worker's pieces in flight (coll_star.go)
+	sends    []plumb.CollSend                              // a star worker's pieces in flight (coll_star.go), a Scatter root's sends (coll_rooted.go)
+	recvs    []plumb.CollRecv                              // a Gather root's posted receives (coll_rooted.go)
 }
 
 // Default piece sizes (Options.Chunk), by link.

@@ -64,10 +64,14 @@ type CollOwned interface {
 	// lost peers. The frame travels on the control stream, so that it never
 	// waits behind a message nobody receives.
 	AbandonColl(tag uint32, why uint64)
-	// DropUnwanted drops every message queued in the range that the owner
-	// no longer wants (CollOwner.Wanted false), releasing its credit (the
-	// sender of an announced one is told to send nothing).
-	DropUnwanted()
+	// DropUnwanted drops every message queued on the n tags of the range
+	// from first (first+n at most CollTags; all of them: 0, CollTags) that
+	// the owner no longer wants (CollOwner.Wanted false), releasing its
+	// credit (the sender of an announced one is told to send nothing). It
+	// looks at no more tags than it is given or than hold messages: a peer
+	// that runs calls ahead may have a message queued on each of many
+	// thousands of tags.
+	DropUnwanted(first, n uint32)
 }
 
 // CollOwner is the owner of a transport's collective tag range
@@ -151,8 +155,8 @@ type CollAsync interface {
 }
 
 // CollRecv is a receive posted ahead of its wait (CollAsync.PostCollFrom).
-// Finish it with exactly one of Wait or Drop, after which it must not be
-// used again: its transport may reuse it.
+// Finish it with exactly one of Wait, WaitColl, Cancel or Drop, after
+// which it must not be used again: its transport may reuse it.
 type CollRecv interface {
 	// Wait is RecvCollFrom's wait for the posted receive: it gives up only
 	// when its peer is lost, ctx ends or deadline passes (zero: no
@@ -160,6 +164,14 @@ type CollRecv interface {
 	// then returns an *InFlightError, dst staying the transport's
 	// until the message is in or the peer is lost.
 	Wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error)
+	// WaitColl is RecvCollInto's wait for the posted receive: it also gives
+	// up as soon as any peer is lost, and waits for a message being read
+	// in whatever ends the wait, so that dst is free when it returns.
+	WaitColl(ctx context.Context) (int, error)
+	// Cancel ends the receive: at once if no message has claimed it, else
+	// once that message is in or its peer is lost, so that dst is free
+	// when it returns.
+	Cancel()
 	// Drop ends the receive without waiting: it is withdrawn if no message
 	// has claimed it. It reports whether dst may be reused; false while a
 	// message's bytes are still being read into it (dst then stays the
