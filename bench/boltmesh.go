@@ -69,6 +69,16 @@ func (e *boltEndpoint) AllReduceDeadlineSum(ctx context.Context, data []float32,
 	return got.Count, err
 }
 
+// Gather implements rooter.
+func (e *boltEndpoint) Gather(ctx context.Context, root int, seg, whole []byte, counts []int) error {
+	return e.comm.GatherBytes(ctx, root, collective.Float32, seg, whole, counts)
+}
+
+// Scatter implements rooter.
+func (e *boltEndpoint) Scatter(ctx context.Context, root int, whole, seg []byte, counts []int) error {
+	return e.comm.ScatterBytes(ctx, root, collective.Float32, whole, seg, counts)
+}
+
 // Broadcast implements Endpoint.
 func (e *boltEndpoint) Broadcast(ctx context.Context, root int, data []byte) error {
 	return e.comm.BroadcastBytes(ctx, root, data)

@@ -16,7 +16,8 @@
 //
 // Suites are registered by name with Register, one file per suite
 // (suite_p2p.go, suite_msgrate.go, suite_putget.go, suite_barrier.go,
-// suite_allreduce.go, suite_broadcast.go, suite_deadline.go, suite_rpc.go).
+// suite_allreduce.go, suite_broadcast.go, suite_deadline.go,
+// suite_rooted.go, suite_rpc.go).
 // Adding a suite is adding one such file: a Suite value with its ops,
 // registered in an init function.
 package bench

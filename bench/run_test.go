@@ -107,3 +107,28 @@ func TestDeadlineSuite(t *testing.T) {
 		}
 	}
 }
+
+// TestRootedSuites: the gather and scatter suites run on boltmesh alone,
+// at 2 and 3 ranks, every rank checking what it received.
+func TestRootedSuites(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		cfg := quickConfig("gather", "scatter")
+		cfg.Sizes = []int{8, 2 << 20}
+		rep, errs := runRanks(t, n, cfg)
+		noErrors(t, errs)
+		if rep == nil {
+			t.Fatal("no report on rank 0")
+		}
+		if err := rep.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if want := 4; len(rep.Results) != want {
+			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
+		}
+		for _, r := range rep.Results {
+			if r.Op != r.Suite || r.Impl != bench.ImplBoltmesh || r.Error != "" || r.P50 <= 0 {
+				t.Errorf("%d ranks: result %+v", n, r)
+			}
+		}
+	}
+}

@@ -20,8 +20,9 @@ Benchmarks boltmesh against the stdnet baseline (the same workloads over
 Go's net package; for the rpc suite, Go's net/rpc against boltmesh's rpc
 agent) and prints a table per suite. Suites: p2p, msgrate (messages per
 second, osu_mbw_mr), putget, barrier, allreduce, rpc (the default ones),
-broadcast, and deadline (the deadline allreduce of federated averaging,
-every rank in time; boltmesh only).
+broadcast, and, boltmesh only, deadline (the deadline allreduce of
+federated averaging, every rank in time), gather and scatter (size per
+rank).
 
 With no flags it starts 2 ranks as local processes on loopback and runs
 the default suites in about a minute (local ranks each get their share of
