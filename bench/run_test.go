@@ -86,33 +86,22 @@ func TestMsgRateSuite(t *testing.T) {
 // has no deadline allreduce), at 2 and 3 ranks, every rank contributing
 // and checking its result, one size past the eager limit.
 func TestDeadlineSuite(t *testing.T) {
-	for _, n := range []int{2, 3} {
-		cfg := quickConfig("deadline")
-		cfg.Sizes = []int{8, 2 << 20}
-		rep, errs := runRanks(t, n, cfg)
-		noErrors(t, errs)
-		if rep == nil {
-			t.Fatal("no report on rank 0")
-		}
-		if err := rep.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		if want := 2; len(rep.Results) != want {
-			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
-		}
-		for _, r := range rep.Results {
-			if r.Op != "allreduce-deadline" || r.Impl != bench.ImplBoltmesh || r.Error != "" || r.P50 <= 0 {
-				t.Errorf("%d ranks: result %+v", n, r)
-			}
-		}
-	}
+	boltmeshOnly(t, []string{"deadline"}, map[string]string{"deadline": "allreduce-deadline"})
 }
 
 // TestRootedSuites: the gather and scatter suites run on boltmesh alone,
 // at 2 and 3 ranks, every rank checking what it received.
 func TestRootedSuites(t *testing.T) {
+	boltmeshOnly(t, []string{"gather", "scatter"}, map[string]string{"gather": "gather", "scatter": "scatter"})
+}
+
+// boltmeshOnly runs suites, whose op is ops[suite], at 8 B and 2 MiB on 2
+// and 3 ranks, and checks that each ran once per size on boltmesh alone,
+// its data checks passing.
+func boltmeshOnly(t *testing.T, suites []string, ops map[string]string) {
+	t.Helper()
 	for _, n := range []int{2, 3} {
-		cfg := quickConfig("gather", "scatter")
+		cfg := quickConfig(suites...)
 		cfg.Sizes = []int{8, 2 << 20}
 		rep, errs := runRanks(t, n, cfg)
 		noErrors(t, errs)
@@ -122,11 +111,11 @@ func TestRootedSuites(t *testing.T) {
 		if err := rep.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if want := 4; len(rep.Results) != want {
+		if want := 2 * len(suites); len(rep.Results) != want {
 			t.Errorf("%d ranks: %d results, want %d", n, len(rep.Results), want)
 		}
 		for _, r := range rep.Results {
-			if r.Op != r.Suite || r.Impl != bench.ImplBoltmesh || r.Error != "" || r.P50 <= 0 {
+			if r.Op != ops[r.Suite] || r.Impl != bench.ImplBoltmesh || r.Error != "" || r.P50 <= 0 {
 				t.Errorf("%d ranks: result %+v", n, r)
 			}
 		}

@@ -11,8 +11,8 @@ import "context"
 // call more than callSlots/2 ahead reads as one of a call long over,
 // which is dropped: the receiver then waited forever. So every
 // keepUpEvery-th call of those kinds ends with a step that lets no rank
-// finish it before every rank has begun it: no rank is more than
-// 2*keepUpEvery calls ahead of another.
+// finish it before every rank has begun it: no rank gets more than
+// keepUpEvery calls ahead of another.
 
 // keepUpEvery is how many calls apart the keep-up steps are.
 const keepUpEvery = 8192

@@ -15,8 +15,8 @@ import (
 // receiver that is late. Here rank 1 begins 40000 calls late, past half
 // the tags' cycle (callSlots/2 calls), where a message of a call that far
 // ahead read as one of a call long over and was dropped: rank 1 then
-// waited forever. Now the root may not get more than 2*keepUpEvery calls
-// ahead, and every call delivers its bytes; the same for Gather's and
+// waited forever. Now the root may not get more than keepUpEvery calls
+// ahead (8192; checked with room to spare), and every call delivers its bytes; the same for Gather's and
 // ReduceTo's senders and Scatter's root.
 func TestRunAhead(t *testing.T) {
 	const calls = 40000
