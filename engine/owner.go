@@ -167,7 +167,8 @@ func (t *NetTransport) dropUnwanted(first, n uint32) {
 // queued meanwhile is one the owner wanted as it arrived: one of the call
 // beginning, or of one already over that passed Wanted before this call
 // began; nothing receives that one, and the next call's beginning drops
-// it, before its tags come round again (callSlots/2 calls later).
+// it (the owner names the tags of the two calls before it), before its
+// tags come round again (callSlots/2 calls later).
 func (p *peer) dropUnwanted(first, n uint32) {
 	if p.m.held.Load() == 0 {
 		return

@@ -120,8 +120,13 @@ func (cs *calls) begin(call uint32) {
 		cs.mu.Unlock()
 	}
 	// Only the call before this one has just become unwanted: the earlier
-	// ones' messages were dropped as it began and as they arrived since.
+	// ones' messages were dropped as it began and as they arrived since,
+	// but for one queued as that call began, which its drop (a look
+	// without the lock first) may not have seen: so the one before it too.
 	if prev != 0 && call == prev%math.MaxUint32+1 {
+		if prev > 1 {
+			cs.owned.DropUnwanted((prev-2)%callSlots*tagsPerCall, tagsPerCall)
+		}
 		cs.owned.DropUnwanted((prev-1)%callSlots*tagsPerCall, tagsPerCall)
 	} else {
 		cs.owned.DropUnwanted(0, collTags)
