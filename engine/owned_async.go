@@ -117,25 +117,9 @@ func (t *NetTransport) postOwned(to int, tag, meta uint32, p []byte) error {
 // message is in or from is lost. Times rather than contexts, so that a
 // deadline allreduce allocates nothing.
 func (t *NetTransport) recvOwnedFromPeer(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
-	return t.recvOwnedFrom(ctx, from, tag, meta, dst, deadline, inFlightUntil, false)
-}
-
-// tryRecvOwnedFrom is recvOwnedFromPeer that takes only a message that has
-// already arrived (ok false: none has), and waits for its bytes until
-// inFlightUntil.
-func (t *NetTransport) tryRecvOwnedFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (n int, ok bool, err error) {
-	n, err = t.recvOwnedFrom(nil, from, tag, meta, dst, time.Time{}, inFlightUntil, true)
-	if err == errNotQueued {
-		return 0, false, nil
-	}
-	return n, err == nil, err
-}
-
-func (t *NetTransport) recvOwnedFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time, try bool) (int, error) {
 	if tag >= plumb.CollTags {
 		return 0, ErrReservedTag
 	}
-	w := ownedFromWait(ctx, meta, deadline, inFlightUntil, try)
-	n, _, err := t.recv(from, ownedTagBase+tag, dst, true, w)
+	n, _, err := t.recv(from, ownedTagBase+tag, dst, true, ownedFromWait(ctx, meta, deadline, inFlightUntil))
 	return n, ownedErr(err)
 }

@@ -51,7 +51,7 @@ func (t *NetTransport) postOwnedFrom(from int, tag, meta uint32, dst []byte) (po
 // after which it returns an *plumb.InFlightError and dst stays the
 // transport's.
 func (pr postedRecv) wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error) {
-	w := ownedFromWait(ctx, pr.r.meta, deadline, inFlightUntil, false)
+	w := ownedFromWait(ctx, pr.r.meta, deadline, inFlightUntil)
 	err := pr.t.wait(pr.p, pr.r, w)
 	n, _, err := pr.t.recvDone(pr.r, err, w)
 	return n, ownedErr(err)
@@ -102,8 +102,8 @@ func (pr postedRecv) drop() bool {
 
 // ownedFromWait is the waitOpts of recvOwnedFromPeer and of a posted
 // receive's wait.
-func ownedFromWait(ctx context.Context, meta uint32, deadline, inFlightUntil time.Time, try bool) waitOpts {
-	w := waitOpts{op: ownedOp, meta: meta, checkMeta: true, try: try}
+func ownedFromWait(ctx context.Context, meta uint32, deadline, inFlightUntil time.Time) waitOpts {
+	w := waitOpts{op: ownedOp, meta: meta, checkMeta: true}
 	if ctx != nil {
 		w.cancel, w.ctx = ctx.Done(), ctx
 	}
@@ -112,9 +112,6 @@ func ownedFromWait(ctx context.Context, meta uint32, deadline, inFlightUntil tim
 	}
 	if !inFlightUntil.IsZero() {
 		w.leave, w.leaveAt = true, inFlightUntil
-		if try { // a claimed message's bytes: waited for until then
-			w.timeout = max(time.Until(inFlightUntil), time.Nanosecond)
-		}
 	}
 	return w
 }

@@ -98,11 +98,6 @@ func (h *plumbing) RecvCollFrom(ctx context.Context, from int, tag, meta uint32,
 	return h.t().recvOwnedFromPeer(ctx, from, tag, meta, dst, deadline, inFlightUntil)
 }
 
-// TryRecvCollFrom implements plumb.CollAsync.
-func (h *plumbing) TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (int, bool, error) {
-	return h.t().tryRecvOwnedFrom(from, tag, meta, dst, inFlightUntil)
-}
-
 // PostCollFrom implements plumb.CollAsync. The receive it returns is
 // pooled: it goes back to the pool when Wait or Drop finishes it.
 func (h *plumbing) PostCollFrom(from int, tag, meta uint32, dst []byte) (plumb.CollRecv, error) {

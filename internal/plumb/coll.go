@@ -140,10 +140,6 @@ type CollAsync interface {
 	// message is in or from is lost. (Times, not contexts: a deadline
 	// allreduce allocates nothing.)
 	RecvCollFrom(ctx context.Context, from int, tag, meta uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error)
-	// TryRecvCollFrom is RecvCollFrom that takes only a message that has
-	// already arrived (ok false: none has), and waits for its bytes until
-	// inFlightUntil.
-	TryRecvCollFrom(from int, tag, meta uint32, dst []byte, inFlightUntil time.Time) (n int, ok bool, err error)
 	// PostCollFrom posts a receive from rank from under tag into dst and
 	// returns without waiting: the transport reads the message straight
 	// into dst when it comes (a message above the eager limit moves only
