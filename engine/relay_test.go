@@ -86,7 +86,18 @@ func (c *relayed) done() { c.once.Do(func() { close(c.named) }) }
 // pipe forwards src to dst: two handshake frames, then records.
 func (r *relay) pipe(src, dst net.Conn, toAcceptor bool, c *relayed) {
 	defer c.done()
-	defer dst.Close()
+	cut := false // a record edit ended the stream (a nil buffer)
+	defer func() {
+		// A cut ends dst's way with a FIN after what was forwarded, and
+		// leaves dst open for the other way's pipe, which closes it: a
+		// close now, with that way's bytes unread, would send a reset,
+		// which may discard the forwarded bytes before they are read.
+		if tc, ok := dst.(*net.TCPConn); cut && ok {
+			tc.CloseWrite()
+			return
+		}
+		dst.Close()
+	}()
 	defer src.Close()
 	for i := range 2 {
 		var hdr [frame.HeaderSize]byte
@@ -135,6 +146,7 @@ func (r *relay) pipe(src, dst net.Conn, toAcceptor bool, c *relayed) {
 			out = r.record(c.rank, c.stream, toAcceptor, rec)
 		}
 		if !r.forward(dst, out...) {
+			cut = len(out) > 0 && out[len(out)-1] == nil
 			return
 		}
 	}
