@@ -72,20 +72,23 @@ func (b *rooted) Prepare(i int) error {
 	}
 	me, n := b.c.EP.Rank(), b.c.EP.Ranks()
 	for _, j := range b.marks() {
-		if b.gather {
-			b.seg[j] = rootedByte(i, me, j)
-			for r := range n {
-				if me == 0 {
-					b.whole[r*b.c.Size+j] = ^rootedByte(i, r, j)
-				}
-			}
+		// Gather: every rank stamps its segment, the root clears what it
+		// gathers into; Scatter: the root stamps every segment, every rank
+		// clears its own.
+		mine := rootedByte(i, me, j)
+		if !b.gather {
+			mine = ^mine
+		}
+		b.seg[j] = mine
+		if me != 0 {
 			continue
 		}
-		b.seg[j] = ^rootedByte(i, me, j)
 		for r := range n {
-			if me == 0 {
-				b.whole[r*b.c.Size+j] = rootedByte(i, r, j)
+			w := rootedByte(i, r, j)
+			if b.gather {
+				w = ^w
 			}
+			b.whole[r*b.c.Size+j] = w
 		}
 	}
 	return nil

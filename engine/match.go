@@ -432,9 +432,6 @@ func (m *matcher) failWaiting(in func(u uint32) bool, errFor func(u uint32, r *r
 	// From the last: a queue emptied here leaves waiting by a swap with
 	// the last, one already looked at.
 	for i := len(m.waiting) - 1; i >= 0; i-- {
-		if i >= len(m.waiting) {
-			continue
-		}
 		q := m.waiting[i]
 		u := q.tag
 		if !in(u) {

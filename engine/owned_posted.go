@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/boltmesh/boltmesh/internal/plumb"
@@ -72,12 +73,7 @@ func (pr postedRecv) waitColl(ctx context.Context) (int, error) {
 // withdrawn), else once that message is in or its peer is lost: dst is
 // free when it returns.
 func (pr postedRecv) cancel() {
-	pr.p.mu.Lock()
-	withdrawn := pr.p.m.withdraw(pr.r)
-	pr.p.mu.Unlock()
-	if !withdrawn {
-		<-pr.r.done
-	}
+	pr.t.withdraw(pr.p, pr.r, nil)
 	pr.t.recycle(pr.r)
 }
 
@@ -86,15 +82,11 @@ func (pr postedRecv) cancel() {
 // message's bytes are still being read into it, and then dst stays the
 // transport's until that message is in or the peer is lost.
 func (pr postedRecv) drop() bool {
-	pr.p.mu.Lock()
-	withdrawn := pr.p.m.withdraw(pr.r)
-	pr.p.mu.Unlock()
-	if !withdrawn {
-		select {
-		case <-pr.r.done:
-		default:
-			return false // claimed: completed by the transport, with nobody waiting
-		}
+	// leave's withdrawal, and its wait for bytes being read in until a
+	// time long past: nothing waits.
+	err := pr.t.leave(pr.p, pr.r, ErrTimeout, waitOpts{leaveAt: time.Unix(1, 0)})
+	if errors.Is(err, plumb.ErrInFlight) {
+		return false // claimed: completed by the transport, with nobody waiting
 	}
 	pr.t.recycle(pr.r)
 	return true
