@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/boltmesh/boltmesh/heap"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
@@ -173,6 +174,22 @@ func (e *PeerError) Unwrap() []error {
 	}
 	return []error{e.Err, e.Cause}
 }
+
+// SilenceError is the cause of a peer's loss for silence (ErrNoHeartbeat):
+// nothing arrived on one stream of its link for 4 Options.KeepAlive
+// periods while this rank was reading it, though the peer sends a
+// HEARTBEAT on every stream it wrote nothing to for a KeepAlive.
+type SilenceError struct {
+	Stream string        // the stream: "data stream 0", "the control stream", or a star's "the connection"
+	Silent time.Duration // from the check that last heard from it to the drop
+}
+
+func (e *SilenceError) Error() string {
+	return fmt.Sprintf("boltmesh: nothing heard from the peer on %s for %v", e.Stream, e.Silent)
+}
+
+// Unwrap returns ErrNoHeartbeat.
+func (e *SilenceError) Unwrap() error { return ErrNoHeartbeat }
 
 // UnknownRankError reports a rank outside [0, NumRanks).
 type UnknownRankError struct {

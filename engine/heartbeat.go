@@ -14,9 +14,9 @@ const silentBeats = 4
 const checksPerBeat = 4
 
 // startHeartbeat starts the goroutine that, checksPerBeat times per
-// KeepAlive, checks every link's streams (see liveness): one that wrote
-// nothing for a KeepAlive sends a HEARTBEAT, and one from which nothing
-// arrived for silentBeats*KeepAlive is aborted. A connection this rank
+// KeepAlive, checks every stream of every link (see liveness): one that
+// wrote nothing for a KeepAlive sends a HEARTBEAT, and a link one of
+// whose streams brought nothing for silentBeats*KeepAlive is aborted. A connection this rank
 // stopped reading (see stalled) is exempt while it stays so: its peer's
 // heartbeats wait unread in the socket. (TCP keepalive does not cover it
 // either: the kernel sends no probe while data this rank sent, a

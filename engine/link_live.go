@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -9,28 +10,39 @@ import (
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
-// liveness is the heartbeat bookkeeping of the stream a link is watched
-// by (a mesh's control stream, a star's one stream); only the heartbeat
-// goroutine touches it. One check of the stream:
+// liveness is what a link knows of why it was dropped by the heartbeat
+// goroutine, and whether its peer must read; each of its streams has a
+// streamWatch of its own (a mesh's data streams and control stream, a
+// star's one stream). One check of a stream:
 //
-//	bytes read since the last check, or reading stalled -> silent = 0
-//	otherwise silent++; == silentBeats*checksPerBeat    -> Abort(ErrNoHeartbeat)
-//	                    > checksPerBeat+1               -> read the socket (Progress)
-//	bytes written since the last check                  -> idle = 0
-//	otherwise idle++; frames queued                     -> write them (Flush)
-//	                  >= checksPerBeat, nothing queued  -> post a HEARTBEAT
+//	bytes read since the last check, or reading held -> silent = 0
+//	otherwise silent++; == silentBeats*checksPerBeat  -> Abort(ErrNoHeartbeat), naming the stream
+//	                    > checksPerBeat+1             -> read the socket (Progress)
+//	bytes written since the last check                -> idle = 0
+//	otherwise idle++; frames queued                   -> write them (Flush)
+//	                  >= checksPerBeat, nothing queued -> post a HEARTBEAT on the stream
 //	                  == silentBeats*checksPerBeat, frames queued, the peer
 //	                  must read (mustRead) and is not held -> Abort(ErrNotReading)
+//
+// Every stream is watched, not only the one that carries control frames:
+// a stream that goes silent while the others live (a record an on-path
+// relay left out of a sealed data stream, a NAT that expired one idle
+// flow) would otherwise leave a receive waiting on it forever. Reading is
+// held, and silence not counted, while this rank itself does not read
+// the stream: a large eager SEND waits in it for its receive
+// (ioloop.Conn.Deferred), a star's coordinator holds the peer back
+// (streamLink), or the peer does not read this rank's answers while they
+// still move (streamWatch.stalled).
 //
 // The reads and writes are for a loaded process whose event loop is busy
 // with another connection (it drains one until the socket is empty, which
 // a fast sender can make last seconds): bytes the peer sent would wait
 // unread, or this rank's frames unwritten, and a live peer look silent.
+//
+// Lock rule: the streamWatches belong to the heartbeat goroutine; silence
+// and unread are set by it and read by cause, on any goroutine.
 type liveness struct {
-	read, written uint64      // socket byte counts at the last check
-	silent, idle  int         // consecutive checks that found nothing read, nothing written
-	heard         time.Time   // the check that last found bytes read (or reading stalled); zero before the first
-	silenced      atomic.Bool // the link was dropped for silence (read by cause, on any goroutine)
+	silence atomic.Pointer[SilenceError] // the link was dropped for this stream's silence
 	// mustRead: the peer must take what this rank writes, or be dropped
 	// (a star coordinator's worker, whose unread frames hold back the
 	// workers that send to it); unread: it was dropped for that.
@@ -38,65 +50,76 @@ type liveness struct {
 	unread   atomic.Bool
 }
 
+// streamWatch is what the heartbeat goroutine knows of one stream.
+type streamWatch struct {
+	read, written uint64    // the stream's byte counts at the last check
+	silent, idle  int       // consecutive checks that found nothing read, nothing written
+	heard         time.Time // the check that last found bytes read (or reading held); zero before the first
+}
+
 // cause returns err, the end of one of the link's streams, or the silence
-// the link was dropped for: aborting the watched stream, this rank may
+// the link was dropped for: aborting the silent stream, this rank may
 // read the end of another stream (the peer, seeing the watched one end,
 // ends the others) before its own abort reaches that one.
 func (lv *liveness) cause(err error) error {
-	switch {
-	case lv.silenced.Load():
-		return fmt.Errorf("%w (then: %v)", ErrNoHeartbeat, err)
-	case lv.unread.Load():
+	switch s := lv.silence.Load(); {
+	case s != nil && errors.Is(err, ErrNoHeartbeat):
+		return s // the abort that silence made
+	case s != nil:
+		return fmt.Errorf("%w (then: %v)", s, err)
+	case lv.unread.Load() && !errors.Is(err, ErrNotReading):
 		return fmt.Errorf("%w (then: %v)", ErrNotReading, err)
 	}
 	return err
 }
 
-// check is one check of p's stream c: it aborts c once nothing arrived
-// from p at silentBeats*checksPerBeat checks in a row while this rank was
-// reading it, and sends p a heartbeat once this rank wrote nothing to it
-// at checksPerBeat checks in a row and nothing waits to be written. A
-// peer that must read (mustRead) is dropped once this rank's frames for
-// it waited unwritten for silentBeats*checksPerBeat checks. held says
-// that this rank holds p's stream back on purpose (a coordinator whose
-// forwarded frames from p wait to be written on): p may then be silent,
-// or stop reading in turn, and is neither. Checks are counted
-// rather than timed, so that a check the goroutine came to late (a loaded
-// machine, this process stopped and resumed) delays a drop instead of
-// causing one.
-func (lv *liveness) check(p *peer, c *ioloop.Conn, held bool, now time.Time) {
+// check is one check of p's stream c, named name in errors, which w
+// watches. It aborts the link once nothing arrived on c at
+// silentBeats*checksPerBeat checks in a row while this rank was reading
+// it, and sends p a heartbeat on c once this rank wrote nothing to it at
+// checksPerBeat checks in a row and nothing waits to be written. A peer
+// that must read (mustRead) is dropped once this rank's frames for it
+// waited unwritten for silentBeats*checksPerBeat checks. held says that
+// this rank does not read c on purpose (a deferred payload, a coordinator
+// whose forwarded frames from p wait to be written on): p may then be
+// silent there, or stop reading in turn, and is neither. Checks are
+// counted rather than timed, so that a check the goroutine came to late
+// (a loaded machine, this process stopped and resumed) delays a drop
+// instead of causing one. It reports whether the link is still up.
+func (lv *liveness) check(p *peer, c *ioloop.Conn, w *streamWatch, name string, held bool, now time.Time) bool {
 	if c == nil || c.Err() != nil {
-		return
+		return true
 	}
-	if lv.heard.IsZero() {
-		lv.heard = now
+	if w.heard.IsZero() {
+		w.heard = now
 	}
-	if read := c.BytesRead(); read != lv.read || held || lv.stalled(c) {
-		lv.read, lv.silent, lv.heard = read, 0, now
-	} else if lv.silent++; lv.silent >= silentBeats*checksPerBeat {
-		p.t.opts.Logger.Warn("boltmesh: peer silent, dropping its connection", "rank", p.t.rank, "peer", p.rank, "silent", now.Sub(lv.heard).Round(time.Millisecond))
+	if read := c.BytesRead(); read != w.read || held || w.stalled(c) {
+		w.read, w.silent, w.heard = read, 0, now
+	} else if w.silent++; w.silent >= silentBeats*checksPerBeat {
+		s := &SilenceError{Stream: name, Silent: now.Sub(w.heard).Round(time.Millisecond)}
+		p.t.opts.Logger.Warn("boltmesh: peer silent, dropping its connection", "rank", p.t.rank, "peer", p.rank, "stream", name, "silent", s.Silent)
 		// Noted first, so that the loss names the silence whatever the
 		// streams report as they end (cause); then every stream, at once.
-		lv.silenced.Store(true)
+		lv.silence.Store(s)
 		c.Abort(ErrNoHeartbeat)
 		p.link.abort(c, ErrNoHeartbeat)
-		return
-	} else if lv.silent > checksPerBeat+1 {
+		return false
+	} else if w.silent > checksPerBeat+1 {
 		// Longer than a live peer's heartbeats leave between them: what it
 		// sent may wait unread while the loop is busy elsewhere.
 		go c.Progress()
 	}
-	if written := c.BytesWritten(); written != lv.written {
-		lv.written, lv.idle = written, 0
-		return
+	if written := c.BytesWritten(); written != w.written {
+		w.written, w.idle = written, 0
+		return true
 	}
-	lv.idle++
-	if lv.mustRead && !held && c.Queued() > 0 && lv.idle >= silentBeats*checksPerBeat {
+	w.idle++
+	if lv.mustRead && !held && c.Queued() > 0 && w.idle >= silentBeats*checksPerBeat {
 		p.t.opts.Logger.Warn("boltmesh: a worker read nothing of what waits for it; dropping its connection", "rank", p.t.rank, "peer", p.rank, "queued", c.Queued())
 		lv.unread.Store(true) // first, as for silence
 		c.Abort(ErrNotReading)
 		p.link.abort(c, ErrNotReading)
-		return
+		return false
 	}
 	switch {
 	case c.Queued() > 0:
@@ -105,16 +128,17 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, held bool, now time.Time) {
 		// wait for room in the socket, which the loop may be too busy to
 		// see: write them here too.
 		go c.Flush()
-	case lv.idle >= checksPerBeat:
+	case w.idle >= checksPerBeat:
 		h := frame.Header{Kind: frame.KindHeartbeat, Src: uint32(p.t.rank)}
 		c.Post(&h, nil, false)
-		lv.written, lv.idle = c.BytesWritten(), 0
+		w.written, w.idle = c.BytesWritten(), 0
 	}
+	return true
 }
 
 // stalled reports whether this rank stopped reading c while its peer may
 // be live: a stream stopped because the peer does not read this rank's
 // answers (ioloop.Options.MaxPosted) counts as live while they still move.
-func (lv *liveness) stalled(c *ioloop.Conn) bool {
-	return c.Stopped() && c.BytesWritten() != lv.written
+func (w *streamWatch) stalled(c *ioloop.Conn) bool {
+	return c.Stopped() && c.BytesWritten() != w.written
 }

@@ -24,29 +24,53 @@ import (
 // KeepAlive/checksPerBeat, the drop thus comes 4 to 4.25 KeepAlive periods
 // after the last byte heard.
 //
-// It runs on a mesh's link, watched on its control stream, and on a
-// star's, whose coordinator holds a worker back while the frames it
-// forwards wait to be written on.
+// It runs on each stream of a mesh's link (a data stream and the control
+// stream are watched alike), and on a star's, whose coordinator holds a
+// worker back while the frames it forwards wait to be written on.
 func TestCheckLiveCounts(t *testing.T) {
 	opts := Options{KeepAlive: time.Hour, Logger: slog.New(slog.DiscardHandler)}
-	t.Run("mesh", func(t *testing.T) {
-		ts := pair(t, opts)
-		l := ts[0].peer(1).link.(*meshLink)
-		checkLiveCounts(t, ts, l.conn(laneCtl), nil)
-	})
+	for _, n := range []lane{laneData, laneCtl} {
+		t.Run("mesh "+n.String(), func(t *testing.T) {
+			ts := pair(t, opts)
+			l := ts[0].peer(1).link.(*meshLink)
+			i := int(n)
+			if n == laneCtl {
+				i = l.streams
+			}
+			check := func() { l.live.check(l.p, l.conn(n), &l.watch[i], n.String(), false, time.Now()) }
+			poke := func() error { return ts[1].Send(0, 1, []byte("alive")) } // on data stream 0
+			if n == laneCtl {
+				poke = func() error { return ts[1].postService(0, plumb.ServiceFrame{Reply: true}, []byte("alive")) }
+			}
+			if n == laneData {
+				// Nothing comes on a data stream by itself: a message each
+				// way, whole before the first check.
+				if err := poke(); err != nil {
+					t.Fatal(err)
+				}
+				if err := ts[0].Send(1, 1, []byte("alive")); err != nil {
+					t.Fatal(err)
+				}
+				for l.conn(n).BytesRead() < frame.HeaderSize+5 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			checkLiveCounts(t, ts, l.conn(n), nil, check, poke)
+		})
+	}
 	t.Run("star", func(t *testing.T) {
 		ts := starPair(t, opts)
 		l := ts[0].peer(1).link.(*streamLink)
-		checkLiveCounts(t, ts, l.conn, &l.fwd)
+		check := func() { l.checkLive(time.Now()) }
+		poke := func() error { return ts[1].postService(0, plumb.ServiceFrame{Reply: true}, []byte("alive")) }
+		checkLiveCounts(t, ts, l.conn, &l.fwd, check, poke)
 	})
 }
 
 // checkLiveCounts is TestCheckLiveCounts on the link from ts[0] to ts[1],
-// watched on c; fwd, if not nil, is the link's forwarding backlog.
-func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdCounter) {
-
-	p := ts[0].peer(1)
-	check := func() { p.link.checkLive(time.Now()) }
+// watched on c, which check checks and poke has ts[1] send a frame on;
+// fwd, if not nil, is the link's forwarding backlog.
+func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdCounter, check func(), poke func() error) {
 	silent := func(n int) { // n checks that find nothing read, each required not to drop
 		t.Helper()
 		for i := range n {
@@ -76,7 +100,7 @@ func checkLiveCounts(t *testing.T, ts []*NetTransport, c *ioloop.Conn, fwd *fwdC
 	// Bytes heard start the count again.
 	silent(silentBeats*checksPerBeat - 1 - checksPerBeat)
 	read := c.BytesRead()
-	if err := ts[1].postService(0, plumb.ServiceFrame{Reply: true}, []byte("alive")); err != nil { // a control frame
+	if err := poke(); err != nil {
 		t.Fatal(err)
 	}
 	for c.BytesRead() == read {
@@ -173,4 +197,55 @@ func pair(t testing.TB, opts Options) []*NetTransport {
 		t.Fatal(err)
 	}
 	return ts
+}
+
+// TestCheckLiveEveryStream: a mesh link's check looks at each of its
+// streams, data streams and control stream alike: each that wrote nothing
+// sends its own HEARTBEAT, and one that brings nothing drops the link
+// while the others bring bytes, the error naming it.
+func TestCheckLiveEveryStream(t *testing.T) {
+	opts := Options{KeepAlive: time.Hour, SharedMemory: SharedMemoryOff, Streams: 2, Logger: slog.New(slog.DiscardHandler)}
+	ts := pair(t, opts)
+	l := ts[0].peer(1).link.(*meshLink)
+	streams := []*ioloop.Conn{l.conn(0), l.conn(1), l.conn(laneCtl)}
+	for streams[2].BytesRead() == 0 { // the first CREDIT
+		time.Sleep(time.Millisecond)
+	}
+	l.checkLive(time.Now())
+	written := make([]uint64, len(streams))
+	for i, c := range streams {
+		written[i] = c.BytesWritten()
+	}
+	for range checksPerBeat {
+		l.checkLive(time.Now())
+	}
+	for i, c := range streams {
+		if got := c.BytesWritten() - written[i]; got != frame.HeaderSize {
+			t.Fatalf("stream %d wrote %d bytes in %d idle checks, want one heartbeat", i, got, checksPerBeat)
+		}
+	}
+	// ts[1]'s heartbeats keep every stream but data stream 1 heard.
+	r := ts[1].peer(0).link.(*meshLink)
+	for i := 0; streams[1].Err() == nil; i++ {
+		if i > silentBeats*checksPerBeat {
+			t.Fatalf("data stream 1 silent for %d checks, not dropped", i)
+		}
+		for j, c := range []*ioloop.Conn{r.conn(0), r.conn(laneCtl)} {
+			in := streams[2*j]
+			read := in.BytesRead()
+			h := frame.Header{Kind: frame.KindHeartbeat, Src: 1}
+			if err := c.Send(&h, nil); err != nil {
+				t.Fatal(err)
+			}
+			for in.BytesRead() == read {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		l.checkLive(time.Now())
+	}
+	err := ts[0].Send(1, 1, nil)
+	var se *SilenceError
+	if !errors.Is(err, ErrPeerLost) || !errors.As(err, &se) || se.Stream != "data stream 1" {
+		t.Fatalf("send after the drop: %v, want ErrPeerLost for the silence of data stream 1", err)
+	}
 }

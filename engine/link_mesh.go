@@ -30,7 +30,7 @@ import (
 // and the reads that may race with them (close, stream); once the link is
 // up, data is only read, and the hot paths read it without mu. ctl is an
 // atomic: credit may be granted before the control stream is attached.
-// live belongs to the heartbeat goroutine.
+// watch belongs to the heartbeat goroutine (link_live.go).
 //
 // Between neighbours (neighbour.go) the link's lanes are two pipes in
 // shared memory instead (link_pipes.go): data is the data pipe alone and
@@ -43,7 +43,8 @@ type meshLink struct {
 	mu      sync.Mutex
 	data    []*ioloop.Conn                  // the data streams; data[0] carries SEND, RTS and DATA
 	ctl     atomic.Pointer[ioloop.Conn]     // the control stream
-	live    liveness                        // watched on the control stream
+	live    liveness                        // why the heartbeat goroutine dropped the link
+	watch   []streamWatch                   // one per stream: the data streams', then the control stream's
 	pipes   atomic.Bool                     // the lanes are pipes (link_pipes.go)
 	tcp     []*ioloop.Conn                  // with pipes: the pair's TCP streams, idle
 	mail    atomic.Pointer[linkshm.Mailbox] // with pipes: the pair's mailbox (internal/link/shm), unmapped at Close
@@ -52,7 +53,7 @@ type meshLink struct {
 var _ link = (*meshLink)(nil)
 
 func newMeshLink(p *peer, streams int) *meshLink {
-	return &meshLink{p: p, streams: streams, data: make([]*ioloop.Conn, streams)}
+	return &meshLink{p: p, streams: streams, data: make([]*ioloop.Conn, streams), watch: make([]streamWatch, streams+1)}
 }
 
 // handler returns the handler of the link's stream s: the control stream
@@ -79,14 +80,6 @@ func (l *meshLink) attach(s int, c *ioloop.Conn) bool {
 		l.data[s] = c
 	}
 	return l.data[0] != nil && l.ctl.Load() != nil
-}
-
-// stream returns data stream i, under mu: attach may still be filling the
-// streams in.
-func (l *meshLink) stream(i int) *ioloop.Conn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.data[i]
 }
 
 // conn returns the stream of lane n, the control stream or a data
@@ -195,7 +188,36 @@ func (l *meshLink) ownCtl() bool { return l.ctl.Load() != nil }
 
 func (l *meshLink) mailbox() *linkshm.Mailbox { return l.mail.Load() }
 
-func (l *meshLink) checkLive(now time.Time) { l.live.check(l.p, l.conn(laneCtl), false, now) }
+// checkLive checks every stream of the link: each data stream (between
+// neighbours, the data pipe), not read while a payload waits in it for
+// its receive (ioloop.Conn.Deferred), and the control stream.
+func (l *meshLink) checkLive(now time.Time) {
+	for i := range l.watch {
+		n := lane(i)
+		if i == l.streams {
+			n = laneCtl
+		}
+		c := l.watched(n)
+		if !l.live.check(l.p, c, &l.watch[i], n.String(), c != nil && c.Deferred(), now) {
+			return
+		}
+	}
+}
+
+// watched returns the stream of lane n, under mu (attach may still be
+// filling the streams in), or nil: not attached yet, or a data stream
+// past the one data pipe of neighbours.
+func (l *meshLink) watched(n lane) *ioloop.Conn {
+	if n == laneCtl {
+		return l.ctl.Load()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if int(n) < len(l.data) {
+		return l.data[n]
+	}
+	return nil
+}
 
 func (l *meshLink) cause(err error) error { return l.live.cause(err) }
 
@@ -234,11 +256,11 @@ func (l *meshLink) all(from int) []*ioloop.Conn {
 
 // meshStream is the handler of one stream of a meshLink: it checks that
 // each frame came on the lane that carries its kind and hands it to the
-// peer. GOODBYE and HEARTBEAT come on the control stream and data stream
-// 0 (so that whichever ends
-// first, the peer's orderly close is known by then; see sayGoodbye), and
-// an RTS withdrawal on the control stream or data stream 0 (see
-// withdrawRTS).
+// peer. HEARTBEAT and GOODBYE may come on any stream (every stream is
+// watched, link_live.go; a closing rank says GOODBYE on the control
+// stream and data stream 0, so that whichever ends first, the peer's
+// orderly close is known by then; see sayGoodbye), and an RTS withdrawal
+// on the control stream or data stream 0 (see withdrawRTS).
 type meshStream struct {
 	l    *meshLink
 	lane lane
@@ -252,10 +274,10 @@ func (s *meshStream) carries(h *frame.Header) bool {
 	switch {
 	case h.Dst != 0:
 		return false // a mesh forwards nothing
-	case s.lane > laneData:
-		return h.Kind == frame.KindData
 	case h.Kind == frame.KindHeartbeat || h.Kind == frame.KindGoodbye:
 		return true
+	case s.lane > laneData:
+		return h.Kind == frame.KindData
 	case h.Kind == frame.KindRTS && h.Flags&frame.FlagError != 0:
 		return true // a withdrawal: either lane
 	}

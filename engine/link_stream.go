@@ -17,13 +17,14 @@ import (
 //
 // Lock rule: conn is written once, as the event loop adopts the stream
 // and before any frame is read from it, and only read after; fwd has its
-// own lock; live belongs to the heartbeat goroutine; relaying belongs to
+// own lock; watch belongs to the heartbeat goroutine (link_live.go); relaying belongs to
 // the stream's reader (the handler's methods).
 type streamLink struct {
 	oneStream
 	p        *peer
 	fwd      fwdCounter // at the coordinator: bytes from this worker being forwarded
 	live     liveness
+	watch    streamWatch
 	relaying bool                   // at the coordinator: the frame being relayed in parts goes on (else its parts are dropped)
 	relayHdr [frame.HeaderSize]byte // at the coordinator: a RELAY's payload, copied as it is posted
 }
@@ -71,7 +72,9 @@ func (l *streamLink) start(_ lane, h frame.Header, p []byte) (ioloop.Write, erro
 
 func (l *streamLink) queue(_ lane, h frame.Header, p []byte) error { return l.conn.Queue(&h, p) }
 
-func (l *streamLink) checkLive(now time.Time) { l.live.check(l.p, l.conn, l.fwd.held(), now) }
+func (l *streamLink) checkLive(now time.Time) {
+	l.live.check(l.p, l.conn, &l.watch, "the connection", l.fwd.held(), now)
+}
 
 func (l *streamLink) cause(err error) error { return l.live.cause(err) }
 

@@ -123,26 +123,31 @@ type Options struct {
 	// its host vanished or the network between failed, so no FIN, RST or
 	// ICMP error ever arrives, or its process stopped (SIGSTOP, a debugger,
 	// a hung machine) with its sockets open. (A peer process that dies or
-	// closes is noticed at once: its kernel ends the connection.) Each
-	// connection that sent nothing for a KeepAlive sends a HEARTBEAT frame,
-	// and one from which not a byte arrived for 4 KeepAlive periods while
-	// this rank was reading it is dropped: every operation needing that
-	// peer fails with ErrPeerLost (cause ErrNoHeartbeat), between 4 and
-	// 4.25 periods after the last byte heard from it, whether the
-	// connection was idle or had data in flight. An idle peer is heard from
-	// at least every 1.25 periods, so a peer that goes silent is dropped
-	// 2.75 to 4.25 periods after (measured: bench/RESULTS.md, Liveness). A
-	// live peer that is merely slow keeps sending heartbeats or data, and
-	// any byte counts, so neither a slow link nor backpressure loses it.
-	// Silence is not counted while this rank itself has stopped reading
-	// the connection: nothing waits for the peer and its unexpected
-	// messages filled their queue or a large one waits for its receive (an
-	// operation that waits for the peer resumes reading, and the count), a
-	// striped message nobody waited for holds the first stream until its
-	// other pieces are in, or a star's coordinator holds the peer back
-	// until what it sent is forwarded. In a star, the coordinator and each worker watch each
+	// closes is noticed at once: its kernel ends the connection.) Every
+	// connection of a pair is watched on its own, each data stream as well
+	// as the control stream (frame/spec.md, "Liveness"), so that one that
+	// goes silent while the others live (a NAT that expired one idle flow,
+	// a sealed record left out on the path) does not leave a receive
+	// waiting on it forever. Each connection that sent nothing for a
+	// KeepAlive sends a HEARTBEAT frame, and one from which not a byte
+	// arrived for 4 KeepAlive periods while this rank was reading it is
+	// dropped, and with it the peer: every operation needing that peer
+	// fails with ErrPeerLost (cause ErrNoHeartbeat, a *SilenceError that
+	// names the connection), between 4 and 4.25 periods after the last
+	// byte heard on it, whether it was idle or had data in flight. An idle
+	// connection carries a byte at least every 1.25 periods, so one that
+	// goes silent is dropped 2.75 to 4.25 periods after (measured:
+	// bench/RESULTS.md, Liveness). A live peer that is merely slow keeps
+	// sending heartbeats or data, and any byte counts, so neither a slow
+	// link nor backpressure loses it. Silence is not counted while this
+	// rank itself does not read the connection: a large message nobody
+	// waits for stays in the data stream until its receive is posted (a
+	// receive from the peer reads on, and the count starts again), the
+	// peer does not read this rank's answers while those still move, or a
+	// star's coordinator holds the peer back until what it sent is
+	// forwarded. In a star, the coordinator and each worker watch each
 	// other, and a worker learns of another's loss from the coordinator.
-	// Default 1 s.
+	// Every rank should use the same value. Default 1 s.
 	KeepAlive time.Duration
 	// MeshKey, when set, makes every connection prove knowledge of it with
 	// HMAC-SHA256 in both directions, the dialer first (frame/spec.md,

@@ -337,7 +337,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem, keys *sealed.
 		return err
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
-		tcp.Tune(tc, t.opts.SocketBuffer) // heartbeats on the control stream watch the link (heartbeat.go)
+		tcp.Tune(tc, t.opts.SocketBuffer) // heartbeats on every stream watch the link (heartbeat.go)
 		if err := t.setCongestion(tc); err != nil {
 			return err
 		}

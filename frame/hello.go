@@ -5,7 +5,10 @@ import "encoding/binary"
 // Magic opens every HELLO payload: "BOLTMESH" read as a little-endian uint64.
 const Magic uint64 = 0x4853454d544c4f42
 
-// Version is the protocol version this package speaks. Version 8 has a
+// Version is the protocol version this package speaks. Version 9 sends
+// HEARTBEAT on every stream of a mesh's pair that is idle, which a
+// version 8 receiver refused on data streams other than 0, and watches
+// each for silence (spec.md, "Liveness"). Version 8 has a
 // star's coordinator relay a long routed frame in parts (RELAY, PART),
 // so that it never holds a whole payload (spec.md, "Star"). Version 7 adds
 // HELLO's Seal and Cipher (8 bytes more): whether the sender seals the
@@ -23,7 +26,7 @@ const Magic uint64 = 0x4853454d544c4f42
 // first (see spec.md, "Handshake"), and flow control and rendezvous
 // ("Flow control", "Rendezvous"); version 1 had the acceptor prove first,
 // to anyone who sent a HELLO.
-const Version uint16 = 8
+const Version uint16 = 9
 
 // MeshIDSize is the length of a mesh identity.
 const MeshIDSize = 16

@@ -17,6 +17,7 @@ type reader struct {
 	pending  atomic.Bool   // readiness reported while mu was held elsewhere
 	paused   atomic.Bool   // the handler asked to stop reading
 	held4out atomic.Bool   // stopped: too much posted waits to be written (Options.MaxPosted)
+	deferred atomic.Bool   // stopped: the handler deferred the held frame's payload (Defer)
 	total    atomic.Uint64 // bytes read from the socket so far
 	polledAt atomic.Int64  // nanotime of the last Poll by a waiting goroutine
 
@@ -157,6 +158,11 @@ func (c *Conn) Resume() {
 	c.Progress()
 }
 
+// Deferred reports whether reading waits for the handler: it deferred the
+// payload of the frame it was last asked about (Defer) and has not had
+// it asked for again since (Resume).
+func (c *Conn) Deferred() bool { return c.rd.deferred.Load() }
+
 // Defer, called from Handler.Payload instead of naming a buffer, leaves the
 // frame's payload in the socket: reading stops until Resume, which asks
 // Payload again. A handler defers a large payload that nobody waits for
@@ -250,7 +256,11 @@ func (c *Conn) choose() bool {
 	rd.discardNext, rd.deferNext, rd.partsNext = false, false, 0
 	dst := c.h.Payload(c, &rd.hdr)
 	if c.failed.Load() != nil || dst == nil && rd.deferNext {
+		rd.deferred.Store(rd.deferNext)
 		return false
+	}
+	if rd.deferred.Load() {
+		rd.deferred.Store(false)
 	}
 	rd.held, rd.inBody, rd.got, rd.dst = false, true, 0, dst
 	rd.discarding = dst == nil && rd.discardNext

@@ -113,3 +113,61 @@ func TestPauseFromOutside(t *testing.T) {
 	}
 	rx.Check(t)
 }
+
+// deferring is a looptest.Handler whose Payload defers every frame while
+// hold is set.
+type deferring struct {
+	*looptest.Handler
+	hold atomic.Bool
+}
+
+func (d *deferring) Payload(c *ioloop.Conn, h *frame.Header) []byte {
+	if d.hold.Load() {
+		c.Defer()
+		return nil
+	}
+	return d.Handler.Payload(c, h)
+}
+
+// TestDeferred: Deferred reports a payload the handler deferred, from the
+// Payload call that deferred it until one after Resume names a buffer; a
+// frame delivered before it, or reading that goes on after, does not.
+func TestDeferred(t *testing.T) {
+	for _, family := range families {
+		t.Run(familyName(family), func(t *testing.T) {
+			looptest.LeakCheck(t)
+			l := looptest.NewLoop(t, ioloop.Options{})
+			rx := &deferring{Handler: looptest.NewHandler()}
+			ca, cb := connPairBuf(t, l, family, 0, looptest.NewHandler(), rx)
+			send := func(aux uint32) {
+				h := frame.Header{Kind: frame.KindSend, Aux: aux}
+				if err := ca.Send(&h, looptest.Patterned(uint64(aux), 1000)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(0)
+			rx.WaitFrames(t, 1)
+			if cb.Deferred() {
+				t.Fatal("Deferred after a frame delivered")
+			}
+			rx.hold.Store(true)
+			send(1)
+			for end := time.Now().Add(10 * time.Second); !cb.Deferred(); time.Sleep(time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatal("Deferred never reported the deferred payload")
+				}
+			}
+			cb.Resume() // asks again: deferred again
+			if !cb.Deferred() || rx.Count() != 1 {
+				t.Fatalf("after a Resume that deferred again: Deferred %v, %d frames delivered, want true and 1", cb.Deferred(), rx.Count())
+			}
+			rx.hold.Store(false)
+			cb.Resume()
+			got := rx.WaitFrames(t, 2)
+			if cb.Deferred() {
+				t.Fatal("Deferred after the payload was read")
+			}
+			looptest.AssertFrame(t, got[1], frame.Header{Kind: frame.KindSend, Aux: 1}, looptest.Patterned(1, 1000), false)
+		})
+	}
+}

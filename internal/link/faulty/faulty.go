@@ -4,8 +4,9 @@
 // it holds them (Stall, as a peer whose process stopped while its kernel
 // still acknowledges; StallAfter, one that stopped partway through what
 // it was sending), hands what is read over only a while after it
-// came (Delay), flips one (Corrupt), or ends the stream (Cut). It is
-// written against ioloop's Stream seam alone.
+// came (Delay), flips one (Corrupt), leaves out what one write wrote
+// (DropWrite), or ends the stream (Cut). It is written against ioloop's
+// Stream seam alone.
 package faulty
 
 import (
@@ -35,6 +36,8 @@ type Stream struct {
 	flip    int64 // the offset of the read stream whose byte Corrupt flips; -1: none
 	read    int64 // bytes handed to the Conn so far
 	held    []chunk
+	drop    bool        // DropWrite: the next Writev's bytes are left out
+	dropped int64       // bytes left out so far
 	heldErr error       // what the wrapped Read returned after the held bytes
 	timer   *time.Timer // looks again once the first held chunk is due
 }
@@ -126,6 +129,24 @@ func (s *Stream) Corrupt(after int64) {
 	s.mu.Unlock()
 }
 
+// DropWrite leaves out the bytes of the next Writev that has any to
+// write: it reports them written and writes none, as a relay on the path
+// that dropped what passed in one go. Under a sealed Stream, whose
+// Writev hands its records over whole, that is whole records, provided
+// the write before went out whole (an idle stream's).
+func (s *Stream) DropWrite() {
+	s.mu.Lock()
+	s.drop = true
+	s.mu.Unlock()
+}
+
+// Dropped returns how many bytes DropWrite left out so far.
+func (s *Stream) Dropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
 // Cut ends the wrapped stream in both directions, as a link that broke.
 func (s *Stream) Cut() { s.in.Shutdown() }
 
@@ -211,11 +232,22 @@ func (s *Stream) lookIn(d time.Duration) {
 
 // Writev implements ioloop.Stream.
 func (s *Stream) Writev(bufs [][]byte) (int, error) {
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
 	s.mu.Lock()
-	stalled := s.stalled
+	stalled, drop := s.stalled, s.drop && n > 0
+	if drop && !stalled {
+		s.drop = false
+		s.dropped += int64(n)
+	}
 	s.mu.Unlock()
-	if stalled {
+	switch {
+	case stalled:
 		return 0, unix.EAGAIN
+	case drop:
+		return n, nil
 	}
 	return s.in.Writev(bufs)
 }

@@ -152,3 +152,44 @@ func TestCut(t *testing.T) {
 		t.Fatalf("sending after the cut: %v, want a *ConnError", err)
 	}
 }
+
+// TestDropWrite: the frame of the write after DropWrite never arrives,
+// though its sender saw it written, and the frames before and after it
+// do, whole and in order.
+func TestDropWrite(t *testing.T) {
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ioloop.SocketStream(fds[0])
+	if err != nil {
+		unix.Close(fds[1])
+		t.Fatal(err)
+	}
+	f := faulty.Wrap(out)
+	tx, err := l.RegisterStream(f, 1, looptest.NopHandler{}, nil)
+	if err != nil {
+		unix.Close(fds[1])
+		t.Fatal(err)
+	}
+	rx := looptest.NewHandler()
+	if _, err := l.Register(fds[1], 2, rx); err != nil {
+		t.Fatal(err)
+	}
+	send(t, tx, 0, looptest.Patterned(0, 100))
+	f.DropWrite()
+	send(t, tx, 1, looptest.Patterned(1, 200))
+	send(t, tx, 2, looptest.Patterned(2, 300))
+	got := rx.WaitFrames(t, 2)
+	looptest.AssertFrame(t, got[0], frame.Header{Kind: frame.KindSend, Aux: 0}, looptest.Patterned(0, 100), false)
+	looptest.AssertFrame(t, got[1], frame.Header{Kind: frame.KindSend, Aux: 2}, looptest.Patterned(2, 300), false)
+	if n := f.Dropped(); n != frame.HeaderSize+200 {
+		t.Fatalf("Dropped() = %d, want the one frame's %d bytes", n, frame.HeaderSize+200)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := rx.Count(); n != 2 {
+		t.Fatalf("%d frames delivered, want 2", n)
+	}
+}
