@@ -207,7 +207,7 @@ func (p *peer) useCredit(c *ioloop.Conn, cost uint64) bool {
 
 // noCredit drops p, which sent a frame beyond its credit (err) on c.
 func (p *peer) noCredit(c *ioloop.Conn, err error) {
-	p.drop(c, "boltmesh: a peer sent beyond its flow-control credit; dropping it", err)
+	p.drop(c, err)
 }
 
 // freeCredit releases cost of p's credit.

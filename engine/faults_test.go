@@ -26,7 +26,8 @@ type faultKey struct{ rank, peer, stream int }
 
 // faultyMesh builds an n-rank mesh over TCP (no shared memory) whose
 // every connection is under a faulty.Stream, and returns its transports
-// and their streams' fault controls.
+// and their streams' fault controls. Its ranks log nothing unless opts
+// has a Logger.
 func faultyMesh(t *testing.T, n int, opts engine.Options) ([]*engine.NetTransport, map[faultKey]*faulty.Stream) {
 	t.Helper()
 	var mu sync.Mutex
@@ -43,7 +44,9 @@ func faultyMesh(t *testing.T, n int, opts engine.Options) ([]*engine.NetTranspor
 	})
 	defer engine.SetStreamHook(nil)
 	opts.SharedMemory = engine.SharedMemoryOff
-	opts.Logger = discardLogger
+	if opts.Logger == nil {
+		opts.Logger = discardLogger
+	}
 	ts := meshtest.Mesh(t, n, opts)
 	faults := map[faultKey]*faulty.Stream{}
 	mu.Lock()

@@ -49,6 +49,7 @@ func (t *NetTransport) beating() {
 				if p.up() {
 					p.link.checkLive(now) // a routed link has none of its own
 				}
+				p.warns.flush(t.opts.Logger, now)
 			}
 		}
 	}

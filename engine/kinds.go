@@ -11,15 +11,17 @@ import (
 // goes (payload; nil, or a nil result, for none or a pooled buffer), and
 // what the whole frame does (arrive, which owns bb when it is not nil).
 // The link has checked that the kind may come on the lane it came on.
+// A kind without a row (HELLO, AUTH, REJECT, NEIGHBOUR after the
+// handshake; GONE but from a star's coordinator, which its hub takes)
+// breaks the protocol.
 type frameOps struct {
 	payload func(p *peer, c *ioloop.Conn, l lane, h *frame.Header) []byte
 	arrive  func(p *peer, c *ioloop.Conn, l lane, h *frame.Header, payload []byte, bb *ioloop.Buffer)
 }
 
 // kinds is the matcher's table of frame kinds, one row each, the header's
-// handling next to the payload's. A kind without a row is dropped with a
-// warning. (Filled in init: the handlers reach peer.arrive, which reads
-// the table.)
+// handling next to the payload's. (Filled in init: the handlers reach
+// peer.arrive, which reads the table.)
 var kinds [256]frameOps
 
 func init() {
@@ -163,8 +165,12 @@ func init() {
 // (held within the peer's credit). A payload that will be refused (a PUT
 // outside the heap, a reply nobody waits for) is discarded as it is read.
 func (p *peer) payload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
-	if f := kinds[h.Kind].payload; f != nil {
-		return f(p, c, l, h)
+	ops := &kinds[h.Kind]
+	switch {
+	case ops.arrive == nil:
+		p.violation(c, fmt.Errorf("%w: a %v frame, which no peer sends after the handshake", ErrProtocol, h.Kind))
+	case ops.payload != nil:
+		return ops.payload(p, c, l, h)
 	}
 	return nil
 }
@@ -176,6 +182,5 @@ func (p *peer) arrive(c *ioloop.Conn, l lane, h *frame.Header, payload []byte, b
 		f(p, c, l, h, payload, bb)
 		return
 	}
-	putBuffer(bb)
-	p.t.opts.Logger.Warn("boltmesh: dropped frame of unsupported kind", "rank", p.rank, "kind", h.Kind)
+	putBuffer(bb) // refused in payload
 }

@@ -96,11 +96,10 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, w *streamWatch, name string, 
 	if read := c.BytesRead(); read != w.read || held || w.stalled(c) {
 		w.read, w.silent, w.heard = read, 0, now
 	} else if w.silent++; w.silent >= silentBeats*checksPerBeat {
-		s := &SilenceError{Stream: name, Silent: now.Sub(w.heard).Round(time.Millisecond)}
-		p.t.opts.Logger.Warn("boltmesh: peer silent, dropping its connection", "rank", p.t.rank, "peer", p.rank, "stream", name, "silent", s.Silent)
 		// Noted first, so that the loss names the silence whatever the
-		// streams report as they end (cause); then every stream, at once.
-		lv.silence.Store(s)
+		// streams report as they end (cause), and logs it; then every
+		// stream, at once.
+		lv.silence.Store(&SilenceError{Stream: name, Silent: now.Sub(w.heard).Round(time.Millisecond)})
 		c.Abort(ErrNoHeartbeat)
 		p.link.abort(c, ErrNoHeartbeat)
 		return false
@@ -115,10 +114,10 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, w *streamWatch, name string, 
 	}
 	w.idle++
 	if lv.mustRead && !held && c.Queued() > 0 && w.idle >= silentBeats*checksPerBeat {
-		p.t.opts.Logger.Warn("boltmesh: a worker read nothing of what waits for it; dropping its connection", "rank", p.t.rank, "peer", p.rank, "queued", c.Queued())
+		err := fmt.Errorf("%w (%d frames wait for it)", ErrNotReading, c.Queued())
 		lv.unread.Store(true) // first, as for silence
-		c.Abort(ErrNotReading)
-		p.link.abort(c, ErrNotReading)
+		c.Abort(err)
+		p.link.abort(c, err)
 		return false
 	}
 	switch {

@@ -319,7 +319,6 @@ func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb
 // peer broke the protocol there (a frame that does not decode, after a
 // GOODBYE too) loses the peer.
 func (s *meshStream) Closed(c *ioloop.Conn, err error) {
-	s.l.p.noteBroken(err)
 	if !s.idle() {
 		defer s.l.p.readEnded(s.lane, s.l.cause(err)) // once the peer's loss is noted, if this stream's end is it
 	}

@@ -105,16 +105,20 @@ func (u *hub) from(h *frame.Header) *peer {
 func (u *hub) Payload(c *ioloop.Conn, h *frame.Header) []byte {
 	p := u.from(h)
 	relay := h.Kind == frame.KindRelay || h.Kind == frame.KindPart
+	if p == nil { // refused on the header
+		u.breach(c, fmt.Errorf("sent a %v frame with Src %d and Dst %d, from or to no peer of this worker", h.Kind, h.Src, h.Dst))
+		return nil
+	}
 	if l := relayed(p); l != nil && relay {
 		return u.relayPayload(c, p, l, h)
 	} else if l != nil && l.in.on && h.Kind != frame.KindGone {
 		u.breach(c, fmt.Errorf("sent a %v from rank %d before the last part of the frame it relays from there", h.Kind, p.rank))
 		return nil
-	} else if p != nil && relay {
+	} else if relay {
 		u.breach(c, fmt.Errorf("sent a %v of its own", h.Kind))
 		return nil
 	}
-	if p != nil && h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat && !refused(p) {
+	if h.Kind != frame.KindGone && h.Kind != frame.KindHeartbeat && !refused(p) {
 		if b := p.payload(c, laneData, h); b != nil || !refused(p) {
 			return b
 		}
@@ -130,9 +134,7 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 	p := u.from(h)
 	switch {
 	case p == nil:
-		putBuffer(bb)
-		u.t.opts.Logger.Warn("boltmesh: the coordinator sent a frame with a bad source or destination; dropping the connection", "src", h.Src, "dst", h.Dst, "kind", h.Kind)
-		c.Close()
+		putBuffer(bb) // refused in Payload
 	case h.Kind == frame.KindHeartbeat:
 		putBuffer(bb)
 		if p.rank == 0 {
@@ -156,7 +158,6 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 // Closed implements ioloop.Handler: without the coordinator, every peer
 // is lost.
 func (u *hub) Closed(_ *ioloop.Conn, err error) {
-	u.t.peer(0).noteBroken(err)
 	err = u.t.peer(0).link.cause(err) // the coordinator's link watches the stream
 	for _, p := range u.t.view().peers {
 		if p.rank != u.t.rank {

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"context"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 )
@@ -37,4 +40,64 @@ func TestLogLimiter(t *testing.T) {
 	if ok, _ := l.allow(later); ok {
 		t.Fatal("the refilled burst is larger than refusalBurst")
 	}
+}
+
+// TestRepeatLog: a peer's repeated warning is logged the first time,
+// then counted: the next line, a repeatEvery on, carries the count
+// ("more"), whether a new warning (warn) or the heartbeat's flush brings
+// it; nothing is logged while nothing was counted.
+func TestRepeatLog(t *testing.T) {
+	rec := &lines{}
+	l := slog.New(rec)
+	var r repeatLog
+	t0 := time.Unix(1000, 0)
+	r.warn(l, t0, "w", "n", 0)
+	for i := 1; i <= 100; i++ {
+		r.warn(l, t0.Add(time.Duration(i)*time.Millisecond), "w", "n", i)
+	}
+	r.flush(l, t0.Add(repeatEvery-time.Millisecond)) // not due
+	if got := rec.take(); len(got) != 1 || got[0] != "w n=0" {
+		t.Fatalf("in the first interval: %q, want the first warning alone", got)
+	}
+	r.flush(l, t0.Add(repeatEvery))
+	if got := rec.take(); len(got) != 1 || got[0] != "w n=100 more=100" {
+		t.Fatalf("flushed: %q, want the last warning with the count", got)
+	}
+	r.flush(l, t0.Add(3*repeatEvery))
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("a flush with nothing counted logged %q", got)
+	}
+	r.warn(l, t0.Add(3*repeatEvery), "w", "n", 101) // a repeatEvery after the last line
+	r.warn(l, t0.Add(3*repeatEvery+time.Second), "w", "n", 102)
+	r.warn(l, t0.Add(4*repeatEvery), "w", "n", 103)
+	if got := rec.take(); len(got) != 2 || got[0] != "w n=101" || got[1] != "w n=103 more=1" {
+		t.Fatalf("later warnings: %q, want the first of them and then the next due with the count", got)
+	}
+}
+
+// lines is a slog.Handler that keeps each record as "msg k=v ...".
+type lines struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (h *lines) Enabled(context.Context, slog.Level) bool { return true }
+func (h *lines) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *lines) WithGroup(string) slog.Handler            { return h }
+func (h *lines) Handle(_ context.Context, r slog.Record) error {
+	s := r.Message
+	r.Attrs(func(a slog.Attr) bool { s += " " + a.String(); return true })
+	h.mu.Lock()
+	h.got = append(h.got, s)
+	h.mu.Unlock()
+	return nil
+}
+
+// take returns the lines so far and forgets them.
+func (h *lines) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	got := h.got
+	h.got = nil
+	return got
 }

@@ -208,16 +208,24 @@ type Options struct {
 	// or reordered is lost, and operations on that peer fail with
 	// ErrTampered inside ErrPeerLost. SealAuto: a mesh with a key seals
 	// every link that leaves the host (either end sees the other's
-	// address as not loopback, and they run on different machines). SealAlways:
+	// address as not loopback, and they run on different machines); a
+	// loopback link stays unsealed, even between ranks whose HostIDs
+	// differ (several hosts emulated on one machine): SealAlways seals
+	// it. SealAlways:
 	// every TCP link, loopback too, but those between neighbours, whose
 	// frames go through shared memory (needs a key). SealNever: none; a
 	// peer that must seal is refused. Ranks of one mesh should agree;
 	// Topology().Sealed lists the sealed peers. Default SealAuto.
 	Seal SealMode
-	// Logger receives warnings: refused connections (the first 5 at once,
-	// then at most one every 10 s, each saying how many were not logged
-	// since the one before, so that a flood of strangers does not flood
-	// the log), the first error of an accept loop, a missing mesh key.
+	// Logger receives warnings: a peer lost, once per peer with its rank
+	// and the cause (a crash, silence, tampering, a breach of the
+	// protocol; not a peer that closed in order); refused connections
+	// (the first 5 at once, then at most one every 10 s, each saying how
+	// many were not logged since the one before, so that a flood of
+	// strangers does not flood the log); what a peer can cause over and
+	// over (frames a star's coordinator cannot forward: a line, then at
+	// most one every 10 s per peer with the count since, "more"); the
+	// first error of an accept loop, a missing mesh key.
 	// Default slog.Default().
 	Logger *slog.Logger
 	// OnReject, if set, is called for every connection refused during

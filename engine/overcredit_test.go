@@ -382,7 +382,7 @@ func (h *heapPeak) stop() int64 {
 
 // TestUndecodableFrameLogged: a peer whose bytes do not decode as a frame
 // (a kind no version defines) is dropped, every stream of it, and the
-// rank says why, once.
+// rank says why, once: its loss, with the undecodable frame as the cause.
 func TestUndecodableFrameLogged(t *testing.T) {
 	rec := &recordLog{}
 	opts := overCreditOpts()
@@ -402,7 +402,7 @@ func TestUndecodableFrameLogged(t *testing.T) {
 			switch a.Key {
 			case "peer":
 				peer = a.Value.Int64()
-			case "err":
+			case "cause":
 				cause, _ = a.Value.Any().(error)
 			}
 			return true

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -19,6 +18,7 @@ import (
 //	in/out credit.go           flow-control credit granted to the peer, and by it
 //	svcIn  service.go          the service frame being read
 //	bye    goodbye.go          the peer's orderly close
+//	warns  lograte.go          the warnings it causes over and over, rate-limited
 //
 // Lock rule: mu guards m, rdv, one (but for its atomics), lost and
 // windowOpen: the matcher, rendezvous and one-sided state move
@@ -27,8 +27,8 @@ import (
 // after taking it out of them under mu. mu is never held while calling
 // into the link, but for Defer and Discard from inside payload: a send
 // that fails calls the handlers, which take mu. The credit has its own
-// locks; svcIn belongs to the reader of the link's control lane; bye and
-// the atomics need none.
+// locks, and so does warns; svcIn belongs to the reader of the link's
+// control lane; bye and the atomics need none.
 type peer struct {
 	t    *NetTransport
 	rank int
@@ -47,6 +47,7 @@ type peer struct {
 	spin  spinGauge     // how long waits on the peer spin (spin_gauge.go)
 	copy  copyState     // the single copy with a neighbour (single_copy.go)
 	seal  atomic.Uint32 // the sealed.Cipher its links are sealed with, 0: none (seal.go)
+	warns repeatLog
 
 	windowOpen bool          // the first CREDIT went out
 	released   chan struct{} // closed when the link is released
@@ -84,20 +85,11 @@ func (p *peer) closed(err error) {
 	p.lose(err)
 }
 
-// noteBroken logs err, the end of one of p's streams, if it ended because
-// p sent bytes that are not a frame there (ioloop.ErrProtocol: a header
-// the decoder refuses, a pipe position past its ring): p is dropped for
-// that as for any other breach, which drop logs.
-func (p *peer) noteBroken(err error) {
-	var ce *ioloop.ConnError
-	if errors.As(err, &ce) && ce.Op != "abort" && errors.Is(ce.Err, ioloop.ErrProtocol) {
-		p.t.opts.Logger.Warn("boltmesh: a peer sent bytes that are not a valid frame; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
-	}
-}
-
 // lose fails every operation with p: the connection to it broke with err
 // or, in a star, the coordinator reported it gone. It may run more than
-// once; the first cause stays.
+// once; the first cause stays. A peer lost other than by an orderly close
+// (its GOODBYE) or this rank's own is logged once, with that cause: a
+// crash, silence, tampering, a breach of the protocol.
 func (p *peer) lose(err error) {
 	defer p.t.announceGone(p)
 	defer p.servicePeerLost()
@@ -112,7 +104,9 @@ func (p *peer) lose(err error) {
 		p.t.noteClosed(p.rank, done, coll, lost)
 		p.fail(ErrPeerLost, ErrPeerClosed)
 	default:
-		p.t.noteLoss(p.rank, err) // first, as noteClosed above
+		if p.t.noteLoss(p.rank, err) { // first, as noteClosed above
+			p.t.opts.Logger.Warn("boltmesh: lost a peer", "rank", p.t.rank, "peer", p.rank, "cause", err)
+		}
 		p.fail(ErrPeerLost, err)
 	}
 }

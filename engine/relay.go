@@ -40,11 +40,9 @@ func relayed(p *peer) *routeLink {
 }
 
 // breach drops the connection to the coordinator, which broke the
-// protocol (what it did: err); every peer is then lost.
+// protocol (what it did: err); every peer is then lost, and logged so.
 func (u *hub) breach(c *ioloop.Conn, err error) {
-	err = fmt.Errorf("%w: the coordinator %v", ErrProtocol, err)
-	u.t.opts.Logger.Warn("boltmesh: the coordinator broke the protocol; dropping the connection", "rank", u.t.rank, "err", err)
-	c.Abort(err)
+	c.Abort(fmt.Errorf("%w: the coordinator %v", ErrProtocol, err))
 }
 
 // relayPayload is the hub's Payload for a RELAY or PART from p, whose

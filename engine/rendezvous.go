@@ -525,11 +525,11 @@ func (p *peer) failRdv() {
 
 // violation drops p, which broke the protocol with err on c.
 func (p *peer) violation(c *ioloop.Conn, err error) {
-	p.drop(c, "boltmesh: a peer broke the protocol; dropping it", err)
+	p.drop(c, err)
 }
 
-// drop logs why (msg, err) and drops p, which sent something it must not
-// on c: every stream of it at once, not just c, so that none of them
+// drop drops p, which sent something it must not on c (err says what; the
+// loss logs it, once): every stream of it at once, not just c, so that none of them
 // serves it after (the control stream ending alone does not lose a peer
 // that said GOODBYE: its data stream would stay open). Called from the
 // handler's Payload, it refuses the frame on its header: nothing more is
@@ -537,8 +537,7 @@ func (p *peer) violation(c *ioloop.Conn, err error) {
 // (ioloop.Handler). A star worker's stream to another worker is its one
 // connection to the coordinator, which it keeps: the peer alone is lost,
 // and what comes from it after is dropped unread (routeLink.refuse).
-func (p *peer) drop(c *ioloop.Conn, msg string, err error) {
-	p.t.opts.Logger.Warn(msg, "rank", p.t.rank, "peer", p.rank, "err", err)
+func (p *peer) drop(c *ioloop.Conn, err error) {
 	if l, ok := p.link.(*routeLink); ok {
 		l.refuse(p, err)
 		return

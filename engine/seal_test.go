@@ -324,6 +324,7 @@ func TestSealingRule(t *testing.T) {
 		{"auto, keyed, remote", h(keyed|remote, false, false), h(keyed|remote, false, false), true, false, false},
 		{"auto, keyed, one end sees remote", h(keyed, false, false), h(keyed|remote, false, false), true, false, false},
 		{"auto, keyed, loopback", h(keyed, false, false), h(keyed, false, false), false, false, false},
+		{"auto, keyed, loopback, hosts differ", h(keyed, true, false), frame.Hello{Seal: keyed, HostID: [frame.HostIDSize]byte{3}}, false, false, false},
 		{"auto, keyless, remote", h(remote, false, false), h(remote, false, false), false, false, true},
 		{"auto, keyed, remote, same machine", h(keyed|remote, false, true), h(keyed|remote, false, true), false, false, false},
 		{"always, loopback", h(always|keyed, false, false), h(keyed, false, false), true, false, false},
@@ -344,6 +345,22 @@ func TestSealingRule(t *testing.T) {
 			if w := engine.UnsealedWarned(mine, theirs); w != tc.warned {
 				t.Errorf("%s (swapped %v): warned %v, want %v", tc.name, swap, w, tc.warned)
 			}
+		}
+	}
+}
+
+// TestSealLoopbackHosts: ranks on loopback that name different hosts
+// (HostID, as an emulation of several hosts on one machine does) are not
+// sealed by SealAuto, as documented, and are by SealAlways.
+func TestSealLoopbackHosts(t *testing.T) {
+	for _, tc := range []struct {
+		seal engine.SealMode
+		want string
+	}{{engine.SealAuto, "[]"}, {engine.SealAlways, "[1]"}} {
+		ts := meshtest.Hosts(t, []string{"host-a", "host-b"}, engine.Options{MeshKey: sealKey, Seal: tc.seal})
+		exchangeAll(t, ts, 100000)
+		if got := fmt.Sprint(ts[0].Topology().Sealed); got != tc.want {
+			t.Errorf("Seal %v: rank 0's sealed peers %s, want %s", tc.seal, got, tc.want)
 		}
 	}
 }

@@ -257,8 +257,7 @@ func (p *peer) copied(id uint64) {
 // copyFailed drops p, whose message this rank failed to copy (err, from
 // linkshm.ReadPeer), and returns the error of the receive that wanted it.
 func (p *peer) copyFailed(c *ioloop.Conn, err error) error {
-	err = fmt.Errorf("%w: %w", ErrSingleCopy, err)
-	p.t.opts.Logger.Warn("boltmesh: a single copy from a neighbour failed; dropping it", "rank", p.t.rank, "peer", p.rank, "err", err)
+	err = fmt.Errorf("%w: %w", ErrSingleCopy, err) // the loss logs it
 	if c != nil {
 		c.Abort(err)
 	}

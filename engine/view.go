@@ -124,21 +124,23 @@ func (v *view) lostErr(op string) error {
 // noteLoss makes the next view: rank's connection broke of cause, without
 // a GOODBYE. It runs before the peer's receives fail, so that their
 // errors name the first loss (lossErr), and so does a GOODBYE this rank
-// sends once they have.
-func (t *NetTransport) noteLoss(rank int, cause error) {
+// sends once they have. It reports whether rank left now (its first
+// departure).
+func (t *NetTransport) noteLoss(rank int, cause error) (left bool) {
 	t.changeView(func(v *view) bool {
 		first, firstCause := v.loss.first, v.loss.cause
 		v.loss.lost(rank, cause)
 		changed := v.loss.first != first || v.loss.cause != firstCause
 		if v.departed(rank) == nil {
 			v.left = append(v.left, departure{rank: rank, cause: cause})
-			changed = true
+			changed, left = true, true
 		}
 		if v.broken < 0 {
 			v.broken, changed = rank, true
 		}
 		return changed
 	})
+	return left
 }
 
 // noteClosed makes the next view: rank closed in order after completing
