@@ -19,6 +19,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/plumb"
+	"github.com/boltmesh/boltmesh/ioloop"
 )
 
 // Floods: a peer that sends faster than this rank receives, in every shape
@@ -29,6 +30,10 @@ import (
 
 // floodWindow is the receiver's MaxQueuedBytes in the flood tests.
 const floodWindow = 8 << 20
+
+// drainKept is what the receiver may still hold once it received every
+// message of a flood: the pools' spare buffers, queues kept for reuse.
+const drainKept = 4 << 20
 
 // floodSlack is what the receiver may hold beyond its window: answers
 // waiting to be written (MaxPosted, 1 MiB here), staging buffers, the
@@ -110,8 +115,12 @@ func runFloodChild(t *engine.NetTransport, name string) error {
 		}
 	case s.rdv > 0:
 		reqs := make([]engine.Request, 0, s.rdv)
-		for range s.rdv {
-			r, err := t.SendNB(0, floodTag, buf)
+		for i := range s.rdv {
+			tag := floodTag
+			if s.tags > 1 {
+				tag = floodTagOf(s, i)
+			}
+			r, err := t.SendNB(0, tag, buf)
 			if err != nil {
 				return err
 			}
@@ -332,6 +341,20 @@ func (f *floodRun) checkMemory(t testing.TB, name string, window int64, peak boo
 	}
 }
 
+// settlePools has the smallest payloads' pool settle on its size, as a
+// process that has received many does: from then on a new buffer for a
+// 1-byte payload is 64 bytes (bytebufferpool's least), not 8, the most a
+// tiny message holds.
+func settlePools() {
+	bufs := make([]*ioloop.Buffer, 50_000) // more than the stash keeps, so most go to the pool
+	for i := range bufs {
+		bufs[i] = ioloop.GetBuffer(1)
+	}
+	for _, bb := range bufs {
+		ioloop.PutBuffer(bb)
+	}
+}
+
 // allocated returns the bytes allocated since the flood began: what it
 // made this process hold, and the garbage it left on the way.
 func (f *floodRun) allocated() int64 { return int64(totalAlloc() - f.alloc) }
@@ -387,7 +410,7 @@ func drainFlood(t testing.TB, f *floodRun, s floodShape) int64 {
 
 func recvFlood(t testing.TB, tr *engine.NetTransport, s floodShape, seq int, buf []byte) {
 	tag := floodTagOf(s, seq)
-	if s.rdv > 0 {
+	if s.rdv > 0 && s.tags <= 1 {
 		tag, seq = floodTag, 0
 	}
 	n, err := tr.RecvInto(1, tag, buf)
@@ -492,9 +515,16 @@ func drainMix(t testing.TB, f *floodRun) {
 // peakShapes are floods of the default window (64 MiB), for TestFloodPeak:
 // a shape that holds little per message but makes garbage as it grows (a
 // queue copied as it doubles, a buffer per empty payload) shows it best
-// at that scale.
+// at that scale, and so does one that leaves room behind once received
+// (a map of every tag a flood used, which Go never shrinks by itself).
+// A 1-byte message on a tag of its own holds about 260 bytes there once
+// the pools have settled on their sizes (settlePools), within the 385 its
+// credit counts (frame.Cost), an RTS about 170 within 384
+// (bench/RESULTS.md, "Floods on distinct tags").
 var peakShapes = []floodShape{
 	{name: "rpc-window", msgs: 300_000, rpc: true},
+	{name: "tags-window", msgs: 300_000, size: 1, tags: 300_000},
+	{name: "rts-tags-window", msgs: 300_000, size: 4 << 10, tags: 300_000, rdv: 300_000},
 }
 
 // TestFloodPeak floods with each of peakShapes and checks what the flood
@@ -502,12 +532,19 @@ var peakShapes = []floodShape{
 // not only what stays after a GC: all within the window and the slack.
 func TestFloodPeak(t *testing.T) {
 	const window = 64 << 20
+	settlePools()
 	for _, s := range peakShapes {
 		t.Run(s.name, func(t *testing.T) {
 			f := startFloodWindow(t, s.name, window)
 			f.checkMemory(t, s.name, window, true)
 			if n := drainFlood(t, f, s); n != int64(s.msgs) {
 				t.Errorf("received %d messages, want %d", n, s.msgs)
+			}
+			runtime.GC()
+			kept := heapInuse() - f.before
+			t.Logf("%s: once every message was received, heap +%d KiB after GC", s.name, kept>>10)
+			if kept > drainKept {
+				t.Errorf("once every message was received rank 0 still holds %d KiB, want at most %d KiB", kept>>10, drainKept>>10)
 			}
 			f.finish(t)
 		})

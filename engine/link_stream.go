@@ -22,7 +22,7 @@ import (
 type streamLink struct {
 	oneStream
 	p        *peer
-	fwd      fwdCounter // at the coordinator: bytes from this worker being forwarded
+	fwd      fwdCounter // at the coordinator: what this worker's frames being forwarded hold (fwdCost)
 	live     liveness
 	watch    streamWatch
 	relaying bool                   // at the coordinator: the frame being relayed in parts goes on (else its parts are dropped)
@@ -158,24 +158,34 @@ func (l *streamLink) routable(h *frame.Header) bool {
 // pass writes out, a frame from this link's worker with its payload in
 // bb, on the stream to dst (a coordinator's every link is a streamLink),
 // and pauses the worker's stream c while too much of what it sent waits
-// there.
+// there: each frame counts what it holds while it waits (fwdCost).
 func (l *streamLink) pass(c *ioloop.Conn, dst *streamLink, out *frame.Header, bb *ioloop.Buffer) {
-	if l.fwd.add(int64(len(bb.B)), l.p.t.opts.MaxQueuedBytes) {
+	if l.fwd.add(fwdCost(len(bb.B)), l.p.t.opts.MaxQueuedBytes) {
 		c.Pause()
 	}
 	dst.conn.PostBuffer(out, bb, l.fwd.done)
 }
 
-// forwarded accounts n bytes from the worker written on (or dropped) and
-// resumes its stream once the backlog is below half the limit.
+// forwarded accounts a frame with n bytes of payload from the worker
+// written on (or dropped) and resumes its stream once the backlog is
+// below half the limit.
 func (l *streamLink) forwarded(n int) {
-	if l.fwd.sub(int64(n), l.p.t.opts.MaxQueuedBytes) {
+	if l.fwd.sub(fwdCost(n), l.p.t.opts.MaxQueuedBytes) {
 		go l.conn.Resume() // not here: the writer's locks may be held
 	}
 }
 
-// fwdCounter counts the bytes a coordinator forwards from one worker that
-// are not yet written on, to pause that worker past a limit.
+// fwdCost is what a frame with an n-byte payload that a coordinator
+// forwards holds while it waits to be written on: its pooled buffer (n
+// rounded up to a power of two) and its place in the queue, header
+// included, which frame.Cost's MsgOverhead covers. Counting the payload
+// alone, a worker's frames with short or no payloads (CREDIT, CTS, a
+// GET_REQ) would cost the coordinator their queue entries unbounded.
+func fwdCost(n int) int64 { return int64(frame.Cost(uint64(n))) }
+
+// fwdCounter counts what a coordinator holds of the frames it forwards
+// from one worker that are not yet written on (fwdCost), to pause that
+// worker past a limit.
 type fwdCounter struct {
 	mu     sync.Mutex
 	n      int64

@@ -18,6 +18,7 @@ import (
 // matcher methods are called with it held.
 type matcher struct {
 	tags  map[uint32]*tagQueue
+	most  int          // the most tags held since tags was made (shrink)
 	held  atomic.Int32 // the queues of tags in use, for a look without the peer's lock (dropUnwanted)
 	freeQ []*tagQueue  // emptied queues, for reuse
 	// parked is the last tag's queue emptied, left in tags (under
@@ -141,6 +142,7 @@ func (m *matcher) queue(tag uint32) *tagQueue {
 		}
 		q.tag = tag
 		m.tags[tag] = q
+		m.most = max(m.most, len(m.tags))
 		m.held.Add(1)
 	case q == m.parked:
 		m.parked = nil
@@ -209,8 +211,32 @@ func (m *matcher) tidy(tag uint32, q *tagQueue) {
 	if m.parked != nil {
 		delete(m.tags, m.parkedTag)
 		m.recycle(m.parked)
+		m.shrink()
 	}
 	m.parked, m.parkedTag = q, tag
+}
+
+// shrinkFrom is the most tags from which the map of tags is made anew
+// once it holds a sixteenth of that: a Go map never gives back the room
+// it grew to, so a peer that once queued a message on each of many tags
+// (a flood on distinct tags, up to its window's worth: 260,000 at the
+// default) would otherwise leave this rank holding that room (about 10
+// MiB) for good.
+const shrinkFrom = 4096
+
+// shrink makes the map of tags anew, with what it holds, once it holds a
+// sixteenth of the most it held: each copy costs a sixteenth of the
+// deletions since the last, so tags in use still cost no allocation in
+// a steady state.
+func (m *matcher) shrink() {
+	if m.most < shrinkFrom || len(m.tags) > m.most/16 {
+		return
+	}
+	tags := make(map[uint32]*tagQueue, len(m.tags))
+	for tag, q := range m.tags {
+		tags[tag] = q
+	}
+	m.tags, m.most = tags, len(tags)
 }
 
 // recycle keeps q, emptied and out of tags, for reuse.

@@ -37,7 +37,7 @@ func runChild(c childproc.Child) error {
 		return err
 	}
 	var opts engine.Options
-	if role == "flood-rts" {
+	if role == "flood-rts" || role == "flood-rts-tags-window" {
 		opts.EagerMax = 1 << 10
 	}
 	t, err := engine.FromListener(rank, len(addrs), ln, addrs, opts)
@@ -54,7 +54,7 @@ func runChild(c childproc.Child) error {
 	case "heap-idle": // joins the mesh and then only serves its heap until killed
 		_, err := t.Recv(0, heapIdleTag)
 		return err
-	case "flood-posted-other", "flood-empty", "flood-small", "flood-tags", "flood-rpc", "flood-rts", "flood-mix", "flood-rpc-window":
+	case "flood-posted-other", "flood-empty", "flood-small", "flood-tags", "flood-rpc", "flood-rts", "flood-mix", "flood-rpc-window", "flood-tags-window", "flood-rts-tags-window":
 		return runFloodChild(t, role)
 	case "flood":
 		buf := pattern(rank, 0, floodTag, 0, floodSize)

@@ -200,7 +200,7 @@ func TestCreditOverrunDropsPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	watchdog(t, 10*time.Second, tr)
-	msg := make([]byte, 64<<10) // Cost 64 KiB + 256: the window holds 15
+	msg := make([]byte, 64<<10) // Cost 64 KiB + 384: the window holds 15
 	for range 16 {
 		writeRaw(t, c, frame.Header{Kind: frame.KindSend, Src: 1, Tag: 1}, msg)
 	}

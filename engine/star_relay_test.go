@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/faulty"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/ioloop"
 )
 
 // A star's coordinator relays a routed payload longer than
@@ -222,5 +226,67 @@ func TestStarRelayBreach(t *testing.T) {
 				t.Fatalf("worker 1's loss of the coordinator: %v; want ErrPeerLost for ErrProtocol", err)
 			}
 		})
+	}
+}
+
+// TestStarForwardBounded: a worker floods its coordinator with frames
+// that carry no payload (CREDIT) for a worker whose stream does not take
+// them (stalled, and the liveness checks too slow to drop it): each
+// holds the coordinator a queue entry until it is written on. The
+// coordinator counts that (fwdCost) and stops reading the flooder past
+// its window, so its heap grows by at most the window and a slack;
+// before, frames without payload counted nothing and a million of them
+// held the coordinator over 200 MiB.
+func TestStarForwardBounded(t *testing.T) {
+	var mu sync.Mutex
+	var toWorker1 *faulty.Stream
+	engine.SetStreamHook(func(tr *engine.NetTransport, rank, stream int, s ioloop.Stream) ioloop.Stream {
+		if tr.Rank() != 0 || rank != 1 {
+			return s
+		}
+		f := faulty.Wrap(s)
+		mu.Lock()
+		toWorker1 = f
+		mu.Unlock()
+		return f
+	})
+	opts := overCreditOpts()
+	opts.KeepAlive = time.Hour
+	w := rawWorld(t, true, opts)
+	engine.SetStreamHook(nil)
+	mu.Lock()
+	f := toWorker1
+	mu.Unlock()
+	if f == nil {
+		t.Fatal("the coordinator's stream to worker 1 is not under a faulty.Stream")
+	}
+	f.Stall(true)
+	t.Cleanup(func() { f.Stall(false) })
+	runtime.GC()
+	peak := sampleHeap()
+	const frames = 1_000_000
+	var sent atomic.Int64
+	go func() {
+		for i := range frames {
+			h := frame.Header{Kind: frame.KindCredit, Offset: uint64(i + 1)}
+			if w.raw.send(1, 0, h, nil) != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	last := int64(-1)
+	for n := sent.Load(); n != last && n < frames; n = sent.Load() {
+		last = n
+		time.Sleep(500 * time.Millisecond)
+	}
+	runtime.GC()
+	held, grew := heapInuse()-peak.before, peak.stop()
+	t.Logf("the coordinator took %d of %d frames for a stalled worker; heap +%d KiB after GC, peak +%d KiB (window %d KiB)", sent.Load(), frames, held>>10, grew>>10, ocWindow>>10)
+	if sent.Load() == frames {
+		t.Errorf("the coordinator took all %d frames for a worker that takes none: no backpressure", frames)
+	}
+	if held > ocWindow+ocSlack {
+		t.Errorf("the coordinator's heap grew by %d MiB, want at most the window (%d MiB) + %d MiB", held>>20, ocWindow>>20, ocSlack>>20)
 	}
 }

@@ -14,10 +14,12 @@ import (
 // granted. See spec.md, "Flow control".
 
 // MsgOverhead is the credit that every credited frame uses beyond its
-// payload: what holding it costs the receiver besides the payload bytes
-// (its header, its place in a queue, and the per-tag state of a tag that
-// holds nothing else).
-const MsgOverhead = 256
+// payload rounded up: what holding it costs the receiver besides that
+// (its header, its place in a queue, the per-tag state of a tag that
+// holds nothing else, and a payload buffer's least size), about 260
+// bytes for a 1-byte message on a tag of its own, with room to spare. It
+// was 256 before protocol version 9, which such a message outgrew.
+const MsgOverhead = 384
 
 // Cost returns the credit a credited frame with an n-byte payload uses:
 // n rounded up to a power of two (receivers hold payloads in buffers of

@@ -80,7 +80,7 @@ func TestConstants(t *testing.T) {
 		{"MACSize", frame.MACSize, 32},
 		{"GetReqSize", frame.GetReqSize, 16},
 		{"RTSSize", frame.RTSSize, 8},
-		{"MsgOverhead", frame.MsgOverhead, 256},
+		{"MsgOverhead", frame.MsgOverhead, 384},
 		{"MaxReasonSize", frame.MaxReasonSize, 1024},
 		{"MachineIDSize", frame.MachineIDSize, 16},
 		{"HostIDSize", frame.HostIDSize, 16},

@@ -8,7 +8,9 @@ const Magic uint64 = 0x4853454d544c4f42
 // Version is the protocol version this package speaks. Version 9 sends
 // HEARTBEAT on every stream of a mesh's pair that is idle, which a
 // version 8 receiver refused on data streams other than 0, and watches
-// each for silence (spec.md, "Liveness"). Version 8 has a
+// each for silence (spec.md, "Liveness"); and a credited frame costs
+// MsgOverhead 384 beyond its payload, not 256 (spec.md, "Flow control").
+// Version 8 has a
 // star's coordinator relay a long routed frame in parts (RELAY, PART),
 // so that it never holds a whole payload (spec.md, "Star"). Version 7 adds
 // HELLO's Seal and Cipher (8 bytes more): whether the sender seals the

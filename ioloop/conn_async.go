@@ -128,22 +128,23 @@ func (c *Conn) PostBuffer(h *frame.Header, bb *Buffer, done func(n int)) error {
 		return err
 	}
 	if r == nil {
-		if r, err = c.enqueue(h, bb.B, 0, true, false); err != nil {
+		if _, err = c.enqueueOwned(h, bb.B, 0, true, false, bb, done); err != nil {
 			PutBuffer(bb)
 			if done != nil {
 				done(n)
 			}
 			return err
 		}
+	} else {
+		c.adopt(r, bb, done) // written in part: the rest is queued
 	}
-	c.adopt(r, bb, done)
 	c.wr.pending.Store(true)
 	c.flush()
 	return nil
 }
 
-// adopt hands bb and done to the queued request r, unless r already
-// completed (a partial direct write finished by a flush in between), in
+// adopt hands bb and done to r, the queued rest of a frame written in
+// part, unless r already completed (a flush finished it in between), in
 // which case they are settled here.
 func (c *Conn) adopt(r *sendReq, bb *Buffer, done func(n int)) {
 	w := &c.wr

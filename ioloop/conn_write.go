@@ -199,7 +199,23 @@ func (w *writer) finish(r *sendReq, err error) {
 		w.posted.Add(-r.cost)
 	}
 	r.owned, r.payload, r.async, r.onDone, r.cost = nil, nil, false, nil, 0
-	w.free = append(w.free, r)
+	w.keep(r)
+}
+
+// keepFree and keepQueue bound what a writer keeps for reuse once a
+// backlog is written: recycled requests, and the queue's room. A peer
+// that once made thousands of frames wait (a star coordinator's worker
+// that read slowly) must not leave their room held for good.
+const (
+	keepFree  = 256
+	keepQueue = 4096
+)
+
+// keep keeps r for reuse, up to keepFree requests. qmu must be held.
+func (w *writer) keep(r *sendReq) {
+	if len(w.free) < keepFree {
+		w.free = append(w.free, r)
+	}
 }
 
 // sendDirect is the fast path: when nothing is queued and no goroutine is
@@ -270,6 +286,14 @@ func (c *Conn) unlockWriter() {
 // frame goes first, the others last. An async frame is recycled by the
 // queue when written (its payload copied first if copyPayload).
 func (c *Conn) enqueue(h *frame.Header, payload []byte, off int, async, copyPayload bool) (*sendReq, error) {
+	return c.enqueueOwned(h, payload, off, async, copyPayload, nil, nil)
+}
+
+// enqueueOwned is enqueue for an async frame whose payload is bb's, which
+// the queue takes over with done, as it queues the frame (PostBuffer):
+// bb is returned to the pool, and done called, once the frame is written
+// or has failed.
+func (c *Conn) enqueueOwned(h *frame.Header, payload []byte, off int, async, copyPayload bool, bb *Buffer, done func(n int)) (*sendReq, error) {
 	w := &c.wr
 	w.qmu.Lock()
 	defer w.qmu.Unlock()
@@ -297,6 +321,9 @@ func (c *Conn) enqueue(h *frame.Header, payload []byte, off int, async, copyPayl
 		if lim := c.loop.opts.MaxPosted; w.posted.Add(r.cost) > lim && lim > 0 {
 			c.rd.held4out.Store(true)
 		}
+	}
+	if bb != nil {
+		r.owned, r.onDone = bb, done
 	}
 	if w.head > 0 && w.head >= len(w.queue)/2 {
 		n := copy(w.queue, w.queue[w.head:])
@@ -333,7 +360,7 @@ func (c *Conn) recycle(r *sendReq) {
 	r.payload = nil
 	w := &c.wr
 	w.qmu.Lock()
-	w.free = append(w.free, r)
+	w.keep(r)
 	w.qmu.Unlock()
 }
 
@@ -478,6 +505,12 @@ func (c *Conn) advance(n int) {
 		w.queue[w.head] = nil
 		w.head++
 		w.finish(r, nil)
+	}
+	if w.head == len(w.queue) { // all written: start again at the front, in room kept small
+		w.queue, w.head = w.queue[:0], 0
+		if cap(w.queue) > keepQueue {
+			w.queue = nil
+		}
 	}
 	w.count()
 	if w.failed != nil { // frames failQueued left to this writev

@@ -28,3 +28,14 @@ func SetTestHookLocked(f func(id int)) { testHookLocked = f }
 // ReadPending reports whether readiness was reported while the read side
 // was held elsewhere, and is still to be served.
 func ReadPending(c *Conn) bool { return c.rd.pending.Load() }
+
+// WriterKept returns what c's writer keeps for reuse: recycled requests,
+// and the room of its queue.
+func WriterKept(c *Conn) (free, room int) {
+	c.wr.qmu.Lock()
+	defer c.wr.qmu.Unlock()
+	return len(c.wr.free), cap(c.wr.queue)
+}
+
+// KeepFree and KeepQueue are keepFree and keepQueue.
+const KeepFree, KeepQueue = keepFree, keepQueue

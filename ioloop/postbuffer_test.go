@@ -71,3 +71,45 @@ func TestQueueFlush(t *testing.T) {
 	}
 	rx.Check(t)
 }
+
+// TestPostBufferBacklog: frames without a payload posted by the
+// thousand to a peer that reads nothing for a while (a star
+// coordinator's slow worker) are done only once written, each done
+// once; and once the backlog is written, the connection keeps at most
+// KeepFree requests and KeepQueue frames of room for reuse, not the
+// backlog's.
+func TestPostBufferBacklog(t *testing.T) {
+	const frames = 20_000
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 1, looptest.NopHandler{})
+	var calls atomic.Int64
+	done := func(n int) {
+		if n != 0 {
+			t.Errorf("done(%d) for a frame without a payload", n)
+		}
+		calls.Add(1)
+	}
+	for i := range frames {
+		h := frame.Header{Kind: frame.KindCredit, Offset: uint64(i)}
+		if err := c.PostBuffer(&h, ioloop.GetBuffer(0), done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first frame queued may be written in part, and has no payload
+	// to tell its request by: it is done at once (adopt).
+	queued := ioloop.QueuedFrames(c)
+	if queued == 0 || calls.Load() > int64(frames-queued+1) {
+		t.Fatalf("%d frames queued, %d done: done before its frame was written", queued, calls.Load())
+	}
+	for i := range frames {
+		h, _, err := raw.readFrame(64 << 10)
+		if err != nil || h.Kind != frame.KindCredit || h.Offset != uint64(i) {
+			t.Fatalf("frame %d: %v offset %d, %v", i, h.Kind, h.Offset, err)
+		}
+	}
+	looptest.WaitFor(t, "every done callback", func() bool { return calls.Load() == frames })
+	if free, room := ioloop.WriterKept(c); free > ioloop.KeepFree || room > ioloop.KeepQueue {
+		t.Fatalf("after the backlog the writer keeps %d requests and room for %d frames, want at most %d and %d", free, room, ioloop.KeepFree, ioloop.KeepQueue)
+	}
+}
