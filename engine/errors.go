@@ -191,6 +191,27 @@ func (e *SilenceError) Error() string {
 // Unwrap returns ErrNoHeartbeat.
 func (e *SilenceError) Unwrap() error { return ErrNoHeartbeat }
 
+// DroppedError is the cause of a peer's loss when the peer dropped this
+// rank for a fault it found on their link and said so before it ended it
+// (a DROP, frame/spec.md "Liveness"): records from this rank that did
+// not authenticate there (altered, left out or replayed on the way), this
+// rank's silence on a stream, a frame it took for a breach. Err is that
+// fault's sentinel (ErrTampered, ErrNoHeartbeat, ErrProtocol,
+// ErrFlowControl, ErrNotReading, ErrSingleCopy), nil for a fault this
+// build does not know; the peer's words are in Reason.
+type DroppedError struct {
+	Stream int    // the stream the peer found it on: a data stream's number, or the control stream's (Options.Streams); 0 in a star
+	Reason string // the peer's words
+	Err    error
+}
+
+func (e *DroppedError) Error() string {
+	return fmt.Sprintf("boltmesh: the peer dropped this rank for what it found on its stream %d: %s", e.Stream, e.Reason)
+}
+
+// Unwrap returns Err.
+func (e *DroppedError) Unwrap() error { return e.Err }
+
 // UnknownRankError reports a rank outside [0, NumRanks).
 type UnknownRankError struct {
 	Rank     int

@@ -149,6 +149,12 @@ func init() {
 		},
 	}
 	kinds[frame.KindRelay], kinds[frame.KindPart] = relayOnly, relayOnly
+	kinds[frame.KindDrop] = frameOps{ // the sender's last frame: no credit
+		arrive: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
+			p.deliverDrop(c, h, payload)
+			putBuffer(bb)
+		},
+	}
 	kinds[frame.KindGoodbye] = frameOps{
 		arrive: func(p *peer, c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 			p.deliverGoodbye(c, h)

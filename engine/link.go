@@ -96,6 +96,11 @@ type link interface {
 	// abort drops the whole link for err, which c (one of its streams, or
 	// nil) may have been aborted for already.
 	abort(c *ioloop.Conn, err error)
+	// lastWord writes the peer a DROP for err, a fault this rank found on
+	// c, one of the link's streams about to end, on each of its streams
+	// that takes it at once; once per link, and nothing for an err that
+	// is no fault this rank found (lastword.go).
+	lastWord(c *ioloop.Conn, err error)
 	// close closes the link's streams but the first, whose end the peer
 	// sees as its loss (peer.closed).
 	close()

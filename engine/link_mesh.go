@@ -48,6 +48,7 @@ type meshLink struct {
 	pipes   atomic.Bool                     // the lanes are pipes (link_pipes.go)
 	tcp     []*ioloop.Conn                  // with pipes: the pair's TCP streams, idle
 	mail    atomic.Pointer[linkshm.Mailbox] // with pipes: the pair's mailbox (internal/link/shm), unmapped at Close
+	said    atomic.Bool                     // the last word was written (lastWord)
 }
 
 var _ link = (*meshLink)(nil)
@@ -229,6 +230,54 @@ func (l *meshLink) abort(c *ioloop.Conn, err error) {
 	}
 }
 
+func (l *meshLink) lastWord(c *ioloop.Conn, err error) {
+	streams, at := l.lanes(c)
+	h, words, ok := l.p.dropFrame(err, at)
+	if !ok || !l.said.CompareAndSwap(false, true) {
+		return
+	}
+	for _, s := range streams {
+		s.Post(&h, words, true) // a stream that has no room now goes without
+	}
+}
+
+// lanes returns the streams the link's frames go on (its data streams or
+// data pipe, then its control stream), and the index of c among the
+// pair's streams (the control stream's is l.streams), or -1.
+func (l *meshLink) lanes(c *ioloop.Conn) ([]*ioloop.Conn, int) {
+	l.mu.Lock()
+	streams := make([]*ioloop.Conn, 0, len(l.data)+1)
+	at := -1
+	for i, s := range l.data {
+		if s != nil {
+			streams = append(streams, s)
+		}
+		if s == c {
+			at = i
+		}
+	}
+	l.mu.Unlock()
+	if ctl := l.ctl.Load(); ctl != nil {
+		streams = append(streams, ctl)
+		if ctl == c {
+			at = l.streams
+		}
+	}
+	return streams, at
+}
+
+// readOthers reads what the link's streams but c hold now: the end of c
+// that the peer made may have a DROP behind it on another stream, which
+// names the loss's cause (lastword.go).
+func (l *meshLink) readOthers(c *ioloop.Conn) {
+	streams, _ := l.lanes(c)
+	for _, s := range streams {
+		if s != c {
+			s.Progress()
+		}
+	}
+}
+
 func (l *meshLink) close() {
 	for _, s := range l.all(1) {
 		s.Close()
@@ -256,25 +305,34 @@ func (l *meshLink) all(from int) []*ioloop.Conn {
 
 // meshStream is the handler of one stream of a meshLink: it checks that
 // each frame came on the lane that carries its kind and hands it to the
-// peer. HEARTBEAT and GOODBYE may come on any stream (every stream is
-// watched, link_live.go; a closing rank says GOODBYE on the control
+// peer. HEARTBEAT, GOODBYE and DROP may come on any stream (every stream
+// is watched, link_live.go; a closing rank says GOODBYE on the control
 // stream and data stream 0, so that whichever ends first, the peer's
-// orderly close is known by then; see sayGoodbye), and an RTS withdrawal
-// on the control stream or data stream 0 (see withdrawRTS).
+// orderly close is known by then, see sayGoodbye; a DROP goes on every
+// stream, lastword.go), and an RTS withdrawal on the control stream or
+// data stream 0 (see withdrawRTS).
 type meshStream struct {
 	l    *meshLink
 	lane lane
 	pipe bool // a pipe, not a TCP stream
 }
 
-var _ ioloop.Handler = (*meshStream)(nil)
+var _ ioloop.Failer = (*meshStream)(nil)
+
+// Failing implements ioloop.Failer: the link's last word, if this rank
+// ends it for a fault it found.
+func (s *meshStream) Failing(c *ioloop.Conn, err error) {
+	if !s.idle() {
+		s.l.lastWord(c, s.l.cause(err))
+	}
+}
 
 // carries reports whether a frame of h's kind may come on s.
 func (s *meshStream) carries(h *frame.Header) bool {
 	switch {
 	case h.Dst != 0:
 		return false // a mesh forwards nothing
-	case h.Kind == frame.KindHeartbeat || h.Kind == frame.KindGoodbye:
+	case h.Kind == frame.KindHeartbeat || h.Kind == frame.KindGoodbye || h.Kind == frame.KindDrop:
 		return true
 	case s.lane > laneData:
 		return h.Kind == frame.KindData
@@ -319,6 +377,9 @@ func (s *meshStream) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb
 // peer broke the protocol there (a frame that does not decode, after a
 // GOODBYE too) loses the peer.
 func (s *meshStream) Closed(c *ioloop.Conn, err error) {
+	if !s.idle() && peerEnded(err) {
+		s.l.readOthers(c) // a DROP there names the cause
+	}
 	if !s.idle() {
 		defer s.l.p.readEnded(s.lane, s.l.cause(err)) // once the peer's loss is noted, if this stream's end is it
 	}
@@ -356,6 +417,14 @@ func dataKind(h *frame.Header) bool {
 		return h.Flags&frame.FlagError == 0
 	}
 	return false
+}
+
+// peerEnded reports whether err, the end of a connection, is the peer's
+// doing (its end of the stream, a reset), not this rank's (an abort, a
+// close) nor a fault it found there.
+func peerEnded(err error) bool {
+	var ce *ioloop.ConnError
+	return errors.As(err, &ce) && ce.Op != "abort" && ce.Op != "close" && dropFault(err) == 0
 }
 
 // brokeProtocol reports whether err, the end of a connection, is the

@@ -53,6 +53,8 @@ func (l *routeLink) checkLive(time.Time) {} // the streamLink to the coordinator
 
 func (l *routeLink) cause(err error) error { return err }
 
+func (l *routeLink) lastWord(*ioloop.Conn, error) {} // a refused worker is not told (refuse)
+
 // refuse drops the peer p, which broke the protocol (err) on the stream
 // to the coordinator: it is lost, and the hub drops whatever comes from
 // it after, unread, while the stream goes on serving every other peer.
@@ -79,7 +81,7 @@ type hub struct {
 	once  sync.Once
 }
 
-var _ ioloop.Handler = (*hub)(nil)
+var _ ioloop.Failer = (*hub)(nil)
 
 // routeVia sends a worker's frames for every other worker through the
 // coordinator stream c. It runs as c is registered (adopt), before any
@@ -157,6 +159,13 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 
 // Closed implements ioloop.Handler: without the coordinator, every peer
 // is lost.
+// Failing implements ioloop.Failer at a worker: the last word to the
+// coordinator, if this rank ends their stream for a fault it found.
+func (u *hub) Failing(c *ioloop.Conn, err error) {
+	l := u.t.peer(0).link
+	l.lastWord(c, l.cause(err))
+}
+
 func (u *hub) Closed(_ *ioloop.Conn, err error) {
 	err = u.t.peer(0).link.cause(err) // the coordinator's link watches the stream
 	for _, p := range u.t.view().peers {

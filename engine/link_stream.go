@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -25,6 +26,7 @@ type streamLink struct {
 	fwd      fwdCounter // at the coordinator: what this worker's frames being forwarded hold (fwdCost)
 	live     liveness
 	watch    streamWatch
+	said     atomic.Bool            // the last word was written (lastWord)
 	relaying bool                   // at the coordinator: the frame being relayed in parts goes on (else its parts are dropped)
 	relayHdr [frame.HeaderSize]byte // at the coordinator: a RELAY's payload, copied as it is posted
 }
@@ -32,6 +34,7 @@ type streamLink struct {
 var (
 	_ link               = (*streamLink)(nil)
 	_ ioloop.PartHandler = (*streamLink)(nil)
+	_ ioloop.Failer      = (*streamLink)(nil)
 )
 
 // relayPart is the longest part of a routed payload that a star's
@@ -77,6 +80,16 @@ func (l *streamLink) checkLive(now time.Time) {
 }
 
 func (l *streamLink) cause(err error) error { return l.live.cause(err) }
+
+func (l *streamLink) lastWord(c *ioloop.Conn, err error) {
+	if h, words, ok := l.p.dropFrame(err, 0); ok && l.said.CompareAndSwap(false, true) {
+		l.conn.Post(&h, words, true)
+	}
+}
+
+// Failing implements ioloop.Failer at the coordinator: the link's last
+// word, if this rank ends it for a fault it found.
+func (l *streamLink) Failing(c *ioloop.Conn, err error) { l.lastWord(c, l.cause(err)) }
 
 // Payload implements ioloop.Handler at the coordinator: a frame routed to
 // another worker is read into a pooled buffer, to be forwarded, or, past

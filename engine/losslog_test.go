@@ -54,26 +54,28 @@ func lossLines(log *recordLog, rank, peer int) (lines []slog.Record, others int)
 // TestLossLoggedOnce: rank 0 loses rank 1 to a sealed record left out,
 // to the silence of a data stream, or to a frame header that does not
 // decode. Each of the two ranks logs one line of its loss of the other,
-// and nothing else; the line of the rank that found the fault carries it
-// as the cause; rank 2 logs nothing.
+// and nothing else, with the fault as its cause: the rank that found it
+// its own, the other what that one told it (a *DroppedError), unless it
+// found the same (silence both ways); rank 2 logs nothing.
 func TestLossLoggedOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		seal  bool
 		fault func(ts []*engine.NetTransport, f map[faultKey]*faulty.Stream)
-		cause error // the cause of one rank's line
+		cause error // the cause of the line of the rank that found the fault
+		told  error // the cause of the other's line, if that rank was told (DROP)
 	}{
 		{"tampered", true, func(ts []*engine.NetTransport, f map[faultKey]*faulty.Stream) {
 			f[faultKey{1, 0, 0}].DropWrite()
 			ts[1].Send(0, 5, pattern(1, 0, 5, 0, 16<<10))
-		}, engine.ErrTampered},
+		}, engine.ErrTampered, engine.ErrTampered},
 		{"silent", false, func(_ []*engine.NetTransport, f map[faultKey]*faulty.Stream) {
 			f[faultKey{0, 1, 1}].Stall(true)
-		}, engine.ErrNoHeartbeat},
+		}, engine.ErrNoHeartbeat, engine.ErrNoHeartbeat},
 		{"protocol", false, func(ts []*engine.NetTransport, f map[faultKey]*faulty.Stream) {
 			f[faultKey{0, 1, 0}].Corrupt(0) // the next frame's kind
 			ts[1].Send(0, 5, []byte("hello"))
-		}, ioloop.ErrProtocol},
+		}, ioloop.ErrProtocol, engine.ErrProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &recordLog{}
@@ -92,8 +94,14 @@ func TestLossLoggedOnce(t *testing.T) {
 				if len(lines) != 1 || others != 0 {
 					t.Fatalf("rank %d logged %d lines of its loss of rank %d and %d others, want 1 and 0", r[0], len(lines), r[1], others)
 				}
-				if cause, ok := attr(lines[0], "cause").(error); ok && errors.Is(cause, tc.cause) {
+				cause, _ := attr(lines[0], "cause").(error)
+				var de *engine.DroppedError
+				switch {
+				case errors.Is(cause, tc.cause) && !errors.As(cause, &de):
 					found = true
+				case errors.As(cause, &de) && errors.Is(cause, tc.told):
+				default:
+					t.Fatalf("rank %d logged its loss of rank %d with %v, want %v, found or told", r[0], r[1], cause, tc.cause)
 				}
 			}
 			if !found {

@@ -59,6 +59,17 @@ func pendingRecv(tr *engine.NetTransport, peer int) <-chan error {
 	return done
 }
 
+// requireDropped checks that err, a rank's loss of a peer that found a
+// fault on their link, is the peer's last word: a *DroppedError for
+// fault on the stream it names.
+func requireDropped(t *testing.T, err, fault error, stream int) {
+	t.Helper()
+	var de *engine.DroppedError
+	if !errors.As(err, &de) || !errors.Is(err, fault) || de.Stream != stream {
+		t.Fatalf("the loss of the rank that found the fault: %v, want its *DroppedError for %v on stream %d", err, fault, stream)
+	}
+}
+
 // othersGoOn checks that rank 2 still exchanges messages both ways with
 // ranks 0 and 1.
 func othersGoOn(t *testing.T, ts []*engine.NetTransport) {
@@ -74,7 +85,8 @@ func othersGoOn(t *testing.T, ts []*engine.NetTransport) {
 // carries nothing else: a message on data stream 0, or a heartbeat on
 // data stream 1. The next record there, at the latest the next
 // heartbeat, does not open: rank 0 loses rank 1 for ErrTampered, rank 1
-// loses rank 0, rank 0's receive from rank 1 fails, and both go on with
+// loses rank 0 for what rank 0 told it in its last word (a DROP for
+// ErrTampered), rank 0's receive from rank 1 fails, and both go on with
 // rank 2.
 func TestIdleStreamRecordDropped(t *testing.T) {
 	for _, tc := range []struct {
@@ -99,7 +111,7 @@ func TestIdleStreamRecordDropped(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			errA, _ := awaitLosses(t, ts, 0, 1, start)
+			errA, errB := awaitLosses(t, ts, 0, 1, start)
 			if !errors.Is(errA, engine.ErrTampered) {
 				t.Fatalf("rank 0 lost rank 1 with %v, want ErrTampered", errA)
 			}
@@ -107,6 +119,7 @@ func TestIdleStreamRecordDropped(t *testing.T) {
 			if !errors.As(errA, &te) {
 				t.Fatalf("%v has no *sealed.TamperError", errA)
 			}
+			requireDropped(t, errB, engine.ErrTampered, tc.stream)
 			if f.Dropped() == 0 {
 				t.Fatal("the fault left nothing out")
 			}
@@ -122,8 +135,8 @@ func TestIdleStreamRecordDropped(t *testing.T) {
 // 1 stops moving bytes at rank 0's end, while the control stream and the
 // other data stream live (a NAT that expired one idle flow), sealed or
 // not. Rank 0, waiting on a receive from rank 1, and rank 1 lose each
-// other for the silence of that stream, which the error names; both go
-// on with rank 2.
+// other for the silence of that stream, which the error names, counted
+// by the rank itself or told by the other (DROP); both go on with rank 2.
 func TestIdleStreamStalled(t *testing.T) {
 	for _, seal := range []bool{false, true} {
 		for _, stream := range []int{0, 1} {
@@ -145,6 +158,11 @@ func TestIdleStreamStalled(t *testing.T) {
 				if !errors.As(errA, &se) && !errors.As(errB, &se) {
 					t.Fatalf("ranks 0 and 1 lost each other with %v and %v, want a *SilenceError", errA, errB)
 				}
+				for _, err := range []error{errA, errB} {
+					if !errors.Is(err, engine.ErrNoHeartbeat) {
+						t.Fatalf("a loss with %v, want ErrNoHeartbeat (its own, or the other's last word)", err)
+					}
+				}
 				if want := fmt.Sprintf("data stream %d", stream); se.Stream != want {
 					t.Fatalf("the silence names %q, want %q", se.Stream, want)
 				}
@@ -161,8 +179,9 @@ func TestIdleStreamStalled(t *testing.T) {
 // an on-path relay between ranks 1 and 0 of a sealed mesh: once the pair
 // is idle, it leaves out the record of a 16 KiB message on data stream 0,
 // or adds one to its header's length, and lets everything else pass.
-// Rank 0 loses rank 1 for ErrTampered and rank 1 loses rank 0, instead of
-// both waiting for good; rank 0 goes on with rank 2.
+// Rank 0 loses rank 1 for ErrTampered and rank 1 loses rank 0 for what
+// rank 0 told it (DROP), instead of both waiting for good; rank 0 goes
+// on with rank 2.
 func TestSealedIdleRecordRelay(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -195,13 +214,14 @@ func TestSealedIdleRecordRelay(t *testing.T) {
 			if err := ts[1].Send(0, 5, pattern(1, 0, 5, 0, 16<<10)); err != nil {
 				t.Fatal(err)
 			}
-			errA, _ := awaitLosses(t, ts, 0, 1, start)
+			errA, errB := awaitLosses(t, ts, 0, 1, start)
 			if !edited.Load() {
 				t.Fatal("the relay edited no record")
 			}
 			if !errors.Is(errA, engine.ErrTampered) {
 				t.Fatalf("rank 0 lost rank 1 with %v, want ErrTampered", errA)
 			}
+			requireDropped(t, errB, engine.ErrTampered, 0)
 			if err := <-recv; !errors.Is(err, engine.ErrPeerLost) {
 				t.Fatalf("rank 0's receive from rank 1: %v, want ErrPeerLost", err)
 			}

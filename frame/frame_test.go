@@ -37,6 +37,7 @@ var allowedFlags = map[frame.Kind]frame.Flags{
 	frame.KindWake:      0,
 	frame.KindRelay:     0,
 	frame.KindPart:      0,
+	frame.KindDrop:      0,
 }
 
 // validLength returns a payload length kind k accepts with flags f.
@@ -57,7 +58,7 @@ func validLength(k frame.Kind, f frame.Flags) uint64 {
 			return frame.RTSCopySize
 		}
 		return frame.RTSSize
-	case frame.KindReject, frame.KindPutAck, frame.KindNeighbour:
+	case frame.KindReject, frame.KindPutAck, frame.KindNeighbour, frame.KindDrop:
 		return 17
 	default:
 		return 4096
@@ -130,6 +131,7 @@ func TestKindValues(t *testing.T) {
 		{frame.KindWake, 21, "WAKE"},
 		{frame.KindRelay, 22, "RELAY"},
 		{frame.KindPart, 23, "PART"},
+		{frame.KindDrop, 24, "DROP"},
 	}
 	kinds := frame.Kinds()
 	if len(kinds) != len(want) {
@@ -152,7 +154,7 @@ func TestKindValues(t *testing.T) {
 	for _, c := range []struct {
 		k    frame.Kind
 		want string
-	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {24, "KIND(24)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
+	}{{0, "KIND(0)"}, {14, "KIND(14)"}, {25, "KIND(25)"}, {200, "KIND(200)"}, {255, "KIND(255)"}} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint8(c.k), got, c.want)
 		}
@@ -160,7 +162,7 @@ func TestKindValues(t *testing.T) {
 			t.Errorf("Kind(%d).Valid() = true", uint8(c.k))
 		}
 	}
-	for k := 24; k < 256; k++ {
+	for k := 25; k < 256; k++ {
 		if frame.Kind(k).Valid() {
 			t.Errorf("Kind(%d).Valid() = true", k)
 		}
@@ -386,7 +388,7 @@ func TestDecodeRejects(t *testing.T) {
 		// Unknown kinds.
 		{name: "kind 0", in: hdr(frame.Header{Kind: 0}), err: frame.ErrUnknownKind, field: "kind", kind: 0, value: 0},
 		{name: "kind 14 (retired)", in: hdr(frame.Header{Kind: 14}), err: frame.ErrUnknownKind, field: "kind", kind: 14, value: 14},
-		{name: "kind 24", in: hdr(frame.Header{Kind: 24}), err: frame.ErrUnknownKind, field: "kind", kind: 24, value: 24},
+		{name: "kind 25", in: hdr(frame.Header{Kind: 25}), err: frame.ErrUnknownKind, field: "kind", kind: 25, value: 25},
 		{name: "kind 255", in: hdr(frame.Header{Kind: 255, Flags: 0xff}), err: frame.ErrUnknownKind, field: "kind", kind: 255, value: 255},
 
 		// Bad flags (named cases; every bit of every kind is covered below).
@@ -454,8 +456,8 @@ func TestDecodeErrorString(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
-	_, err = frame.Decode(hdr(frame.Header{Kind: 24}), 0)
-	want = "frame: unknown kind: KIND(24) kind=24"
+	_, err = frame.Decode(hdr(frame.Header{Kind: 25}), 0)
+	want = "frame: unknown kind: KIND(25) kind=25"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}

@@ -43,6 +43,22 @@ const (
 	// KindPart is a part of the payload of the frame a RELAY from the
 	// same Src announced; Offset: where the part starts in that payload.
 	KindPart Kind = 23
+	// KindDrop is a rank's last word to a peer it drops for a fault it
+	// found on their link, written on each of the link's streams before
+	// it ends them: Aux the fault (DropTampered, ...), Offset the stream
+	// it was found on, the payload its words (see spec.md "Liveness",
+	// version 9).
+	KindDrop Kind = 24
+)
+
+// The faults a DROP's Aux names.
+const (
+	DropTampered    uint32 = 1 // a sealed record that did not authenticate
+	DropSilent      uint32 = 2 // nothing heard on a stream for 4 KeepAlive periods
+	DropProtocol    uint32 = 3 // a frame the protocol does not allow there
+	DropFlowControl uint32 = 4 // a frame beyond the credit granted
+	DropNotReading  uint32 = 5 // a star's worker that read nothing of what waited for it
+	DropSingleCopy  uint32 = 6 // a neighbour's memory a single copy failed to read
 )
 
 // Flags modify a frame. Each kind allows a subset; Decode rejects the rest.
@@ -112,6 +128,7 @@ var kindSpecs = [...]kindSpec{
 	KindWake:      {name: "WAKE", fixed: 0},
 	KindRelay:     {name: "RELAY", fixed: HeaderSize},
 	KindPart:      {name: "PART", fixed: -1},
+	KindDrop:      {name: "DROP", fixed: -1, max: MaxReasonSize},
 }
 
 func kindSpecOf(k Kind) (kindSpec, bool) {

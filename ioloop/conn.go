@@ -60,13 +60,19 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// fail ends the connection once: the socket is shut down so that the peer
-// sees it at once and every goroutine inside a syscall on it returns,
-// queued sends fail, and then the fd is released and the handler told. It
-// must be called with neither rd.mu nor wr.mu held by the caller; handler
-// methods may call Close.
+// fail ends the connection once: a Failer handler is told first, then
+// the socket is shut down so that the peer sees it at once and every
+// goroutine inside a syscall on it returns, queued sends fail, and then
+// the fd is released and the handler told. It must be called without
+// wr.mu held; handler methods (rd.mu held) may call Close.
 func (c *Conn) fail(op string, err error) {
+	if c.failed.Load() != nil {
+		return
+	}
 	e := &ConnError{Op: op, ID: c.id, Err: err}
+	if f, ok := c.h.(Failer); ok && op != "writev" {
+		f.Failing(c, e) // its last word, ahead of the end (not on a stream that cannot be written)
+	}
 	if !c.failed.CompareAndSwap(nil, e) {
 		return
 	}

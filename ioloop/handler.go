@@ -28,6 +28,20 @@ type Handler interface {
 	Closed(c *Conn, err error)
 }
 
+// A Failer is a Handler told that its connection is about to end, while
+// it still takes writes: Failing runs once the connection is to fail
+// (a read or decode error, Abort, Close; not a failed write), before its
+// Stream is shut down
+// and its queue failed, so that a frame it posts then (its last word)
+// goes out ahead of the end, if the Stream takes it at once. It may run
+// more than once for one connection (fails that race), possibly with
+// the read side locked; it must not block.
+type Failer interface {
+	Handler
+	// Failing is told the *ConnError the connection is about to fail with.
+	Failing(c *Conn, err error)
+}
+
 // A PartHandler is a Handler that may take a payload in parts
 // (Conn.InParts).
 type PartHandler interface {

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
+)
+
+// The last word (frame/spec.md, "Liveness"). A rank that drops a peer for
+// a fault it found itself (a sealed record that did not authenticate,
+// silence, a frame that breaks the protocol, credit exceeded) writes DROP
+// on each stream of their link that takes it at once, the one the fault
+// was found on included, before it ends them: ioloop tells the stream's
+// handler as the stream is about to fail (ioloop.Failer), and the link
+// says it, once (lastWord). The peer, which may have seen nothing wrong
+// (its records were the ones altered on the way), then loses this rank
+// for that fault, a *DroppedError, rather than for the end of a
+// connection; one that reads a connection's end first reads its other
+// streams before deciding (meshLink.readOthers), where a DROP may wait.
+
+// dropFault returns the fault a DROP names for err, the end this rank
+// gives a stream, or 0 for an end that is no fault it found: the peer's
+// own word (a *DroppedError), an orderly close, a broken connection.
+func dropFault(err error) uint32 {
+	var de *DroppedError
+	switch {
+	case errors.As(err, &de):
+		return 0
+	case errors.Is(err, ErrTampered):
+		return frame.DropTampered
+	case errors.Is(err, ErrNoHeartbeat):
+		return frame.DropSilent
+	case errors.Is(err, ErrFlowControl):
+		return frame.DropFlowControl
+	case errors.Is(err, ErrNotReading):
+		return frame.DropNotReading
+	case errors.Is(err, ErrSingleCopy):
+		return frame.DropSingleCopy
+	case errors.Is(err, ErrProtocol), errors.Is(err, ioloop.ErrProtocol):
+		return frame.DropProtocol
+	}
+	return 0
+}
+
+// dropFaults are the sentinels of the faults a DROP names, by its Aux.
+var dropFaults = [...]error{
+	frame.DropTampered:    ErrTampered,
+	frame.DropSilent:      ErrNoHeartbeat,
+	frame.DropProtocol:    ErrProtocol,
+	frame.DropFlowControl: ErrFlowControl,
+	frame.DropNotReading:  ErrNotReading,
+	frame.DropSingleCopy:  ErrSingleCopy,
+}
+
+// dropFrame returns the DROP this rank writes to p for err, found on
+// stream s (its index among the pair's streams), and its payload; ok is
+// false for an err that is no fault (dropFault).
+func (p *peer) dropFrame(err error, s int) (h frame.Header, words []byte, ok bool) {
+	fault := dropFault(err)
+	if fault == 0 {
+		return h, nil, false
+	}
+	var ce *ioloop.ConnError
+	if errors.As(err, &ce) {
+		err = ce.Err // the stream's own end says nothing to the peer
+	}
+	words = []byte(err.Error())
+	if len(words) > frame.MaxReasonSize {
+		words = words[:frame.MaxReasonSize]
+	}
+	h = frame.Header{Kind: frame.KindDrop, Src: uint32(p.t.rank), Aux: fault, Offset: uint64(s)}
+	return h, words, true
+}
+
+// dropped is what a DROP from p says: the *DroppedError its loss is for.
+func (p *peer) dropped(h *frame.Header, words []byte) *DroppedError {
+	e := &DroppedError{Stream: int(h.Offset), Reason: string(words)}
+	if h.Aux < uint32(len(dropFaults)) {
+		e.Err = dropFaults[h.Aux]
+	}
+	return e
+}
+
+// deliverDrop takes p's DROP, which came on c: p drops this rank, every
+// stream of it, for what it says. Only a peer joined directly sends one.
+func (p *peer) deliverDrop(c *ioloop.Conn, h *frame.Header, words []byte) {
+	if relayed(p) != nil {
+		p.violation(c, fmt.Errorf("%w: a DROP from rank %d through the coordinator", ErrProtocol, p.rank))
+		return
+	}
+	err := p.dropped(h, words)
+	c.Abort(err)
+	p.link.abort(c, err)
+}
