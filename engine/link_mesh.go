@@ -231,6 +231,9 @@ func (l *meshLink) abort(c *ioloop.Conn, err error) {
 }
 
 func (l *meshLink) lastWord(c *ioloop.Conn, err error) {
+	if l.said.Load() {
+		return // said, as the first of the link's streams to end was about to
+	}
 	streams, at := l.lanes(c)
 	h, words, ok := l.p.dropFrame(err, at)
 	if !ok || !l.said.CompareAndSwap(false, true) {

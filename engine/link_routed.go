@@ -157,8 +157,6 @@ func (u *hub) Deliver(c *ioloop.Conn, h *frame.Header, payload []byte, bb *ioloo
 	}
 }
 
-// Closed implements ioloop.Handler: without the coordinator, every peer
-// is lost.
 // Failing implements ioloop.Failer at a worker: the last word to the
 // coordinator, if this rank ends their stream for a fault it found.
 func (u *hub) Failing(c *ioloop.Conn, err error) {
@@ -166,6 +164,8 @@ func (u *hub) Failing(c *ioloop.Conn, err error) {
 	l.lastWord(c, l.cause(err))
 }
 
+// Closed implements ioloop.Handler: without the coordinator, every peer
+// is lost.
 func (u *hub) Closed(_ *ioloop.Conn, err error) {
 	err = u.t.peer(0).link.cause(err) // the coordinator's link watches the stream
 	for _, p := range u.t.view().peers {
