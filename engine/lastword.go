@@ -91,6 +91,18 @@ func (p *peer) deliverDrop(c *ioloop.Conn, h *frame.Header, words []byte) {
 		return
 	}
 	err := p.dropped(h, words)
+	p.told.Store(err) // first: whichever stream's end is seen first names it (toldCause)
 	c.Abort(err)
 	p.link.abort(c, err)
+}
+
+// toldCause returns err, the end of one of p's streams, or p's last word
+// if it said one: its streams may end, and be seen to, before the DROP
+// that names the cause is taken.
+func (p *peer) toldCause(err error) error {
+	var de *DroppedError
+	if d := p.told.Load(); d != nil && !errors.As(err, &de) {
+		return fmt.Errorf("%w (then: %v)", d, err)
+	}
+	return err
 }

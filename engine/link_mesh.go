@@ -220,7 +220,7 @@ func (l *meshLink) watched(n lane) *ioloop.Conn {
 	return nil
 }
 
-func (l *meshLink) cause(err error) error { return l.live.cause(err) }
+func (l *meshLink) cause(err error) error { return l.live.cause(l.p.toldCause(err)) }
 
 func (l *meshLink) abort(c *ioloop.Conn, err error) {
 	for _, s := range l.all(0) {
@@ -269,14 +269,15 @@ func (l *meshLink) lanes(c *ioloop.Conn) ([]*ioloop.Conn, int) {
 	return streams, at
 }
 
-// readOthers reads what the link's streams but c hold now: the end of c
-// that the peer made may have a DROP behind it on another stream, which
-// names the loss's cause (lastword.go).
+// readOthers reads what the link's streams but c hold now (waiting a
+// moment for a reader under way): the end of c that the peer made may
+// have a DROP behind it on another stream, which names the loss's cause
+// (lastword.go).
 func (l *meshLink) readOthers(c *ioloop.Conn) {
 	streams, _ := l.lanes(c)
 	for _, s := range streams {
 		if s != c {
-			s.Progress()
+			s.ReadArrived(time.Millisecond)
 		}
 	}
 }

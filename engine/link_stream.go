@@ -79,7 +79,7 @@ func (l *streamLink) checkLive(now time.Time) {
 	l.live.check(l.p, l.conn, &l.watch, "the connection", l.fwd.held(), now)
 }
 
-func (l *streamLink) cause(err error) error { return l.live.cause(err) }
+func (l *streamLink) cause(err error) error { return l.live.cause(l.p.toldCause(err)) }
 
 func (l *streamLink) lastWord(c *ioloop.Conn, err error) {
 	if h, words, ok := l.p.dropFrame(err, 0); ok && l.said.CompareAndSwap(false, true) {

@@ -44,9 +44,10 @@ type peer struct {
 	out   outCredit // the credit the peer granted this rank
 	svcIn serviceIn
 	bye   farewell
-	spin  spinGauge     // how long waits on the peer spin (spin_gauge.go)
-	copy  copyState     // the single copy with a neighbour (single_copy.go)
-	seal  atomic.Uint32 // the sealed.Cipher its links are sealed with, 0: none (seal.go)
+	spin  spinGauge                    // how long waits on the peer spin (spin_gauge.go)
+	copy  copyState                    // the single copy with a neighbour (single_copy.go)
+	seal  atomic.Uint32                // the sealed.Cipher its links are sealed with, 0: none (seal.go)
+	told  atomic.Pointer[DroppedError] // its last word, once read (lastword.go)
 	warns repeatLog
 
 	windowOpen bool          // the first CREDIT went out

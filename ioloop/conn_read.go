@@ -2,6 +2,7 @@ package ioloop
 
 import (
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,8 @@ func (c *Conn) polledRecently() bool {
 // so.
 func (c *Conn) loopedOn() bool { return c.poller != nil && c.poller.Pollers() > 0 }
 
-// progress drains the socket if no other goroutine is reading it. Like
+// progress drains the socket if no other goroutine is reading it, and
+// reports whether it did. Like
 // every holder of rd.mu, it calls releaseIfDue after unlocking, also when
 // its drain failed: a fail that ran meanwhile could not take rd.mu and
 // left the release to it, and its own fail is then a no-op.
@@ -93,8 +95,9 @@ func (c *Conn) loopedOn() bool { return c.poller != nil && c.poller.Pollers() > 
 // are one swap: a lazy drain that cleared it first would leave the bytes
 // behind that edge unread, with nobody to read them. (A pending set after
 // the swap is seen as the drain ends, and served by a strict retry.)
-func (c *Conn) progress(lazy bool) {
+func (c *Conn) progress(lazy bool) (read bool) {
 	for c.rd.mu.TryLock() {
+		read = true
 		if testHookLocked != nil {
 			testHookLocked(c.id)
 		}
@@ -110,8 +113,21 @@ func (c *Conn) progress(lazy bool) {
 		}
 		c.releaseIfDue()
 		if err != nil || !c.rd.pending.Load() {
-			return
+			return read
 		}
+	}
+	return read
+}
+
+// ReadArrived is Progress for a caller that must have what has arrived
+// read before it goes on (a handler deciding why its peer ended another
+// connection, whose last frames may be waiting here): if another
+// goroutine is reading c, it waits for that one to finish, for at most
+// within, rather than leave the bytes to it.
+func (c *Conn) ReadArrived(within time.Duration) {
+	c.rd.pending.Store(true) // strict: up to EAGAIN, by whoever reads next
+	for end := time.Now().Add(within); !c.progress(false) && time.Now().Before(end); {
+		runtime.Gosched()
 	}
 }
 

@@ -171,3 +171,24 @@ func TestDeferred(t *testing.T) {
 		})
 	}
 }
+
+// TestReadArrived: what has arrived is delivered by the time ReadArrived
+// returns, whether it read it itself or waited for the loop's reading
+// under way; over and over, so that both happen.
+func TestReadArrived(t *testing.T) {
+	looptest.LeakCheck(t)
+	l := looptest.NewLoop(t, ioloop.Options{})
+	rx := looptest.NewHandler()
+	c, raw := rawPeer(t, l, unix.AF_UNIX, 1, rx)
+	for i := range 200 {
+		h := frame.Header{Kind: frame.KindSend, Aux: uint32(i)}
+		var hb [frame.HeaderSize]byte
+		h.Length = 100
+		h.Encode(&hb)
+		raw.write(t, append(hb[:], looptest.Patterned(uint64(i), 100)...))
+		c.ReadArrived(time.Second)
+		if n := rx.Count(); n != i+1 {
+			t.Fatalf("frame %d: %d frames delivered when ReadArrived returned, want %d", i, n, i+1)
+		}
+	}
+}
