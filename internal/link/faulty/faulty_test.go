@@ -18,27 +18,52 @@ import (
 // sending Conn and the fault controls.
 func pair(t *testing.T, rx ioloop.Handler) (*ioloop.Conn, *faulty.Stream) {
 	t.Helper()
+	tx, _, f := faultyPair(t, false, rx)
+	return tx, f
+}
+
+// faultyPair registers both ends of a Unix socket pair on a new loop, the
+// sending end (tx) or the receiving one (handler rx) under a faulty
+// Stream, and returns both Conns and the fault controls.
+func faultyPair(t *testing.T, sender bool, rx ioloop.Handler) (tx, rc *ioloop.Conn, f *faulty.Stream) {
+	t.Helper()
 	looptest.LeakCheck(t)
 	l := looptest.NewLoop(t, ioloop.Options{})
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := ioloop.SocketStream(fds[1])
+	end, plain := fds[1], fds[0]
+	if sender {
+		end, plain = fds[0], fds[1]
+	}
+	s, err := ioloop.SocketStream(end)
 	if err != nil {
-		unix.Close(fds[0])
+		unix.Close(plain)
 		t.Fatal(err)
 	}
-	f := faulty.Wrap(in)
-	if _, err := l.RegisterStream(f, 2, rx, nil); err != nil {
-		unix.Close(fds[0])
+	f = faulty.Wrap(s)
+	var h ioloop.Handler = looptest.NopHandler{}
+	if !sender {
+		h = rx
+	}
+	wrapped, err := l.RegisterStream(f, 2, h, nil)
+	if err != nil {
+		unix.Close(plain)
 		t.Fatal(err)
 	}
-	tx, err := l.Register(fds[0], 1, looptest.NopHandler{})
+	h = rx
+	if !sender {
+		h = looptest.NopHandler{}
+	}
+	other, err := l.Register(plain, 1, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tx, f
+	if sender {
+		return wrapped, other, f
+	}
+	return other, wrapped, f
 }
 
 func send(t *testing.T, c *ioloop.Conn, aux uint32, p []byte) {
@@ -157,27 +182,8 @@ func TestCut(t *testing.T) {
 // though its sender saw it written, and the frames before and after it
 // do, whole and in order.
 func TestDropWrite(t *testing.T) {
-	looptest.LeakCheck(t)
-	l := looptest.NewLoop(t, ioloop.Options{})
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := ioloop.SocketStream(fds[0])
-	if err != nil {
-		unix.Close(fds[1])
-		t.Fatal(err)
-	}
-	f := faulty.Wrap(out)
-	tx, err := l.RegisterStream(f, 1, looptest.NopHandler{}, nil)
-	if err != nil {
-		unix.Close(fds[1])
-		t.Fatal(err)
-	}
 	rx := looptest.NewHandler()
-	if _, err := l.Register(fds[1], 2, rx); err != nil {
-		t.Fatal(err)
-	}
+	tx, _, f := faultyPair(t, true, rx)
 	send(t, tx, 0, looptest.Patterned(0, 100))
 	f.DropWrite()
 	send(t, tx, 1, looptest.Patterned(1, 200))
