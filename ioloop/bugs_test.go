@@ -69,9 +69,9 @@ func TestEOFWithDataInOneEdge(t *testing.T) {
 // e.g. on a GOODBYE frame.
 //
 // Regression test. Conn.fail used to call Conn.release, which locked
-// rd.mu; Deliver (and Payload) run with rd.mu held by the same goroutine,
+// the read side; Deliver (and Payload) run with it owned by the same goroutine,
 // so Close deadlocked, and the delivering goroutine and the connection's
-// fd stayed stuck forever. fail now takes rd.mu only with TryLock
+// fd stayed stuck forever. fail now takes the read side only if it is free
 // (releaseIfDue), and the reader releases the connection as it leaves.
 func TestCloseFromDeliver(t *testing.T) {
 	l := bugLoop(t)
@@ -145,16 +145,15 @@ func bugLoop(t *testing.T) *ioloop.Loop {
 // reused at once; the rest of the frame still reaches the peer.
 //
 // Regression test for the SendCancel "detach" change to conn_write.go:
-// Conn.detach takes wr.mu with a blocking Lock while it copies the
-// payload. A writable edge that arrives meanwhile finds wr.mu held:
-// onWritable sets pending and its flush gives up, trusting the holder to
-// look at pending after unlocking, which detach did not. The edge was
+// Conn.detach owns the write side, waiting for it, while it copies the
+// payload. A writable edge that arrives meanwhile finds the side owned:
+// onWritable asks and its flush gives up, trusting the owner to look at
+// what was asked as it lets go, which detach did not. The edge was
 // consumed, the socket writable, and nobody wrote the rest of the frame:
 // the stream stalled until some later Send happened to flush. The peer
 // drains the socket while detach copies (a 16 MiB payload takes
-// milliseconds), which lost the edge in nearly every attempt. The callers
-// of detach (Conn.await, Write.WaitDetach) now set pending
-// and flush once it returns.
+// milliseconds), which lost the edge in nearly every attempt. detach now
+// releases the side as every owner does (owner.go) and flushes.
 func TestSendCancelStartedFrame(t *testing.T) {
 	wl := installWritevLog(t)
 	l := looptest.NewLoop(t, ioloop.Options{})

@@ -23,7 +23,7 @@ type Conn struct {
 
 	failed     atomic.Pointer[ConnError] // set once, by fail
 	releasable atomic.Bool               // fail is done with the fd
-	closed     bool                      // fd closed; guarded by rd.mu and wr.mu both held
+	closed     bool                      // fd closed; guarded by both sides owned (rd.own, wr.own)
 
 	rd reader
 	wr writer
@@ -64,7 +64,8 @@ func (c *Conn) Close() error {
 // the socket is shut down so that the peer sees it at once and every
 // goroutine inside a syscall on it returns, queued sends fail, and then
 // the fd is released and the handler told. It must be called without
-// wr.mu held; handler methods (rd.mu held) may call Close.
+// the write side owned; handler methods (the read side owned) may call
+// Close.
 func (c *Conn) fail(op string, err error) {
 	if c.failed.Load() != nil {
 		return
@@ -86,19 +87,19 @@ func (c *Conn) fail(op string, err error) {
 
 // releaseIfDue closes a failed connection's fd, returns the pooled read
 // buffer and calls Handler.Closed, once. It needs the read side: if another
-// goroutine is reading, that goroutine does it as it leaves Progress,
-// however its drain ended. fail stores releasable before it tries rd.mu,
-// and a reader unlocks rd.mu before it loads releasable, so that one of
-// the two always sees the other.
+// goroutine owns it, that goroutine does it as it leaves Progress,
+// however its drain ended. fail stores releasable before it tries the
+// side, and a reader releases the side before it loads releasable, so
+// that one of the two always sees the other.
 func (c *Conn) releaseIfDue() {
-	if !c.releasable.Load() || !c.rd.mu.TryLock() {
+	if !c.releasable.Load() || !c.rd.own.acquire() {
 		return
 	}
 	if c.closed {
-		c.rd.mu.Unlock()
+		c.rd.own.release()
 		return
 	}
-	c.wr.mu.Lock() // writers never wait for rd.mu, so this cannot deadlock
+	c.wr.own.lock() // writers never wait for the read side, so this cannot deadlock
 	c.closed = true
 	c.closeFD()
 	if c.rd.bb != nil {
@@ -106,8 +107,8 @@ func (c *Conn) releaseIfDue() {
 		c.rd.bb = nil
 	}
 	c.rd.dst = nil
-	c.wr.mu.Unlock()
-	c.rd.mu.Unlock()
+	c.wr.own.release() // closed: nothing left to write
+	c.rd.own.release()
 	c.h.Closed(c, c.failed.Load())
 }
 

@@ -25,7 +25,6 @@ func (c *Conn) Start(h *frame.Header, payload []byte) (Write, error) {
 			return Write{}, err
 		}
 	}
-	c.wr.pending.Store(true)
 	c.flush()
 	return Write{c: c, r: r}, nil
 }
@@ -79,8 +78,6 @@ func (w Write) WaitDetach(cancel <-chan struct{}) error {
 	case <-cancel:
 	}
 	if w.c.detach(w.r) {
-		w.c.wr.pending.Store(true) // readiness seen while detach held wr.mu
-		w.c.flush()
 		return nil
 	}
 	err := <-w.r.done
@@ -103,7 +100,6 @@ func (c *Conn) Post(h *frame.Header, payload []byte, copyPayload bool) error {
 			return err
 		}
 	}
-	c.wr.pending.Store(true)
 	c.flush()
 	return nil
 }
@@ -138,7 +134,6 @@ func (c *Conn) PostBuffer(h *frame.Header, bb *Buffer, done func(n int)) error {
 	} else {
 		c.adopt(r, bb, done) // written in part: the rest is queued
 	}
-	c.wr.pending.Store(true)
 	c.flush()
 	return nil
 }
@@ -177,7 +172,6 @@ func (c *Conn) Queue(h *frame.Header, payload []byte) error {
 // Flush writes what is queued, if anything.
 func (c *Conn) Flush() {
 	if c.wr.nqueued.Load() > 0 {
-		c.wr.pending.Store(true)
 		c.flush()
 	}
 }

@@ -3,7 +3,6 @@ package ioloop
 import (
 	"os"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,8 +13,7 @@ import (
 // reader is the read side of a Conn: a staging buffer for headers and small
 // payloads, and the frame being received.
 type reader struct {
-	mu       sync.Mutex    // held by whoever reads the socket; who unlocks it calls releaseIfDue
-	pending  atomic.Bool   // readiness reported while mu was held elsewhere
+	own      side          // owned by whoever reads the socket, who calls releaseIfDue once it lets go; asked: readiness came while it was owned
 	paused   atomic.Bool   // the handler asked to stop reading
 	held4out atomic.Bool   // stopped: too much posted waits to be written (Options.MaxPosted)
 	deferred atomic.Bool   // stopped: the handler deferred the held frame's payload (Defer)
@@ -65,7 +63,6 @@ func (c *Conn) Poll() {
 	}
 	c.progress(true)
 	if c.wr.nqueued.Load() > 0 {
-		c.wr.pending.Store(true)
 		c.flush()
 	}
 }
@@ -82,37 +79,35 @@ func (c *Conn) polledRecently() bool {
 // so.
 func (c *Conn) loopedOn() bool { return c.poller != nil && c.poller.Pollers() > 0 }
 
-// progress drains the socket if no other goroutine is reading it, and
-// reports whether it did. Like
-// every holder of rd.mu, it calls releaseIfDue after unlocking, also when
-// its drain failed: a fail that ran meanwhile could not take rd.mu and
+// progress drains the socket if no other goroutine is reading it (owns
+// the read side, owner.go), and reports whether it did. Like every owner
+// of the read side, it calls releaseIfDue once it lets go, also when its
+// drain failed: a fail that ran meanwhile could not own the side and
 // left the release to it, and its own fail is then a no-op.
 //
-// A drain that finds pending set serves the edge the loop could not: it
-// is strict even if it was asked to be lazy, since the edge that set it
-// is spent (and a pipe's writer rings no second bell until this side asks
-// for one, which only a strict drain does). Clearing pending and deciding
-// are one swap: a lazy drain that cleared it first would leave the bytes
-// behind that edge unread, with nobody to read them. (A pending set after
-// the swap is seen as the drain ends, and served by a strict retry.)
+// A drain that claims an ask serves the edge the loop could not: it is
+// strict even if it was asked to be lazy, since the edge that asked is
+// spent (and a pipe's writer rings no second bell until this side asks
+// for one, which only a strict drain does). Claiming and deciding are one
+// step: a lazy drain that cleared the ask first would leave the bytes
+// behind that edge unread, with nobody to read them. (An ask after the
+// claim is seen as the side is released, and served by a strict retry.)
 func (c *Conn) progress(lazy bool) (read bool) {
-	for c.rd.mu.TryLock() {
+	for c.rd.own.acquire() {
 		read = true
 		if testHookLocked != nil {
 			testHookLocked(c.id)
 		}
-		// A load first: most drains find pending clear, and a load costs
-		// less than the swap.
-		served := c.rd.pending.Load() && c.rd.pending.Swap(false)
+		served := c.rd.own.claim()
 		c.rd.lazy = lazy && !served
 		lazy = false // a retry serves an edge the loop could not: strict
 		op, err := c.drainLocked()
-		c.rd.mu.Unlock()
+		again := c.rd.own.release()
 		if err != nil {
 			c.fail(op, err)
 		}
 		c.releaseIfDue()
-		if err != nil || !c.rd.pending.Load() {
+		if err != nil || !again {
 			return read
 		}
 	}
@@ -125,7 +120,7 @@ func (c *Conn) progress(lazy bool) (read bool) {
 // goroutine is reading c, it waits for that one to finish, for at most
 // within, rather than leave the bytes to it.
 func (c *Conn) ReadArrived(within time.Duration) {
-	c.rd.pending.Store(true) // strict: up to EAGAIN, by whoever reads next
+	c.rd.own.ask() // strict: up to EAGAIN, by whoever reads next
 	for end := time.Now().Add(within); !c.progress(false) && time.Now().Before(end); {
 		runtime.Gosched()
 	}
@@ -147,7 +142,7 @@ func (c *Conn) onBell() {
 }
 
 func (c *Conn) onReadable() {
-	c.rd.pending.Store(true)
+	c.rd.own.ask()
 	c.Progress()
 }
 
@@ -170,7 +165,7 @@ func (c *Conn) Stopped() bool { return c.rd.paused.Load() || c.rd.held4out.Load(
 // deferred, and reads what has arrived since.
 func (c *Conn) Resume() {
 	c.rd.paused.Store(false)
-	c.rd.pending.Store(true)
+	c.rd.own.ask()
 	c.Progress()
 }
 
@@ -422,7 +417,7 @@ func (c *Conn) Polled() {
 }
 
 // testHookLocked, when set by a test, runs as progress takes the read
-// side, before it looks at pending: the connection id.
+// side, before it claims what was asked: the connection id.
 var testHookLocked func(id int)
 
 // testHookRead, when set by a test, runs before every read of the socket,

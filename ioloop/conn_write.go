@@ -37,9 +37,8 @@ func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
 // writer is the write side of a Conn: a FIFO of frames, written by whoever
 // holds mu (a sender, or the loop when the socket becomes writable again).
 type writer struct {
-	mu      sync.Mutex  // held while writing the socket
-	pending atomic.Bool // work arrived while mu was held elsewhere
-	wanted  atomic.Bool // a flush is under way: the queue is to be written out
+	own    side        // owned while writing the socket; asked: frames were queued while it was owned
+	wanted atomic.Bool // a flush is under way: the queue is to be written out
 
 	qmu    sync.Mutex // guards the fields below
 	queue  []*sendReq // frames not yet completely written, in order
@@ -48,7 +47,7 @@ type writer struct {
 	free   []*sendReq // recycled requests
 	failed error
 
-	hdr     [frame.HeaderSize]byte // sendDirect's header, guarded by mu
+	hdr     [frame.HeaderSize]byte // sendDirect's header, the side's owner's
 	bufs    [][]byte               // the writev vector, reused
 	total   atomic.Uint64          // bytes written so far
 	nqueued atomic.Int64           // frames in the queue, for Poll's cheap check
@@ -82,7 +81,6 @@ func (c *Conn) SendCancel(h *frame.Header, payload []byte, cancel <-chan struct{
 			return err
 		}
 	}
-	c.wr.pending.Store(true)
 	c.flush()
 	if spin := c.loop.spinFor(); spin > 0 && len(r.done) == 0 {
 		c.spinWrite(r, spin)
@@ -110,7 +108,6 @@ func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
 		p.Writing(true)
 		defer func() {
 			if p.Writing(false) {
-				c.wr.pending.Store(true)
 				c.flush()
 			}
 		}()
@@ -124,7 +121,6 @@ func (c *Conn) spinWrite(r *sendReq, spin time.Duration) {
 			// holds less than a large frame, so read while waiting for room.
 			c.progress(true)
 		}
-		c.wr.pending.Store(true)
 		c.flush()
 		if now := c.wr.total.Load(); now != seen {
 			last, seen = time.Now(), now
@@ -146,8 +142,6 @@ func (c *Conn) await(r *sendReq, cancel <-chan struct{}) (err error, detached bo
 		return ErrCanceled, false
 	}
 	if c.detach(r) {
-		c.wr.pending.Store(true) // readiness seen while detach held wr.mu
-		c.flush()
 		return nil, true
 	}
 	return <-r.done, false
@@ -156,20 +150,23 @@ func (c *Conn) await(r *sendReq, cancel <-chan struct{}) (err error, detached bo
 // detach gives a started frame its own copy of the payload (all of it: the
 // written part is simply skipped, as r.off says) so that the
 // sender may return; the queue recycles it when it completes. It reports
-// false if the frame completed (or failed) first.
-func (c *Conn) detach(r *sendReq) bool {
+// false if the frame completed (or failed) first. It owns the write side
+// meanwhile, waiting for it, and serves what was asked then.
+func (c *Conn) detach(r *sendReq) (detached bool) {
 	w := &c.wr
-	w.mu.Lock() // no writev is using r.payload while we hold it
-	defer w.mu.Unlock()
+	w.own.lock() // no writev is using r.payload while we own it
 	w.qmu.Lock()
-	defer w.qmu.Unlock()
-	if len(r.done) > 0 || !w.queued(r) {
-		return false
+	if len(r.done) == 0 && w.queued(r) {
+		r.owned = GetBuffer(len(r.payload))
+		copy(r.owned.B, r.payload)
+		r.payload = r.owned.B
+		detached = true
 	}
-	r.owned = GetBuffer(len(r.payload))
-	copy(r.owned.B, r.payload)
-	r.payload = r.owned.B
-	return true
+	w.qmu.Unlock()
+	if w.own.release() || detached {
+		c.flush() // what was asked while detach owned the side, or the detached frame's rest
+	}
+	return detached
 }
 
 // queued reports whether r is in the live queue; qmu must be held.
@@ -226,7 +223,7 @@ func (w *writer) keep(r *sendReq) {
 // queue like any other.
 func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bool) (r *sendReq, done bool, err error) {
 	w := &c.wr
-	if !w.mu.TryLock() {
+	if !w.own.acquire() {
 		return nil, false, nil
 	}
 	// The queue's count and the failure without qmu: with mu held, no
@@ -265,19 +262,19 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bo
 
 // holdOn has a flush follow a direct write whose bytes a Buffering
 // stream holds in part: wanted before that flush tries, so that room
-// freed after it resumes it. wr.mu is held.
+// freed after it resumes it. The write side is owned.
 func (c *Conn) holdOn() {
 	if c.holder != nil && c.holder.Buffered() {
 		c.wr.wanted.Store(true)
-		c.wr.pending.Store(true) // unlockWriter flushes
+		c.wr.own.ask() // unlockWriter flushes
 	}
 }
 
-// unlockWriter releases wr.mu and, as every holder must, writes what was
-// queued meanwhile: a flush that found the lock taken left that to us.
+// unlockWriter releases the write side and, as every owner must, writes
+// what was queued meanwhile: a flush that found the side owned left that
+// to us.
 func (c *Conn) unlockWriter() {
-	c.wr.mu.Unlock()
-	if c.wr.pending.Load() {
+	if c.wr.own.release() {
 		c.flush()
 	}
 }
@@ -370,28 +367,30 @@ func (c *Conn) onWritable() {
 	if !c.wr.wanted.Load() {
 		return // only queued frames (Queue), which wait for a flush
 	}
-	c.wr.pending.Store(true)
 	c.flush()
 }
 
-// flush writes queued frames until the queue is empty or the socket is
-// full; in the latter case the loop resumes when the socket is writable.
-// Every round marks the flush wanted, since whoever set pending asked for
-// one; only an empty queue ends it (flushLocked), so that a socket full
-// before the queue is written out always resumes it, while the frames
-// that Queue adds afterwards wait for the next flush.
+// flush asks for the queued frames to be written, and writes them until
+// the queue is empty or the socket is full, unless another goroutine owns
+// the write side: that one writes them before it lets go. A full socket
+// is resumed by the loop once it is writable. Every round marks the
+// flush wanted, since whoever asked wanted one; only an empty queue ends
+// it (flushLocked), so that a socket full before the queue is written out
+// always resumes it, while the frames that Queue adds afterwards wait for
+// the next flush.
 func (c *Conn) flush() {
-	for c.wr.mu.TryLock() {
-		c.wr.pending.Store(false)
+	c.wr.own.ask()
+	for c.wr.own.acquire() {
+		c.wr.own.claim()
 		c.wr.wanted.Store(true)
 		err := c.flushLocked()
-		c.wr.mu.Unlock()
+		again := c.wr.own.release()
 		if err != nil {
 			c.fail("writev", err)
 			return
 		}
 		c.releaseOutHold()
-		if !c.wr.pending.Load() {
+		if !again {
 			return
 		}
 	}
@@ -401,8 +400,8 @@ func (c *Conn) flush() {
 // are below half of Options.MaxPosted again.
 func (c *Conn) releaseOutHold() {
 	if c.rd.held4out.Load() && c.wr.posted.Load() <= c.loop.opts.MaxPosted/2 && c.rd.held4out.CompareAndSwap(true, false) {
-		c.rd.pending.Store(true)
-		c.Progress() // from inside a handler, the reader sees pending as it leaves
+		c.rd.own.ask()
+		c.Progress() // from inside a handler, the reader sees the ask as it lets go
 	}
 }
 
@@ -441,8 +440,8 @@ func (c *Conn) flushLocked() error {
 	}
 }
 
-// writev writes wr.bufs with one Writev of the Stream and clears it;
-// wr.mu is held.
+// writev writes wr.bufs with one Writev of the Stream and clears it; the
+// write side is owned.
 func (c *Conn) writev() (int, error) {
 	w := &c.wr
 	n, err := c.s.Writev(w.bufs)

@@ -16,7 +16,10 @@
 // readiness, and by any goroutine that calls Conn.Progress: a goroutine
 // waiting for a message can read the socket itself instead of waiting for
 // the loop to wake it, which removes a goroutine hand-off from the latency of
-// every message.
+// every message. Who may read or write a Conn at a time is one rule, stated
+// once (owner.go): each side has one owner, taken without waiting, and
+// work for a side that is owned is left to its owner, who serves it
+// before it lets go.
 //
 // The package knows file descriptors, readiness and vectored I/O only. It
 // does not know what a rank, a tag or a pipe is.
