@@ -10,8 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/boltmesh/boltmesh/internal/link/sealed"
 )
 
 // The acceptor is a rank's listener, during its mesh's formation and for
@@ -247,19 +245,12 @@ func (a *acceptor) serve(nc net.Conn) {
 			return why
 		})
 	}
+	var m medium
 	if err == nil {
-		t.noteMachine(rank, hc.theirs)
-	}
-	var pair *pairMem
-	if err == nil && hc.neighbourly(t, stream) {
-		pair, err = hc.acceptNeighbour(t.topo.nbr, rank)
-	}
-	var keys *sealed.Keys
-	if err == nil {
-		keys, err = hc.sealKeys(t, false)
+		m, err = t.meetMedium(hc, rank, stream, false)
 	}
 	if err == nil {
-		err = t.adopt(nc, rank, stream, pair, keys)
+		err = t.adopt(nc, rank, stream, m)
 		a.finish(rank, err)
 		return
 	}

@@ -127,6 +127,9 @@ var (
 	errGone = errors.New("the coordinator lost its connection to it")
 	// errNotQueued is tryRecvOwnedInto's "nothing has arrived".
 	errNotQueued = errors.New("boltmesh: no message queued")
+	// errNoPair is a star's link's answer to a neighbour pair's memory:
+	// only a full mesh's links are pipes.
+	errNoPair = errors.New("boltmesh: a star's link cannot take a neighbour pair's pipes")
 	// errUnlinked is returned by a link asked to send before the stream
 	// of the lane is registered (while the mesh forms; link.go).
 	errUnlinked = errors.New("boltmesh: the peer's stream is not connected yet")

@@ -43,6 +43,17 @@ const (
 // the sending ones return the ioloop error of the stream (the caller turns
 // it into the peer's loss with connErr).
 type link interface {
+	// handler returns the handler of the link's stream s (its index among
+	// the peer's connections), as adopt registers it.
+	handler(s int) ioloop.Handler
+	// attach takes c as stream s, as the event loop adopts it and before
+	// any frame is read from it, and reports whether the link is now up
+	// with its control lane (the window may open).
+	attach(s int, c *ioloop.Conn) bool
+	// usePair makes the lanes pipes in the memory a neighbour pair shares
+	// (neighbour.go), before any stream is attached: a full mesh's link
+	// only.
+	usePair(pair *pairMem) error
 	// up reports whether the link's first data stream is registered.
 	up() bool
 	// post queues h (its Dst set by the link) and its payload on lane l

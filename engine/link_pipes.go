@@ -31,6 +31,8 @@ func (l *meshLink) usePipes() {
 	l.pipes.Store(true)
 }
 
+func (l *meshLink) usePair(pair *pairMem) error { return l.p.t.adoptPipes(l.p, l, pair) }
+
 // attachPipe registers c as lane n's pipe, as the event loop adopts it,
 // and reports whether both pipes are attached.
 func (l *meshLink) attachPipe(n lane, c *ioloop.Conn) bool {

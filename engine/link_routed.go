@@ -49,7 +49,11 @@ func (l *routeLink) queue(_ lane, h frame.Header, p []byte) error {
 	return l.conn.Queue(&h, p)
 }
 
-func (l *routeLink) checkLive(time.Time) {} // the streamLink to the coordinator watches the stream
+// A route is not adopted: its stream is the worker's to the coordinator.
+func (l *routeLink) handler(int) ioloop.Handler    { return nil }
+func (l *routeLink) attach(int, *ioloop.Conn) bool { return false }
+func (l *routeLink) usePair(*pairMem) error        { return errNoPair }
+func (l *routeLink) checkLive(time.Time)           {} // the streamLink to the coordinator watches the stream
 
 func (l *routeLink) cause(err error) error { return err }
 

@@ -61,6 +61,25 @@ func newStreamLink(p *peer) *streamLink {
 	return l
 }
 
+// handler is the link itself, but at a star's worker, where frames from
+// every rank come on the one stream to the coordinator: its hub.
+func (l *streamLink) handler(int) ioloop.Handler {
+	if hub := l.p.t.topo.hub; hub != nil {
+		return hub
+	}
+	return l
+}
+
+func (l *streamLink) attach(_ int, c *ioloop.Conn) bool {
+	l.conn = c
+	if hub := l.p.t.topo.hub; hub != nil {
+		hub.routeVia(c) // before any frame from the coordinator is read
+	}
+	return true
+}
+
+func (l *streamLink) usePair(*pairMem) error { return errNoPair }
+
 func (l *streamLink) post(_ lane, h frame.Header, p []byte, copyPayload bool) error {
 	return l.conn.Post(&h, p, copyPayload)
 }

@@ -570,6 +570,21 @@ func (n *neighbours) cancel(o *offer) {
 	}
 }
 
+// neighbourStep is the medium step of neighbours (medium.go): on a
+// mesh's control stream between ranks of one host, the handshake ends
+// with NEIGHBOUR, and the pair meets over shared memory (m.pair) or
+// stays on TCP.
+func neighbourStep(t *NetTransport, hc *hsConn, r, s int, dialer bool, m *medium) (err error) {
+	switch {
+	case !hc.neighbourly(t, s):
+	case dialer:
+		m.pair, err = hc.dialNeighbour(t.topo.nbr, r)
+	default:
+		m.pair, err = hc.acceptNeighbour(t.topo.nbr, r)
+	}
+	return err
+}
+
 // neighbourly reports whether the handshake hc ends with NEIGHBOUR: a
 // mesh's control stream between ranks whose HELLOs name one host.
 func (hc *hsConn) neighbourly(t *NetTransport, stream int) bool {

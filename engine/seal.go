@@ -74,6 +74,13 @@ func sealedLink(mine, theirs frame.Hello) (on, warn bool) {
 	return on, !on && leaves(mine, theirs)
 }
 
+// sealStep is the medium step of sealed links (medium.go): the keys of
+// a connection that is sealed.
+func sealStep(t *NetTransport, hc *hsConn, _, _ int, dialer bool, m *medium) (err error) {
+	m.keys, err = hc.sealKeys(t, dialer)
+	return err
+}
+
 // sealKeys returns the keys that seal the connection hc's handshake
 // completed, from this end (the dialer's or the acceptor's), or nil if it
 // is not sealed; it logs unsealedWarning, once, for a connection that

@@ -7,7 +7,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -303,85 +302,48 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	if err == nil {
 		err = hc.dial(r)
 	}
+	var m medium
 	if err == nil {
-		t.noteMachine(r, hc.theirs)
-	}
-	var pair *pairMem
-	if err == nil && hc.neighbourly(t, s) {
-		pair, err = hc.dialNeighbour(t.topo.nbr, r)
-	}
-	var keys *sealed.Keys
-	if err == nil {
-		keys, err = hc.sealKeys(t, true)
+		m, err = t.meetMedium(hc, r, s, true)
 	}
 	if err == nil {
-		return t.adopt(nc, r, s, pair, keys)
+		return t.adopt(nc, r, s, m)
 	}
 	nc.Close()
 	return err
 }
 
-// adopt tunes the socket, takes its fd away from the net package and
-// registers it with the event loop as stream s of rank r's connection.
-// With pair, what r and this rank, neighbours, share (neighbour.go), the
-// link's lanes are pipes, registered first, and the stream is idle. With
-// keys, the stream is sealed (seal.go).
-func (t *NetTransport) adopt(nc net.Conn, r, s int, pair *pairMem, keys *sealed.Keys) error {
+// adopt registers with the event loop, as stream s of rank r's
+// connection, what its handshake made: first a medium's lanes of their own
+// (m.pair: neighbours' pipes, which the link then uses, the stream idle),
+// then the socket, tuned and taken from the net package (tcp.Adopt), and
+// sealed with m.keys if the link is sealed (seal.go). The link names the
+// stream's handler and attaches the Conn (link.handler, link.attach), and
+// the peer's window opens once the link is up (openWindow).
+func (t *NetTransport) adopt(nc net.Conn, r, s int, m medium) error {
 	defer nc.Close()
-	if pair != nil {
-		if err := t.adoptPipes(t.peer(r), t.peer(r).link.(*meshLink), pair); err != nil {
+	p := t.peer(r)
+	if m.pair != nil {
+		if err := p.link.usePair(m.pair); err != nil {
 			return err
 		}
 	}
-	if err := nc.SetDeadline(time.Time{}); err != nil {
-		return err
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tcp.Tune(tc, t.opts.SocketBuffer) // heartbeats on every stream watch the link (heartbeat.go)
-		if err := t.setCongestion(tc); err != nil {
-			return err
-		}
-	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return fmt.Errorf("boltmesh: connection from %s is a %T, not a socket the event loop can own", nc.RemoteAddr(), nc)
-	}
-	medium, err := tcp.Stream(sc)
+	stream, err := tcp.Adopt(nc, t.opts.SocketBuffer, t.setCongestion) // heartbeats on every stream watch the link (heartbeat.go)
 	if err != nil {
 		return err
 	}
 	if hook := testHookStream.Load(); hook != nil {
-		medium = (*hook)(t, r, s, medium)
+		stream = (*hook)(t, r, s, stream)
 	}
-	p := t.peer(r)
-	if keys != nil {
-		if medium, err = sealed.New(medium, *keys, t.sealOptions()); err != nil {
+	if m.keys != nil {
+		if stream, err = sealed.New(stream, *m.keys, t.sealOptions()); err != nil {
 			return err
 		}
-		p.seal.Store(uint32(keys.Cipher))
-	}
-	var h ioloop.Handler
-	switch l := p.link.(type) {
-	case *meshLink:
-		h = l.handler(s)
-	case *streamLink:
-		h = l
-		if t.topo.hub != nil {
-			h = t.topo.hub // a star worker: frames from every rank come this way
-		}
+		p.seal.Store(uint32(m.keys.Cipher))
 	}
 	open := false
-	_, err = t.loop.RegisterStream(medium, r, h, func(c *ioloop.Conn) {
-		ready := false
-		switch l := p.link.(type) {
-		case *meshLink:
-			ready = l.attach(s, c)
-		case *streamLink:
-			l.conn, ready = c, true
-			if t.topo.hub != nil {
-				t.topo.hub.routeVia(c) // before any frame from the coordinator is read
-			}
-		}
+	_, err = t.loop.RegisterStream(stream, r, p.link.handler(s), func(c *ioloop.Conn) {
+		ready := p.link.attach(s, c)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		open = ready && !p.windowOpen

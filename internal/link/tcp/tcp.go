@@ -5,8 +5,10 @@
 package tcp
 
 import (
+	"fmt"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/boltmesh/boltmesh/ioloop"
 	"golang.org/x/sys/unix"
@@ -22,6 +24,30 @@ func Tune(tc *net.TCPConn, buf int) {
 		tc.SetReadBuffer(buf)
 		tc.SetWriteBuffer(buf)
 	}
+}
+
+// Adopt takes nc, a connection whose handshake is done, for the event
+// loop: its deadline cleared, a TCP socket tuned (Tune with buf, then
+// tune, if not nil: its congestion control), and a duplicate of its
+// descriptor returned as a Stream (Stream). nc stays the caller's to
+// close.
+func Adopt(nc net.Conn, buf int, tune func(*net.TCPConn) error) (ioloop.Stream, error) {
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		Tune(tc, buf)
+		if tune != nil {
+			if err := tune(tc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("tcp: connection from %s is a %T, not a socket the event loop can own", nc.RemoteAddr(), nc)
+	}
+	return Stream(sc)
 }
 
 // Stream returns a close-on-exec duplicate of sc's descriptor as an
