@@ -194,11 +194,10 @@ type Options struct {
 	// meeting found the kernel refusing it (Yama's ptrace_scope, a
 	// container), and systems without it, keep the rings;
 	// Topology().SingleCopy says which neighbours this rank copies from.
-	// Default 0: off, the rings for every size, as measured so far: on
-	// the 2-core development VM the kernel's copy runs at a third to a
-	// fifth of memmove's speed and loses to the rings at every size
-	// (bench/RESULTS.md, "Single copy between neighbours"). 256 KiB is
-	// the size to try on a machine where it is fast.
+	// Default 0: off, the rings for every size, as measured so far
+	// (bench/RESULTS.md, "Single copy between neighbours", and "Figures
+	// moved out of code comments", Options.SingleCopyMin). 256 KiB is the
+	// size to try on a machine where it is fast.
 	SingleCopyMin int
 	// Seal says which TCP links are sealed: every frame after the
 	// handshake, header included, authenticated and encrypted with an
@@ -211,9 +210,9 @@ type Options struct {
 	// address as not loopback, and they run on different machines); a
 	// loopback link stays unsealed, even between ranks whose HostIDs
 	// differ (several hosts emulated on one machine): SealAlways seals
-	// it. SealAlways:
-	// every TCP link, loopback too, but those between neighbours, whose
-	// frames go through shared memory (needs a key). SealNever: none; a
+	// it. SealAlways: every TCP link, loopback too, but those between
+	// neighbours, whose frames go through shared memory (needs a key).
+	// SealNever: none; a
 	// peer that must seal is refused. Ranks of one mesh should agree;
 	// Topology().Sealed lists the sealed peers. Default SealAuto.
 	Seal SealMode

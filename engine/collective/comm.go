@@ -137,11 +137,9 @@ type Comm struct {
 const (
 	// NeighbourChunk is the default between neighbours, whose frames go
 	// through shared memory: a piece costs a frame's handling and a
-	// wake-up, and copies at memory speed leave little to overlap.
-	// Measured with 2 ranks as processes (float32 Sum, p50), 1 MiB took
-	// 77-79 µs in 512 KiB pieces against 84 in 256 KiB, 99 in 128 KiB and
-	// 160 in 32 KiB; 16 MiB 2.1-2.3 ms against 2.4 in 256 KiB
-	// (bench/RESULTS.md, 2026-12-03).
+	// wake-up, and copies at memory speed leave little to overlap
+	// (bench/RESULTS.md, "Figures moved out of code comments",
+	// NeighbourChunk).
 	NeighbourChunk = 512 << 10
 	// LoopbackChunk is the default over loopback (every rank local).
 	LoopbackChunk = 256 << 10
@@ -153,14 +151,10 @@ const (
 // gives Rabenseifner's algorithm (AlgorithmHalving) rather than
 // recursive doubling, below Options.RingMin, in a world of 4 ranks or
 // more that spans machines: there a link's rate bounds a step, and
-// doubling sends the whole message log2(n) times. Measured on emulated
-// hosts (make scale-bench, rate-limited veth links, ranks crowded onto 2
-// cores; p50, halving against doubling, bench/RESULTS.md 2026-12-03
-// 19:30): 4 hosts at 1 Gbit/s, 16 KiB 254 against 254 µs, 32 KiB 397
-// against 529, 64 KiB 794 against 1044, 128 KiB 1582 against 2109; 8
-// hosts at 500 Mbit/s, 16 KiB 1405 against 777, 32 KiB 1187 against
-// 1576, 64 KiB 1893 against 3122, 128 KiB 3673 against 6933. Over
-// loopback the measured doubling thresholds stand.
+// doubling sends the whole message log2(n) times; from 32 KiB halving
+// was the faster on emulated hosts (bench/RESULTS.md, "Figures moved out
+// of code comments", HalvingMin). Over loopback the measured doubling
+// thresholds stand.
 const HalvingMin = 32 << 10
 
 // GatherMax is Options.GatherMax's default: the root of a deadline
@@ -175,10 +169,9 @@ const PowerOfTwoRingMin = 512 << 10
 // defaultRingMin picks Options.RingMin's default for a world of n ranks.
 // Over a power of two, recursive doubling takes log2(n) steps, against the
 // ring's 2(n-1), for log2(n)/(2(n-1)/n) times the ring's bytes (4/3 with 4
-// ranks): the ring wins only once the bytes outweigh the steps. Measured
-// with 4 ranks as processes on loopback (2 cores, p50), doubling took
-// 0.55x the ring's time at 64 KiB and 0.8x at 256 KiB, the ring 0.3-0.7x
-// doubling's at 1 MiB. Elsewhere doubling must fold the ranks above the
+// ranks): the ring wins only once the bytes outweigh the steps
+// (bench/RESULTS.md, "Figures moved out of code comments",
+// defaultRingMin). Elsewhere doubling must fold the ranks above the
 // power of two in and out, two more full-size steps, and the ring starts
 // at 64 KiB.
 func defaultRingMin(n int) int {
@@ -189,12 +182,8 @@ func defaultRingMin(n int) int {
 }
 
 // defaultChunk picks Options.Chunk's default: LoopbackChunk when every
-// rank is local (engine.Topology.Loopback), else LinkChunk.
-// Measured with 2 ranks, float32 Sum of 16 MiB: over loopback (MTU 64 KiB)
-// 256 KiB pieces took 5.6-10.9 ms against 9.1 ms for 64 KiB; between two
-// network namespaces over veth at MTU 9000, each rank on its own core,
-// 64 KiB pieces took 10.0-10.4 ms against 16.3-17.4 ms for 256 KiB (32 KiB
-// 15-16 ms, 128 KiB 17 ms, 1 MiB 13.5-15 ms).
+// rank is local (engine.Topology.Loopback), else LinkChunk, as measured
+// (bench/RESULTS.md, "Figures moved out of code comments", defaultChunk).
 func defaultChunk(top engine.Topology) int {
 	if !top.Loopback {
 		return LinkChunk

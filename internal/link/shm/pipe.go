@@ -618,16 +618,12 @@ func (t *ring) copyIn(dst, src []byte) int {
 // storeChoice chooses how a ring's long copies store their bytes. Each
 // line written was last read by the other process, and plain stores
 // take it from that core's cache first. Where the two cores are far
-// apart, that is slow: on the development machine, with a cache line's
-// round trip between its two cores at 600 ns (it switches between that
-// and 130 ns now and then), two processes each writing 512 KiB into its
-// ring while the other did took 72 µs a write with plain stores (7.3
-// GB/s), 13 µs with non-temporal ones (40 GB/s), and a 1 MiB allreduce
-// 195-205 µs against 78-84. Where they are near, plain stores run at
-// about 39 GB/s and leave the lines in cache for the reader, which
-// non-temporal ones send to memory: a 1 MiB allreduce took 106 µs with
-// them against 75-80 without. So plain copies are timed, and while they
-// run below slowRate the copies stream, all but one in ntProbe, which is
+// apart, that is slow, and non-temporal stores, which skip the cache,
+// are several times faster; where they are near, plain stores are as
+// fast and leave the lines in cache for the reader, which non-temporal
+// ones send to memory (bench/RESULTS.md, "Figures moved out of code
+// comments", storeChoice). So plain copies are timed, and while they run
+// below slowRate the copies stream, all but one in ntProbe, which is
 // plain and timed again.
 type storeChoice struct {
 	rate  uint64 // plain copies' bytes per µs, a moving average; 0: none yet
