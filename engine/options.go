@@ -269,28 +269,57 @@ func maxPosted(q int64) int64 { return max(q/8, 1<<20) }
 // MaxStreams bounds Options.Streams.
 const MaxStreams = 16
 
+// withDefaults returns o with every field left zero set to its default,
+// or an *OptionError naming the first field that is invalid: each
+// component's fields in turn, then the Logger.
 func (o Options) withDefaults() (Options, error) {
+	for _, fill := range [...]func(*Options) error{
+		(*Options).flowDefaults,
+		(*Options).timeDefaults,
+		(*Options).streamDefaults,
+		(*Options).keyDefaults,
+		(*Options).hostDefaults,
+	} {
+		if err := fill(&o); err != nil {
+			return o, err
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+// flowDefaults fills in and checks what bounds a peer's frames: MaxFrame,
+// MaxQueuedBytes (the window), EagerMax.
+func (o *Options) flowDefaults() error {
 	if o.MaxFrame == 0 {
 		o.MaxFrame = 1 << 30
 	}
 	if o.MaxFrame > 1<<62 {
-		return o, &OptionError{"MaxFrame", "above 2^62"}
+		return &OptionError{"MaxFrame", "above 2^62"}
 	}
 	if o.MaxQueuedBytes == 0 {
 		o.MaxQueuedBytes = 64 << 20
 	}
 	if o.MaxQueuedBytes < 0 {
-		return o, &OptionError{"MaxQueuedBytes", "is negative"}
+		return &OptionError{"MaxQueuedBytes", "is negative"}
 	}
 	if o.MaxQueuedBytes < minQueuedBytes {
-		return o, &OptionError{"MaxQueuedBytes", fmt.Sprintf("%d is below %d", o.MaxQueuedBytes, minQueuedBytes)}
+		return &OptionError{"MaxQueuedBytes", fmt.Sprintf("%d is below %d", o.MaxQueuedBytes, minQueuedBytes)}
 	}
 	if o.EagerMax == 0 {
 		o.EagerMax = 1 << 20
 	}
 	if o.EagerMax < 0 {
-		return o, &OptionError{"EagerMax", "is negative"}
+		return &OptionError{"EagerMax", "is negative"}
 	}
+	return nil
+}
+
+// timeDefaults fills in and checks the durations: DialTimeout,
+// HandshakeTimeout, Spin, KeepAlive, LateJoinWindow.
+func (o *Options) timeDefaults() error {
 	defDur(&o.DialTimeout, 30*time.Second)
 	defDur(&o.HandshakeTimeout, 5*time.Second)
 	defDur(&o.Spin, 200*time.Microsecond)
@@ -301,24 +330,36 @@ func (o Options) withDefaults() (Options, error) {
 		v    time.Duration
 	}{{"DialTimeout", o.DialTimeout}, {"HandshakeTimeout", o.HandshakeTimeout}, {"KeepAlive", o.KeepAlive}} {
 		if d.v < 0 {
-			return o, &OptionError{d.name, "is negative"}
+			return &OptionError{d.name, "is negative"}
 		}
 	}
+	return nil
+}
+
+// streamDefaults fills in and checks a pair's TCP streams: SocketBuffer,
+// Streams, StripeMin.
+func (o *Options) streamDefaults() error {
 	if o.SocketBuffer < 0 {
-		return o, &OptionError{"SocketBuffer", "is negative"}
+		return &OptionError{"SocketBuffer", "is negative"}
 	}
 	if o.Streams == 0 {
 		o.Streams = 1
 	}
 	if o.Streams < 1 || o.Streams > MaxStreams {
-		return o, &OptionError{"Streams", fmt.Sprintf("%d is outside [1, %d]", o.Streams, MaxStreams)}
+		return &OptionError{"Streams", fmt.Sprintf("%d is outside [1, %d]", o.Streams, MaxStreams)}
 	}
 	if o.StripeMin == 0 {
 		o.StripeMin = 1 << 20
 	}
 	if o.StripeMin < o.Streams {
-		return o, &OptionError{"StripeMin", fmt.Sprintf("%d is below Streams (%d)", o.StripeMin, o.Streams)}
+		return &OptionError{"StripeMin", fmt.Sprintf("%d is below Streams (%d)", o.StripeMin, o.Streams)}
 	}
+	return nil
+}
+
+// keyDefaults fills in and checks the mesh's identity and key, and the
+// sealing that the key allows: MeshKey, MeshID, Seal.
+func (o *Options) keyDefaults() error {
 	if o.MeshKey == nil {
 		if k := os.Getenv("BOLTMESH_KEY"); k != "" {
 			o.MeshKey = []byte(k)
@@ -327,28 +368,31 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MeshID == "" {
 		o.MeshID = "boltmesh"
 	}
+	if o.Seal < SealAuto || o.Seal > SealNever {
+		return &OptionError{"Seal", fmt.Sprintf("%d is not SealAuto, SealAlways or SealNever", o.Seal)}
+	}
+	if o.Seal == SealAlways && len(o.MeshKey) == 0 {
+		return &OptionError{"Seal", "SealAlways needs a mesh key (MeshKey, BOLTMESH_KEY): the keys are derived from it"}
+	}
+	return nil
+}
+
+// hostDefaults fills in and checks the heap and what ranks of one host
+// share: HeapSize, SharedMemory, HostID, PipeRing.
+func (o *Options) hostDefaults() error {
 	if o.HeapSize == 0 {
 		o.HeapSize = 64 << 20
 	}
 	if o.SharedMemory != SharedMemoryAuto && o.SharedMemory != SharedMemoryOff {
-		return o, &OptionError{"SharedMemory", fmt.Sprintf("%d is neither SharedMemoryAuto nor SharedMemoryOff", o.SharedMemory)}
-	}
-	if o.Seal < SealAuto || o.Seal > SealNever {
-		return o, &OptionError{"Seal", fmt.Sprintf("%d is not SealAuto, SealAlways or SealNever", o.Seal)}
-	}
-	if o.Seal == SealAlways && len(o.MeshKey) == 0 {
-		return o, &OptionError{"Seal", "SealAlways needs a mesh key (MeshKey, BOLTMESH_KEY): the keys are derived from it"}
+		return &OptionError{"SharedMemory", fmt.Sprintf("%d is neither SharedMemoryAuto nor SharedMemoryOff", o.SharedMemory)}
 	}
 	if o.HostID == "" {
 		o.HostID = os.Getenv("BOLTMESH_HOST_ID")
 	}
 	if o.PipeRing != 0 && o.PipeRing < 64<<10 || o.PipeRing > 1<<30 || o.PipeRing&(o.PipeRing-1) != 0 {
-		return o, &OptionError{"PipeRing", fmt.Sprintf("%d is not a power of two in [64 KiB, 1 GiB]", o.PipeRing)}
+		return &OptionError{"PipeRing", fmt.Sprintf("%d is not a power of two in [64 KiB, 1 GiB]", o.PipeRing)}
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return o, nil
+	return nil
 }
 
 func defDur(d *time.Duration, v time.Duration) {
