@@ -168,3 +168,15 @@ func (t *NetTransport) wakeBarrierOf(p *peer) {
 	h := frame.Header{Kind: frame.KindWake, Src: uint32(t.rank), Tag: wakeBarrier}
 	p.link.post(laneCtl, h, nil, false) // a lost peer needs no news
 }
+
+// onWake is WAKE's arrive row (kinds.go): no payload, no credit, never
+// queued; from a neighbour only, whose mailbox it wakes.
+func (p *peer) onWake(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	putBuffer(bb)
+	mb := p.link.mailbox()
+	if mb == nil {
+		p.violation(c, fmt.Errorf("%w: WAKE from rank %d, which has no mailbox with this rank", ErrProtocol, p.rank))
+		return
+	}
+	mb.Woken(h.Tag == wakeBarrier)
+}

@@ -276,3 +276,9 @@ func (t *NetTransport) window(p *peer, cancel <-chan struct{}, op string) (uint6
 		}
 	}
 }
+
+// onCredit is CREDIT's arrive row (kinds.go): the peer's grant total.
+func (p *peer) onCredit(_ *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	putBuffer(bb)
+	p.out.grant(h.Offset)
+}

@@ -64,3 +64,9 @@ func (p *peer) deliverGoodbye(c *ioloop.Conn, h *frame.Header) {
 func (p *peer) byeAnswer() {
 	p.bye.once.Do(func() { close(p.bye.answered) })
 }
+
+// onGoodbye is GOODBYE's arrive row (kinds.go).
+func (p *peer) onGoodbye(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	p.deliverGoodbye(c, h)
+	putBuffer(bb)
+}

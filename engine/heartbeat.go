@@ -2,6 +2,9 @@ package engine
 
 import (
 	"time"
+
+	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/ioloop"
 )
 
 // silentBeats is how many KeepAlive periods of silence lose a peer.
@@ -53,4 +56,10 @@ func (t *NetTransport) beating() {
 			}
 		}
 	}
+}
+
+// onHeartbeat is HEARTBEAT's arrive row (kinds.go): its bytes were the
+// sign of life (link_live.go).
+func (*peer) onHeartbeat(_ *ioloop.Conn, _ lane, _ *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	putBuffer(bb)
 }

@@ -106,3 +106,10 @@ func (p *peer) toldCause(err error) error {
 	}
 	return err
 }
+
+// onDrop is DROP's arrive row (kinds.go): the sender's last frame, which
+// uses no credit.
+func (p *peer) onDrop(c *ioloop.Conn, _ lane, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
+	p.deliverDrop(c, h, payload)
+	putBuffer(bb)
+}

@@ -527,3 +527,23 @@ func (m *matcher) dropQueued(first, n uint32, in func(u uint32) bool, each func(
 		}
 	}
 }
+
+// onSendHeader is SEND's payload row (kinds.go): its credit used, unless
+// it was used when the payload was deferred, and where it goes.
+func (p *peer) onSendHeader(c *ioloop.Conn, l lane, h *frame.Header) []byte {
+	cost := frame.Cost(h.Length)
+	if p.m.chargedDeferred() {
+		cost = 0 // used when the payload was deferred
+	}
+	return p.sendPayload(c, l, h, cost)
+}
+
+// onSend is SEND's arrive row (kinds.go): a receive whose buffer it was
+// read into completes, or it is held for one.
+func (p *peer) onSend(_ *ioloop.Conn, _ lane, h *frame.Header, payload []byte, bb *ioloop.Buffer) {
+	if bb == nil {
+		p.completeClaimed(len(payload))
+		return
+	}
+	p.deliverSend(h.Tag, h.Aux, bb)
+}

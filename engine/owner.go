@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -196,4 +198,17 @@ func (p *peer) dropUnwanted(first, n uint32) {
 	for _, id := range answer {
 		p.answerRTS(id, false)
 	}
+}
+
+// onAbandon is ABANDON's arrive row (kinds.go): no payload, no credit,
+// never queued; the owner is told (abandoned).
+func (p *peer) onAbandon(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	putBuffer(bb)
+	if !isOwnedTag(h.Tag) {
+		p.violation(c, fmt.Errorf("%w: ABANDON on tag %#x, outside the owned tag range", ErrProtocol, h.Tag))
+		return
+	}
+	p.mu.Lock()
+	p.abandoned(h.Tag, h.Offset)
+	p.mu.Unlock()
 }

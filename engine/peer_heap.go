@@ -204,3 +204,38 @@ func (p *peer) failGets() {
 		g.complete(p.errFor("get"))
 	}
 }
+
+// onPutHeader is PUT's payload row (kinds.go): straight into the heap,
+// or, outside it, discarded as it is read (onPut answers).
+func (p *peer) onPutHeader(c *ioloop.Conn, _ lane, h *frame.Header) []byte {
+	s, _, _ := p.heapRange(h.Offset, h.Length)
+	if s == nil {
+		c.Discard()
+	}
+	return s
+}
+
+// onPut is PUT's arrive row (kinds.go).
+func (p *peer) onPut(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	p.deliverPut(c, h, bb)
+}
+
+// onPutAck is PUT_ACK's arrive row (kinds.go).
+func (p *peer) onPutAck(_ *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	p.notePutErr(h, bb)
+}
+
+// onGetReq is GET_REQ's arrive row (kinds.go).
+func (p *peer) onGetReq(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	p.serveGet(c, h, bb)
+}
+
+// onGetReplyHeader is GET_REPLY's payload row (kinds.go).
+func (p *peer) onGetReplyHeader(c *ioloop.Conn, _ lane, h *frame.Header) []byte {
+	return p.claimGet(c, h)
+}
+
+// onGetReply is GET_REPLY's arrive row (kinds.go).
+func (p *peer) onGetReply(_ *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	p.deliverGetReply(h, bb)
+}

@@ -142,3 +142,17 @@ func (in *relayIn) abandon(p *peer, err error) {
 		p.readEnded(laneData, err)
 	}
 }
+
+// onRelayHeader is the payload row of RELAY and PART (kinds.go): only a
+// star's coordinator sends them, to a worker, whose hub takes them;
+// from anyone else they break the protocol, refused on the header,
+// whatever payload a PART announces.
+func (p *peer) onRelayHeader(c *ioloop.Conn, _ lane, h *frame.Header) []byte {
+	p.violation(c, fmt.Errorf("%w: a %v, which only a star's coordinator sends, and only to a worker", ErrProtocol, h.Kind))
+	return nil
+}
+
+// onRelay is the arrive row of RELAY and PART (kinds.go): refused.
+func (*peer) onRelay(_ *ioloop.Conn, _ lane, _ *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	putBuffer(bb)
+}

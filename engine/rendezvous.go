@@ -547,3 +547,31 @@ func (p *peer) drop(c *ioloop.Conn, err error) {
 		p.link.abort(c, err)
 	}
 }
+
+// onRTSHeader is RTS's payload row (kinds.go): its credit used (a
+// withdrawal's on the control lane only, see withdrawRTS), read into the
+// lane's RTS buffer (at most RTSCopySize: checked with the header).
+func (p *peer) onRTSHeader(c *ioloop.Conn, l lane, h *frame.Header) []byte {
+	credited := h.Flags&frame.FlagError == 0 || l == laneCtl
+	if credited && !p.useCredit(c, frame.Cost(0)) {
+		return nil
+	}
+	return p.rtsBuf(l)[:h.Length]
+}
+
+// onRTS is RTS's arrive row (kinds.go).
+func (p *peer) onRTS(c *ioloop.Conn, l lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	p.deliverRTS(c, l, h, bb)
+}
+
+// onCTS is CTS's arrive row (kinds.go).
+func (p *peer) onCTS(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	putBuffer(bb)
+	p.deliverCTS(c, h)
+}
+
+// onData is DATA's arrive row (kinds.go): the piece read (dataPayload).
+func (p *peer) onData(_ *ioloop.Conn, l lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	putBuffer(bb)
+	p.dataDone(l, h)
+}

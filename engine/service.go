@@ -388,3 +388,14 @@ func (p *peer) servicePeerLost() {
 		hd.ServicePeerLost(p.rank, p.lostErr("service"))
 	}
 }
+
+// onServiceHeader is the payload row of the service's kinds, RPC_REQ and
+// RPC_REPLY (kinds.go).
+func (p *peer) onServiceHeader(c *ioloop.Conn, _ lane, h *frame.Header) []byte {
+	return p.servicePayload(c, h)
+}
+
+// onService is the arrive row of the service's kinds (kinds.go).
+func (p *peer) onService(_ *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
+	p.deliverService(h, bb)
+}
