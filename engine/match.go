@@ -260,13 +260,21 @@ func (m *matcher) recycle(q *tagQueue) {
 // sender is posted.
 const deferMin = 32 << 10
 
-// maybeDefer defers the eager SEND h on c, lane l of p's link, if nothing
-// can want it or what is behind it yet: no receive from p is posted, no
-// rendezvous message from p is coming in, and the payload is large, but
-// not so large that the sender could not finish writing it while it
-// waits (ioloop.Conn.DeferLimit: between neighbours, half the ring).
-func (p *peer) maybeDefer(c *ioloop.Conn, l lane, h *frame.Header) bool {
-	if h.Length < deferMin || h.Length > c.DeferLimit() || p.m.posted > 0 || p.rdv.incoming() || l != laneData || !p.link.ownCtl() {
+// deferrable reports whether the eager SEND h on c, lane l of p's link,
+// may wait in the socket for its receive: it is large, but not so large
+// that the sender could not finish writing it while it waits
+// (ioloop.Conn.DeferLimit: between neighbours, half the ring), on the
+// data lane of a link whose control lane is a stream of its own. It asks
+// the link, so p.mu must not be held.
+func (p *peer) deferrable(c *ioloop.Conn, l lane, h *frame.Header) bool {
+	return h.Length >= deferMin && l == laneData && h.Length <= c.DeferLimit() && p.link.ownCtl()
+}
+
+// maybeDefer defers a deferrable SEND (see deferrable) on c if nothing
+// can want it or what is behind it yet: no receive from p is posted and
+// no rendezvous message from p is coming in. p.mu is held.
+func (p *peer) maybeDefer(c *ioloop.Conn, deferrable bool) bool {
+	if !deferrable || p.m.posted > 0 || p.rdv.incoming() {
 		return false
 	}
 	p.m.deferred = true
@@ -298,6 +306,7 @@ func (m *matcher) undefer() bool {
 // released with the same lock (completeClaimed then releases none), a
 // lock and an unlock fewer per message.
 func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64) []byte {
+	deferrable := p.deferrable(c, l, h) // before p.mu: it asks the link
 	p.mu.Lock()
 	q := p.m.tags[h.Tag]
 	var r *recvReq
@@ -317,7 +326,7 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64)
 	var dst []byte
 	switch {
 	case r == nil:
-		p.maybeDefer(c, l, h)
+		p.maybeDefer(c, deferrable)
 	case claim:
 		p.m.popRecv(q)
 		p.m.tidy(h.Tag, q)

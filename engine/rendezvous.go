@@ -451,6 +451,7 @@ func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 // but DATA from a peer already lost, which is dropped.
 func (p *peer) dataPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	k, i := int(h.Aux>>16), int(h.Aux&0xffff)
+	width := p.link.width() // before p.mu: it asks the link
 	p.mu.Lock()
 	if p.lost != nil {
 		p.mu.Unlock()
@@ -460,7 +461,7 @@ func (p *peer) dataPayload(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	r := p.rdv.in[h.Offset]
 	var dst []byte
 	ok := false
-	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == p.link.width()) && (r.rdv.pieces == 0 || r.rdv.pieces == k) && r.rdv.seen&(1<<i) == 0 {
+	if r != nil && uint32(r.tag) == h.Tag && k >= 1 && i < k && (k == 1 || k == width) && (r.rdv.pieces == 0 || r.rdv.pieces == k) && r.rdv.seen&(1<<i) == 0 {
 		if lo, hi := piece(len(r.dst), k, i); uint64(hi-lo) == h.Length {
 			r.rdv.pieces, r.rdv.seen = k, r.rdv.seen|1<<i
 			r.rdv.reading++
