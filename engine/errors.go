@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/credit"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 )
 
@@ -88,8 +89,8 @@ var (
 	ErrTampered = sealed.ErrTampered
 	// ErrFlowControl is the cause of a peer's loss when it sent more than
 	// the flow-control credit this rank granted it (see
-	// Options.MaxQueuedBytes).
-	ErrFlowControl = errors.New("boltmesh: flow-control credit exceeded")
+	// Options.MaxQueuedBytes). It is internal/credit's.
+	ErrFlowControl = credit.ErrFlowControl
 	// ErrNoCredit means a frame that must not wait (an RPC request sent
 	// from the event loop, a short collective message) found no
 	// flow-control credit for it: the peer holds Options.MaxQueuedBytes of

@@ -56,12 +56,7 @@ func QueuedBytes(t *NetTransport, rank int) uint64 {
 
 // HeldCredit returns the credit of rank's frames that t has not
 // released: what rank may not send again until t releases it.
-func HeldCredit(t *NetTransport, rank int) uint64 {
-	c := &t.peer(rank).in
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used - c.freed
-}
+func HeldCredit(t *NetTransport, rank int) uint64 { return t.peer(rank).in.Held() }
 
 // DrainPeer drops every message from rank queued at t, as dropPastColl
 // drops a collective call's: their credit is released and the senders of

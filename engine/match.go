@@ -317,7 +317,7 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64)
 	var grant uint64
 	if cost > 0 {
 		var err error
-		if grant, err = p.in.use(cost, claim); err != nil {
+		if grant, err = p.in.Use(cost, claim); err != nil {
 			p.mu.Unlock()
 			p.noCredit(c, err)
 			return nil

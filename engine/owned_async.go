@@ -95,9 +95,9 @@ func (t *NetTransport) postOwned(to int, tag, meta uint32, p []byte) error {
 	if !pr.up() {
 		return t.sendSelf(pr, ownedTagBase+tag, meta, p)
 	}
-	window := pr.out.known.Load()
+	window := pr.out.Window()
 	cost := frame.Cost(uint64(len(p)))
-	if window == 0 || cost > t.eagerMax(window)/4 || !pr.out.take(cost) {
+	if window == 0 || cost > t.eagerMax(window)/4 || !pr.out.Take(cost) {
 		return ErrNoCredit
 	}
 	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: ownedTagBase + tag, Aux: meta}

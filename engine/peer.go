@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/boltmesh/boltmesh/internal/credit"
+
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -40,8 +42,8 @@ type peer struct {
 	one  oneSided
 	lost *PeerError // why the peer is gone, once it is
 
-	in    inCredit  // the credit granted to the peer
-	out   outCredit // the credit the peer granted this rank
+	in    credit.In  // the credit granted to the peer
+	out   credit.Out // the credit the peer granted this rank
 	svcIn serviceIn
 	bye   farewell
 	spin  spinGauge                    // how long waits on the peer spin (spin_gauge.go)
@@ -60,8 +62,8 @@ func newPeer(t *NetTransport, rank int) *peer {
 	p.rdv.init()
 	p.one.init()
 	p.bye.init()
-	p.in.window = uint64(t.opts.MaxQueuedBytes)
-	p.out.init()
+	p.in.Window = uint64(t.opts.MaxQueuedBytes)
+	p.out.Init()
 	return p
 }
 
@@ -119,7 +121,7 @@ func (p *peer) fail(sentinel, cause error) {
 	if p.lost == nil {
 		p.lost = &PeerError{Rank: p.rank, Err: sentinel, Cause: cause}
 	}
-	p.out.fail()
+	p.out.Fail()
 	p.failRecvs()
 	p.failRdv()
 	p.failGets()

@@ -175,7 +175,7 @@ func (t *NetTransport) waitRdv(p *peer, s *rdvSend, cancel <-chan struct{}) erro
 	}
 	h := frame.Header{Kind: frame.KindRTS, Flags: frame.FlagError, Src: uint32(t.rank), Tag: s.tag, Offset: s.id}
 	on := laneData // behind the RTS: the receiver has seen it by then
-	if p.link.ownCtl() && p.out.take(frame.Cost(0)) {
+	if p.link.ownCtl() && p.out.Take(frame.Cost(0)) {
 		on = laneCtl // ahead of anything on the data lane: see withdrawRTS
 	}
 	p.link.post(on, h, s.rts[:frame.RTSSize], true) // a lost peer completes s anyway

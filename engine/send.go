@@ -84,7 +84,7 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag, Aux: aux}
 	if err := pr.link.send(laneData, h, p, cancel); err != nil {
 		if errors.Is(err, ioloop.ErrCanceled) {
-			pr.out.giveBack(cost) // never sent
+			pr.out.GiveBack(cost) // never sent
 		}
 		return t.connErr(pr, "send", err)
 	}
@@ -147,7 +147,7 @@ func (t *NetTransport) finishSend(o sendOp, cancel <-chan struct{}) error {
 	}
 	err := o.w.WaitCancel(cancel)
 	if errors.Is(err, ioloop.ErrCanceled) {
-		o.p.out.giveBack(o.cost)
+		o.p.out.GiveBack(o.cost)
 	}
 	if err != nil {
 		return t.connErr(o.p, "send", err)

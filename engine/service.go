@@ -123,7 +123,7 @@ func (t *NetTransport) sendService(ctx context.Context, to int, f plumb.ServiceF
 	}
 	if err := pr.link.send(laneCtl, h, p, cancel); err != nil {
 		if errors.Is(err, ioloop.ErrCanceled) {
-			pr.out.giveBack(cost)
+			pr.out.GiveBack(cost)
 		}
 		return t.serviceErr(ctx, pr, err)
 	}
@@ -163,7 +163,7 @@ func (t *NetTransport) tryServiceCredit(pr *peer, f plumb.ServiceFrame, n int) (
 	if f.Reply {
 		return 0, nil
 	}
-	window := pr.out.known.Load()
+	window := pr.out.Window()
 	if window == 0 {
 		return 0, ErrNoCredit
 	}
@@ -171,7 +171,7 @@ func (t *NetTransport) tryServiceCredit(pr *peer, f plumb.ServiceFrame, n int) (
 		return 0, err
 	}
 	cost := requestCost(uint64(n), window)
-	if !pr.out.take(cost) {
+	if !pr.out.Take(cost) {
 		return 0, ErrNoCredit
 	}
 	return cost, nil
@@ -206,7 +206,7 @@ func (t *NetTransport) requestMaxTo(to int) (uint64, bool) {
 	if to < 0 || to >= t.world {
 		return 0, false
 	}
-	w := t.peer(to).out.known.Load()
+	w := t.peer(to).out.Window()
 	return requestMax(w), w != 0
 }
 
@@ -314,7 +314,7 @@ func (p *peer) servicePayload(c *ioloop.Conn, h *frame.Header) []byte {
 	req := h.Kind == frame.KindRPCReq
 	p.svcIn.cost, p.svcIn.drop = 0, false
 	if req {
-		p.svcIn.cost = requestCost(h.Length, p.in.window)
+		p.svcIn.cost = requestCost(h.Length, p.in.Window)
 		if !p.useCredit(c, p.svcIn.cost) {
 			return nil
 		}
