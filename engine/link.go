@@ -53,7 +53,7 @@ type link interface {
 	// usePair makes the lanes pipes in the memory a neighbour pair shares
 	// (neighbour.go), before any stream is attached: a full mesh's link
 	// only.
-	usePair(pair *pairMem) error
+	usePair(pair *linkshm.Pair) error
 	// up reports whether the link's first data stream is registered.
 	up() bool
 	// post queues h (its Dst set by the link) and its payload on lane l

@@ -31,7 +31,7 @@ func (l *meshLink) usePipes() {
 	l.pipes.Store(true)
 }
 
-func (l *meshLink) usePair(pair *pairMem) error { return l.p.t.adoptPipes(l.p, l, pair) }
+func (l *meshLink) usePair(pair *linkshm.Pair) error { return l.p.t.adoptPipes(l.p, l, pair) }
 
 // attachPipe registers c as lane n's pipe, as the event loop adopts it,
 // and reports whether both pipes are attached.
@@ -49,18 +49,22 @@ func (l *meshLink) attachPipe(n lane, c *ioloop.Conn) bool {
 // adoptPipes makes p's link, l, a neighbour's: the neighbour's heap
 // mapped for one-sided operations, then both pipes registered with the
 // event loop. Its window opens once both are attached.
-func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
+func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *linkshm.Pair) error {
 	l.usePipes()
-	p.one.mapped.Store(&mappedHeap{r: pair.heap})
-	pair.heap = nil // the peer's now: released at Close
-	p.copy.set(pair.copy)
-	l.mail.Store(pair.mailbox())
+	p.one.mapped.Store(&mappedHeap{r: pair.Heap})
+	pair.Heap = nil // the peer's now: released at Close
+	p.copy.set(pair.Copy)
+	l.mail.Store(pair.Mailbox())
 	for _, n := range []lane{laneCtl, laneData} {
-		mem, bell, release := pair.pipe(n)
+		take := pair.DataPipe
+		if n == laneCtl {
+			take = pair.CtlPipe
+		}
+		mem, bell, release := take()
 		open := false
-		s, err := linkshm.Open(mem, pair.side, bell, release)
+		s, err := linkshm.Open(mem, pair.Side(), bell, release)
 		if err != nil {
-			closeFDs(pair.bells[:]) // the other pipe's, if it was not opened
+			pair.CloseBells() // the other pipe's, if it was not opened
 			return err
 		}
 		_, err = t.loop.RegisterStream(s, p.rank, &meshStream{l: l, lane: n, pipe: true}, func(c *ioloop.Conn) {
@@ -71,7 +75,7 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *pairMem) error {
 			p.windowOpen = p.windowOpen || open
 		})
 		if err != nil {
-			closeFDs(pair.bells[:]) // the other pipe's, if it was not registered
+			pair.CloseBells() // the other pipe's, if it was not registered
 			return err
 		}
 		if open {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -52,7 +53,7 @@ func (l *routeLink) queue(_ lane, h frame.Header, p []byte) error {
 // A route is not adopted: its stream is the worker's to the coordinator.
 func (l *routeLink) handler(int) ioloop.Handler    { return nil }
 func (l *routeLink) attach(int, *ioloop.Conn) bool { return false }
-func (l *routeLink) usePair(*pairMem) error        { return errNoPair }
+func (l *routeLink) usePair(*linkshm.Pair) error   { return errNoPair }
 func (l *routeLink) checkLive(time.Time)           {} // the streamLink to the coordinator watches the stream
 
 func (l *routeLink) cause(err error) error { return err }

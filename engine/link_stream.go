@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -78,7 +79,7 @@ func (l *streamLink) attach(_ int, c *ioloop.Conn) bool {
 	return true
 }
 
-func (l *streamLink) usePair(*pairMem) error { return errNoPair }
+func (l *streamLink) usePair(*linkshm.Pair) error { return errNoPair }
 
 func (l *streamLink) post(_ lane, h frame.Header, p []byte, copyPayload bool) error {
 	return l.conn.Post(&h, p, copyPayload)

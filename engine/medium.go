@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/boltmesh/boltmesh/internal/link/sealed"
+import (
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+)
 
 // The medium of a connection: how its frames go. Once the HELLOs agree,
 // both ends of a handshake run the same steps, in this order, each
@@ -20,8 +23,8 @@ type mediumStep func(t *NetTransport, hc *hsConn, r, s int, dialer bool, m *medi
 // medium is what the steps made for one connection. The zero value is a
 // plain TCP stream.
 type medium struct {
-	pair *pairMem     // neighbours: the pipes, registered before the stream, which then carries nothing
-	keys *sealed.Keys // the stream is sealed with these
+	pair *linkshm.Pair // neighbours: the pipes, registered before the stream, which then carries nothing
+	keys *sealed.Keys  // the stream is sealed with these
 }
 
 // meetMedium notes the peer's machine (setup.go) and runs the medium
@@ -43,7 +46,7 @@ func (t *NetTransport) meetMedium(hc *hsConn, r, s int, dialer bool) (medium, er
 // be adopted.
 func (m *medium) release() {
 	if m.pair != nil {
-		m.pair.release()
+		m.pair.Release()
 		m.pair = nil
 	}
 }

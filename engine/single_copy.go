@@ -1,12 +1,7 @@
 package engine
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -36,9 +31,9 @@ import (
 // lives in the heap (the rdvSend holds it) or in memory mapped outside
 // it: the address stays good until then.
 //
-// Whether a pair may is learned when it meets (neighbour.go): each side
-// sends the address and value of its probe, a random word in its memory,
-// and reads the other's; the acceptor's answer says whether it read the
+// Whether a pair may is learned when it meets (internal/link/shm's
+// meeting, meet.go): each side sends the address and value of its probe,
+// a random word in its memory, and reads the other's; the acceptor's answer says whether it read the
 // dialer's right, and the dialer's last word whether it read the
 // acceptor's. A pair where the kernel refuses (another user, Yama's
 // ptrace_scope, a container's seccomp) keeps the rings, and says so once
@@ -51,80 +46,6 @@ import (
 // process_vm_readv), or "" where it cannot (neighbours keep the rings).
 const SingleCopyMechanism = linkshm.SingleCopy
 
-// probeSize is the bytes of a probe in a meeting's message: its address
-// and its value, or zeros from a rank that takes no part.
-const probeSize = 16
-
-// copyProbe is this rank's probe: a word at a fixed place in its memory
-// for the whole life of the transport, or none where it takes no part
-// (Options.SingleCopyMin not positive, or no single copy on this system).
-// It is set before the neighbours' listener starts.
-type copyProbe struct {
-	word *uint64
-	why  sync.Once // the first refusal is logged
-}
-
-// init makes the probe, if this rank takes part.
-func (c *copyProbe) init(min int) {
-	if min <= 0 || linkshm.SingleCopy == "" {
-		return
-	}
-	var b [8]byte
-	rand.Read(b[:])
-	c.word = new(uint64)
-	*c.word = binary.LittleEndian.Uint64(b[:]) | 1 // never 0: 0 is no probe
-}
-
-// on reports whether this rank takes part.
-func (c *copyProbe) on() bool { return c.word != nil }
-
-// put writes the probe's address and value into dst, or zeros.
-func (c *copyProbe) put(dst []byte) {
-	clear(dst[:probeSize])
-	if c.word != nil {
-		binary.LittleEndian.PutUint64(dst, uint64(uintptr(unsafe.Pointer(c.word))))
-		binary.LittleEndian.PutUint64(dst[8:], *c.word)
-	}
-}
-
-// offered reports whether a neighbour's probe is one: it takes part.
-func offered(probe []byte) bool { return binary.LittleEndian.Uint64(probe) != 0 }
-
-// readProbe reports whether this rank may copy from the neighbour of
-// rank, process pid, whose probe is probe: it reads the word there and
-// compares. A refusal is logged once per transport.
-func (n *neighbours) readProbe(rank, pid int, probe []byte) bool {
-	if !n.probe.on() || !offered(probe) {
-		return false
-	}
-	var got [8]byte
-	if err := linkshm.ReadPeer(pid, binary.LittleEndian.Uint64(probe), got[:]); err != nil {
-		n.probe.why.Do(func() {
-			n.t.opts.Logger.Info("boltmesh: large messages between neighbours go through the rings, not by single copy (logged once)", "rank", n.t.rank, "peer", rank, "err", err)
-		})
-		return false
-	}
-	return got == [8]byte(probe[8:16])
-}
-
-// heardCopy reads the meeting's last word, the dialer's: whether it
-// copies from this rank (it read this rank's probe right). Anything else,
-// or nothing before the meeting's deadline, is no.
-func (n *neighbours) heardCopy(uc *net.UnixConn) bool {
-	var b [1]byte
-	k, err := io.ReadFull(uc, b[:])
-	return err == nil && k == 1 && b[0] == 1
-}
-
-// pairCopy is a pair's single copy as its meeting found it: the
-// neighbour's process (its credentials on the meeting's socket), whether
-// this rank copies the neighbour's messages (in), and whether the
-// neighbour may copy this rank's (out).
-type pairCopy struct {
-	pid     int
-	in, out bool
-}
-
 // copyState is a peer's single copy: set before the link is up (in and
 // out are atomics only because a star's or a TCP pair's are never set,
 // and so that set needs no ordering argument), and count.
@@ -136,10 +57,10 @@ type copyState struct {
 }
 
 // set installs what the meeting found.
-func (c *copyState) set(pc pairCopy) {
-	c.pid = pc.pid
-	c.in.Store(pc.in)
-	c.out.Store(pc.out)
+func (c *copyState) set(pc linkshm.PairCopy) {
+	c.pid = pc.Pid
+	c.in.Store(pc.In)
+	c.out.Store(pc.Out)
 }
 
 // copies reports whether a message of n bytes to p goes by single copy.

@@ -22,3 +22,8 @@ var (
 	// part way: the range is not its memory, or the process is gone.
 	ErrCopyFault = errors.New("shm: single copy failed")
 )
+
+// ErrMeeting means a neighbour's meeting broke its protocol: a message
+// of the wrong size or descriptors, a rank or pipes that do not fit the
+// handshake's. The pair stays on TCP.
+var ErrMeeting = errors.New("shm: a neighbour's meeting broke its protocol")
