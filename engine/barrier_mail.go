@@ -28,7 +28,7 @@ import (
 // that had no mailbox yet as it signalled (setup in progress) signals by
 // frame, and is answered by frame. The swap of a signal is a full barrier
 // after this rank's puts, so that a barrier orders them as frames do (see
-// mappedHeap).
+// mappedOp).
 
 // wakeBarrier is the Tag of a WAKE for a barrier's sleeper; 0 is the
 // slots'.

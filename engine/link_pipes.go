@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"sync"
-
-	"github.com/boltmesh/boltmesh/heap"
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -51,8 +48,7 @@ func (l *meshLink) attachPipe(n lane, c *ioloop.Conn) bool {
 // event loop. Its window opens once both are attached.
 func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *linkshm.Pair) error {
 	l.usePipes()
-	p.one.mapped.Store(&mappedHeap{r: pair.Heap})
-	pair.Heap = nil // the peer's now: released at Close
+	p.one.mapped.Store(pair.MappedHeap()) // the peer's now: released at Close
 	p.copy.set(pair.Copy)
 	l.mail.Store(pair.Mailbox())
 	for _, n := range []lane{laneCtl, laneData} {
@@ -83,58 +79,6 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *linkshm.Pair) erro
 		}
 	}
 	return nil
-}
-
-// mappedHeap is a neighbour's heap, mapped here: Put and Get copy into and
-// out of it under a read lock, which Close takes to unmap it.
-//
-// Memory ordering. A Put to a neighbour is complete when it returns: its
-// bytes are plain stores into memory the neighbour maps, so Quiet has
-// nothing to wait for. Every frame this rank sends afterwards, to anyone,
-// is published after those stores: through a pipe by an atomic store of
-// its tail (a release, read with an acquire by the receiver), over TCP by
-// a system call. A Barrier is such frames, or between neighbours signals
-// swapped into their mailbox (a locked exchange, a full barrier after the
-// puts, loaded by the other side: barrier_mail.go), and each rank leaves
-// it only after receiving some, so every put issued before a barrier by
-// any rank is visible after it on every rank, through the neighbours' mappings or
-// through Get over TCP; a Get is a copy that sees what the last barrier
-// made visible, and bytes put concurrently with it may or may not be
-// seen, in part, as over TCP. The race detector cannot check any of this
-// (it does not watch memory outside Go's heap); the tests check it by
-// content.
-type mappedHeap struct {
-	mu sync.RWMutex
-	r  *heap.Remote // nil once closed
-}
-
-// copyAt copies buf into the heap at off (put) or the heap at off into
-// buf.
-func (m *mappedHeap) copyAt(off uint64, buf []byte, put bool) error {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.r == nil {
-		return heap.ErrClosed
-	}
-	s, err := m.r.Slice(off, uint64(len(buf)))
-	switch {
-	case err != nil:
-	case put:
-		copy(s, buf)
-	default:
-		copy(buf, s)
-	}
-	return err
-}
-
-// close unmaps the heap once no copy is under way.
-func (m *mappedHeap) close() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.r != nil {
-		m.r.Close()
-		m.r = nil
-	}
 }
 
 // neighbour reports whether rank is one of Neighbours.

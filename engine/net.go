@@ -156,7 +156,7 @@ func (t *NetTransport) Close() error {
 		} else {
 			for _, p := range t.view().peers {
 				if m := p.one.mapped.Load(); m != nil {
-					m.close()
+					m.Close()
 				}
 				if mb := t.mailboxOf(p.rank); mb != nil {
 					mb.Close()

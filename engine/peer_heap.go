@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -28,12 +29,12 @@ func codeErr(code uint32) error {
 // Lock rule: the peer's mu guards gets, claimed and putErr; putSeq,
 // fenced and mapped are atomics (mapped is set before the link is up).
 type oneSided struct {
-	gets    map[uint64]*getReq         // gets waiting for their reply, by id
-	claimed *getReq                    // get whose reply is being read into its buffer
-	putErr  error                      // first put refusal since the last Quiet
-	putSeq  atomic.Uint64              // puts sent to this peer
-	fenced  atomic.Uint64              // puts known complete at the peer
-	mapped  atomic.Pointer[mappedHeap] // a neighbour's heap, mapped here (link_pipes.go), or nil
+	gets    map[uint64]*getReq                 // gets waiting for their reply, by id
+	claimed *getReq                            // get whose reply is being read into its buffer
+	putErr  error                              // first put refusal since the last Quiet
+	putSeq  atomic.Uint64                      // puts sent to this peer
+	fenced  atomic.Uint64                      // puts known complete at the peer
+	mapped  atomic.Pointer[linkshm.MappedHeap] // a neighbour's heap, mapped here (link_pipes.go), or nil
 }
 
 func (o *oneSided) init() { o.gets = make(map[uint64]*getReq) }

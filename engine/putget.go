@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
@@ -38,7 +39,23 @@ func (t *NetTransport) local(b SymmetricBuffer) ([]byte, error) {
 // mappedOp runs a one-sided operation on a neighbour's mapped heap: a
 // copy, with no frame and nothing asked of the neighbour, refused as over
 // TCP if the neighbour is lost or the range is outside its heap.
-func (t *NetTransport) mappedOp(p *peer, m *mappedHeap, b SymmetricBuffer, buf []byte, put bool) error {
+//
+// Memory ordering. A Put to a neighbour is complete when it returns: its
+// bytes are plain stores into memory the neighbour maps, so Quiet has
+// nothing to wait for. Every frame this rank sends afterwards, to anyone,
+// is published after those stores: through a pipe by an atomic store of
+// its tail (a release, read with an acquire by the receiver), over TCP by
+// a system call. A Barrier is such frames, or between neighbours signals
+// swapped into their mailbox (a locked exchange, a full barrier after the
+// puts, loaded by the other side: barrier_mail.go), and each rank leaves
+// it only after receiving some, so every put issued before a barrier by
+// any rank is visible after it on every rank, through the neighbours' mappings or
+// through Get over TCP; a Get is a copy that sees what the last barrier
+// made visible, and bytes put concurrently with it may or may not be
+// seen, in part, as over TCP. The race detector cannot check any of this
+// (it does not watch memory outside Go's heap); the tests check it by
+// content.
+func (t *NetTransport) mappedOp(p *peer, m *linkshm.MappedHeap, b SymmetricBuffer, buf []byte, put bool) error {
 	op := "get"
 	if put {
 		op = "put"
@@ -46,7 +63,7 @@ func (t *NetTransport) mappedOp(p *peer, m *mappedHeap, b SymmetricBuffer, buf [
 	if err := p.lostErr(op); err != nil {
 		return err
 	}
-	err := m.copyAt(b.Offset, buf, put)
+	err := m.CopyAt(b.Offset, buf, put)
 	if err == nil {
 		return nil
 	}

@@ -411,6 +411,54 @@ func (m *Pair) pipe(mem []byte, bell *int) ([]byte, int, func()) {
 	return mem, fd, m.unref
 }
 
+// MappedHeap takes the neighbour's heap over (Heap is nil after) as a
+// MappedHeap, or returns nil if there is none.
+func (m *Pair) MappedHeap() *MappedHeap {
+	if m.Heap == nil {
+		return nil
+	}
+	h := &MappedHeap{r: m.Heap}
+	m.Heap = nil
+	return h
+}
+
+// MappedHeap is a neighbour's heap, mapped here: copies into and out of
+// it (CopyAt) run under a read lock, which Close takes to unmap it.
+type MappedHeap struct {
+	mu sync.RWMutex
+	r  *heap.Remote // nil once closed
+}
+
+// CopyAt copies buf into the heap at off (put) or the heap at off into
+// buf; heap.ErrClosed once Close ran, a *heap.RangeError for a range
+// outside the heap.
+func (m *MappedHeap) CopyAt(off uint64, buf []byte, put bool) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.r == nil {
+		return heap.ErrClosed
+	}
+	s, err := m.r.Slice(off, uint64(len(buf)))
+	switch {
+	case err != nil:
+	case put:
+		copy(s, buf)
+	default:
+		copy(buf, s)
+	}
+	return err
+}
+
+// Close unmaps the heap once no copy is under way.
+func (m *MappedHeap) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.r != nil {
+		m.r.Close()
+		m.r = nil
+	}
+}
+
 // CloseBells closes this side's bells that no pipe took (DataPipe,
 // CtlPipe): for a side whose pipes failed to open, or to register.
 func (m *Pair) CloseBells() {
