@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -22,11 +23,13 @@ import (
 
 // dropFault returns the fault a DROP names for err, the end this rank
 // gives a stream, or 0 for an end that is no fault it found: the peer's
-// own word (a *DroppedError), an orderly close, a broken connection.
+// own word (a *DroppedError), an orderly close, a broken connection, or a
+// sealed stream that ended inside a record (the peer may have ended it
+// with a record half written: cutShort).
 func dropFault(err error) uint32 {
 	var de *DroppedError
 	switch {
-	case errors.As(err, &de):
+	case errors.As(err, &de), cutShort(err):
 		return 0
 	case errors.Is(err, ErrTampered):
 		return frame.DropTampered
@@ -42,6 +45,16 @@ func dropFault(err error) uint32 {
 		return frame.DropProtocol
 	}
 	return 0
+}
+
+// cutShort reports whether err is a sealed stream's end inside a record:
+// someone on the path cut it, or the peer ended it (it dropped this rank
+// while its socket was full), which cannot be told apart. It is the loss
+// of the peer for tampering if nothing else names a cause, but this rank
+// reads the link's other streams first (peerEnded) and says no last word.
+func cutShort(err error) bool {
+	var te *sealed.TamperError
+	return errors.As(err, &te) && te.Cut
 }
 
 // dropFaults are the sentinels of the faults a DROP names, by its Aux.

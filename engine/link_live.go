@@ -30,9 +30,12 @@ import (
 // flow) would otherwise leave a receive waiting on it forever. Reading is
 // held, and silence not counted, while this rank itself does not read
 // the stream: a large eager SEND waits in it for its receive
-// (ioloop.Conn.Deferred), a star's coordinator holds the peer back
-// (streamLink), or the peer does not read this rank's answers while they
-// still move (streamWatch.stalled).
+// (ioloop.Conn.Deferred), a data stream's reading stopped at all (the
+// peer, alive on the control stream, may be the one that leaves a
+// payload unread, which backs this rank's frames up and stops its
+// reading), a star's coordinator holds the peer back (streamLink), or
+// the peer does not read this rank's answers on the control stream while
+// they still move (streamWatch.stalled).
 //
 // The reads and writes are for a loaded process whose event loop is busy
 // with another connection (it drains one until the socket is empty, which
@@ -43,6 +46,7 @@ import (
 // and unread are set by it and read by cause, on any goroutine.
 type liveness struct {
 	silence atomic.Pointer[SilenceError] // the link was dropped for this stream's silence
+	fault   atomic.Pointer[error]        // or for this fault, found on one of its streams (lastWord)
 	// mustRead: the peer must take what this rank writes, or be dropped
 	// (a star coordinator's worker, whose unread frames hold back the
 	// workers that send to it); unread: it was dropped for that.
@@ -58,15 +62,18 @@ type streamWatch struct {
 }
 
 // cause returns err, the end of one of the link's streams, or the silence
-// the link was dropped for: aborting the silent stream, this rank may
-// read the end of another stream (the peer, seeing the watched one end,
-// ends the others) before its own abort reaches that one.
+// or fault the link was dropped for: aborting the stream it was found on,
+// this rank may see the end of another stream (the peer, seeing the
+// first end, ends the others; the last word's write on it fails) before
+// its own abort reaches that one.
 func (lv *liveness) cause(err error) error {
-	switch s := lv.silence.Load(); {
+	switch s, f := lv.silence.Load(), lv.fault.Load(); {
 	case s != nil && errors.Is(err, ErrNoHeartbeat):
 		return s // the abort that silence made
 	case s != nil:
 		return fmt.Errorf("%w (then: %v)", s, err)
+	case f != nil && !errors.Is(err, *f):
+		return fmt.Errorf("%w (then: %v)", *f, err)
 	case lv.unread.Load() && !errors.Is(err, ErrNotReading):
 		return fmt.Errorf("%w (then: %v)", ErrNotReading, err)
 	}

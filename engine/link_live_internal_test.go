@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -247,5 +249,71 @@ func TestCheckLiveEveryStream(t *testing.T) {
 	var se *SilenceError
 	if !errors.Is(err, ErrPeerLost) || !errors.As(err, &se) || se.Stream != "data stream 1" {
 		t.Fatalf("send after the drop: %v, want ErrPeerLost for the silence of data stream 1", err)
+	}
+}
+
+// TestCheckLiveSparesStoppedDataStream: rank 0 leaves a large SEND of
+// rank 1 in data stream 0 for its receive (deferred), so it reads nothing
+// more there; rank 1 goes on posting short frames on that stream until
+// they fill its socket and its own reading of the stream stops
+// (ioloop.Options.MaxPosted). Neither rank is silent: both are alive on
+// the control stream, and neither drops the other, however long it
+// lasts. (Data streams watched alone, rank 1 dropped rank 0 at the 16th
+// check.)
+func TestCheckLiveSparesStoppedDataStream(t *testing.T) {
+	opts := Options{KeepAlive: time.Hour, SharedMemory: SharedMemoryOff, MaxQueuedBytes: 8 << 20, SocketBuffer: 64 << 10, Logger: slog.New(slog.DiscardHandler)}
+	ts := pair(t, opts)
+	if err := ts[1].Send(0, 1, make([]byte, 64<<10)); err != nil { // deferred at rank 0: no receive
+		t.Fatal(err)
+	}
+	c1 := ts[1].peer(0).link.(*meshLink).conn(laneData)
+	for i := 0; !c1.Stopped(); i++ {
+		if i > 1<<20 {
+			t.Fatal("rank 1's data stream never stopped reading")
+		}
+		if err := ts[1].postOwned(0, 1, 0, make([]byte, 64)); err != nil {
+			if errors.Is(err, ErrNoCredit) {
+				t.Skip("rank 1 ran out of credit before its stream stopped: nothing to check")
+			}
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 * silentBeats * checksPerBeat {
+		for r, tr := range ts {
+			tr.peer(1 - r).link.checkLive(time.Now())
+			if err := PeerLost(tr, 1-r); err != nil {
+				t.Fatalf("check %d: rank %d dropped rank %d: %v", i, r, 1-r, err)
+			}
+		}
+		for r, tr := range ts { // each is alive on the control stream
+			h := frame.Header{Kind: frame.KindHeartbeat, Src: uint32(r)}
+			tr.peer(1-r).link.(*meshLink).conn(laneCtl).Post(&h, nil, false)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestDropFault: the faults a rank's last word names, and the ends it
+// says none for.
+func TestDropFault(t *testing.T) {
+	connErr := func(op string, err error) error { return &ioloop.ConnError{Op: op, Err: err} }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want uint32
+	}{
+		{"tampered", connErr("read", &sealed.TamperError{Why: "it does not authenticate"}), frame.DropTampered},
+		{"cut short: maybe the peer's own end", connErr("read", &sealed.TamperError{Why: "the stream ends inside it", Cut: true}), 0},
+		{"silent", &SilenceError{Stream: "data stream 0"}, frame.DropSilent},
+		{"a breach", connErr("abort", fmt.Errorf("%w: a CTS for nothing", ErrProtocol)), frame.DropProtocol},
+		{"undecodable", connErr("decode", ioloop.ErrProtocol), frame.DropProtocol},
+		{"over credit", connErr("abort", ErrFlowControl), frame.DropFlowControl},
+		{"the peer's own word", connErr("abort", &DroppedError{Err: ErrTampered}), 0},
+		{"the peer's end", connErr("read", ioloop.ErrEOF), 0},
+		{"closed here", connErr("close", ErrClosed), 0},
+	} {
+		if got := dropFault(tc.err); got != tc.want {
+			t.Errorf("%s: dropFault %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

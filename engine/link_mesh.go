@@ -190,8 +190,12 @@ func (l *meshLink) ownCtl() bool { return l.ctl.Load() != nil }
 func (l *meshLink) mailbox() *linkshm.Mailbox { return l.mail.Load() }
 
 // checkLive checks every stream of the link: each data stream (between
-// neighbours, the data pipe), not read while a payload waits in it for
-// its receive (ioloop.Conn.Deferred), and the control stream.
+// neighbours, the data pipe), and the control stream. A data stream this
+// rank does not read is not counted silent: a payload waits in it for
+// its receive (ioloop.Conn.Deferred), or its reading stopped, whether or
+// not this rank's own frames on it move (the peer, alive on the control
+// stream, may be the one that defers: its own stream then stops reading
+// this rank's frames, which stop this rank's reading in turn).
 func (l *meshLink) checkLive(now time.Time) {
 	for i := range l.watch {
 		n := lane(i)
@@ -199,7 +203,8 @@ func (l *meshLink) checkLive(now time.Time) {
 			n = laneCtl
 		}
 		c := l.watched(n)
-		if !l.live.check(l.p, c, &l.watch[i], n.String(), c != nil && c.Deferred(), now) {
+		held := n != laneCtl && c != nil && (c.Deferred() || c.Stopped())
+		if !l.live.check(l.p, c, &l.watch[i], n.String(), held, now) {
 			return
 		}
 	}
@@ -239,8 +244,14 @@ func (l *meshLink) lastWord(c *ioloop.Conn, err error) {
 	if !ok || !l.said.CompareAndSwap(false, true) {
 		return
 	}
+	l.live.fault.Store(&err) // the cause, whatever the other streams report as they end
 	for _, s := range streams {
-		s.Post(&h, words, true) // a stream that has no room now goes without
+		h := h
+		if s == c {
+			s.LastWord(&h, words) // failing: now or never
+		} else {
+			s.Post(&h, words, true) // a stream that has no room now goes without
+		}
 	}
 }
 

@@ -103,7 +103,8 @@ func (l *streamLink) cause(err error) error { return l.live.cause(l.p.toldCause(
 
 func (l *streamLink) lastWord(c *ioloop.Conn, err error) {
 	if h, words, ok := l.p.dropFrame(err, 0); ok && l.said.CompareAndSwap(false, true) {
-		l.conn.Post(&h, words, true)
+		l.live.fault.Store(&err)
+		c.LastWord(&h, words) // its one stream, failing: now or never
 	}
 }
 
@@ -193,9 +194,7 @@ func (l *streamLink) routable(h *frame.Header) bool {
 // and pauses the worker's stream c while too much of what it sent waits
 // there: each frame counts what it holds while it waits (fwdCost).
 func (l *streamLink) pass(c *ioloop.Conn, dst *streamLink, out *frame.Header, bb *ioloop.Buffer) {
-	if l.fwd.add(fwdCost(len(bb.B)), l.p.t.opts.MaxQueuedBytes) {
-		c.Pause()
-	}
+	l.fwd.add(fwdCost(len(bb.B)), l.p.t.opts.MaxQueuedBytes, c)
 	dst.conn.PostBuffer(out, bb, l.fwd.done)
 }
 
@@ -203,8 +202,8 @@ func (l *streamLink) pass(c *ioloop.Conn, dst *streamLink, out *frame.Header, bb
 // written on (or dropped) and resumes its stream once the backlog is
 // below half the limit.
 func (l *streamLink) forwarded(n int) {
-	if l.fwd.sub(fwdCost(n), l.p.t.opts.MaxQueuedBytes) {
-		go l.conn.Resume() // not here: the writer's locks may be held
+	if l.fwd.sub(fwdCost(n), l.p.t.opts.MaxQueuedBytes, l.conn) {
+		go l.conn.Look() // not here: the writer's locks may be held
 	}
 }
 
@@ -226,16 +225,17 @@ type fwdCounter struct {
 	done   func(n int) // the link's forwarded, bound once
 }
 
-// add counts n more bytes and reports whether the source must pause.
-func (f *fwdCounter) add(n, limit int64) bool {
+// add counts n more, and pauses c, the source's stream, past limit. The
+// pause and its undoing (sub) are made under mu, so that they stay in the
+// order of the counts.
+func (f *fwdCounter) add(n, limit int64, c *ioloop.Conn) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n += n
 	if f.n > limit && !f.paused {
 		f.paused = true
-		return true
+		c.Pause()
 	}
-	return false
 }
 
 // held reports whether the source is paused.
@@ -245,13 +245,16 @@ func (f *fwdCounter) held() bool {
 	return f.paused
 }
 
-// sub counts n bytes done and reports whether the source must resume.
-func (f *fwdCounter) sub(n, limit int64) bool {
+// sub counts n done, undoes the pause of c, the source's stream, once
+// the count is down to half the limit, and reports whether it did: c is
+// then to be read (Look) once the caller holds no lock.
+func (f *fwdCounter) sub(n, limit int64, c *ioloop.Conn) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n -= n
 	if f.paused && f.n <= limit/2 {
 		f.paused = false
+		c.Unpause()
 		return true
 	}
 	return false

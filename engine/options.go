@@ -142,10 +142,11 @@ type Options struct {
 	// link nor backpressure loses it. Silence is not counted while this
 	// rank itself does not read the connection: a large message nobody
 	// waits for stays in the data stream until its receive is posted (a
-	// receive from the peer reads on, and the count starts again), the
-	// peer does not read this rank's answers while those still move, or a
-	// star's coordinator holds the peer back until what it sent is
-	// forwarded. In a star, the coordinator and each worker watch each
+	// receive from the peer reads on, and the count starts again), a
+	// data stream's reading stopped (the control stream then watches the
+	// peer), the peer does not read this rank's answers while those still
+	// move, or a star's coordinator holds the peer back until what it sent
+	// is forwarded. In a star, the coordinator and each worker watch each
 	// other, and a worker learns of another's loss from the coordinator.
 	// Every rank should use the same value. Default 1 s.
 	KeepAlive time.Duration

@@ -3,6 +3,8 @@ package ioloop
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/boltmesh/boltmesh/frame"
 )
 
 // Conn is one connection owned by a Loop, over a Stream. Send, Progress,
@@ -60,22 +62,20 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// fail ends the connection once: a Failer handler is told first, then
+// fail ends the connection once, with the first cause: it is marked
+// failed (nothing more is read or sent), a Failer handler is told, then
 // the socket is shut down so that the peer sees it at once and every
 // goroutine inside a syscall on it returns, queued sends fail, and then
 // the fd is released and the handler told. It must be called without
 // the write side owned; handler methods (the read side owned) may call
 // Close.
 func (c *Conn) fail(op string, err error) {
-	if c.failed.Load() != nil {
-		return
-	}
 	e := &ConnError{Op: op, ID: c.id, Err: err}
-	if f, ok := c.h.(Failer); ok && op != "writev" {
-		f.Failing(c, e) // its last word, ahead of the end (not on a stream that cannot be written)
-	}
 	if !c.failed.CompareAndSwap(nil, e) {
 		return
+	}
+	if f, ok := c.h.(Failer); ok && op != "writev" {
+		f.Failing(c, e) // its last word (LastWord), ahead of the end; not on a stream that cannot be written
 	}
 	c.s.Shutdown()
 	c.loop.p.del(c.fd)
@@ -137,6 +137,31 @@ func (c *Conn) BytesWritten() uint64 { return c.wr.total.Load() }
 
 // Queued returns the number of frames waiting to be written.
 func (c *Conn) Queued() int { return int(c.wr.nqueued.Load()) }
+
+// LastWord writes one frame, h and payload, on c as it fails, from
+// Failer.Failing: a frame the peer reads ahead of the end. It writes only
+// if nobody writes c now and nothing is queued or held ahead of it, with
+// one writev; it never waits, never queues, and never fails c again. It
+// reports whether the frame went out whole (into the kernel, or whole
+// into a Buffering stream, which may lose it as c is shut down).
+func (c *Conn) LastWord(h *frame.Header, payload []byte) bool {
+	w := &c.wr
+	if !w.own.acquire() {
+		return false
+	}
+	defer w.own.release() // c has failed: what was asked meanwhile is not served
+	if w.nqueued.Load() != 0 || c.closed || c.holder != nil && c.holder.Buffered() {
+		return false
+	}
+	h.Length = uint64(len(payload))
+	h.Encode(&w.hdr)
+	w.bufs = append(w.bufs[:0], w.hdr[:])
+	if len(payload) > 0 {
+		w.bufs = append(w.bufs, payload)
+	}
+	n, err := c.writev()
+	return err == nil && n == frame.HeaderSize+len(payload)
+}
 
 // Abort ends the connection like Close, with err as the cause that
 // pending sends and the handler see (wrapped in a *ConnError): a caller

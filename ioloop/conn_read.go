@@ -164,10 +164,16 @@ func (c *Conn) Stopped() bool { return c.rd.paused.Load() || c.rd.held4out.Load(
 // Resume undoes Pause, retries a frame whose payload the handler
 // deferred, and reads what has arrived since.
 func (c *Conn) Resume() {
-	c.rd.paused.Store(false)
+	c.Unpause()
 	c.rd.own.ask()
 	c.Progress()
 }
+
+// Unpause undoes Pause without reading: for a caller that decides under
+// a lock of its own (which a handler of c may take) whether c is paused;
+// it has c read (Look) once it holds the lock no more, and a Pause in
+// between holds, since reading stops at a pause.
+func (c *Conn) Unpause() { c.rd.paused.Store(false) }
 
 // Deferred reports whether reading waits for the handler: it deferred the
 // payload of the frame it was last asked about (Defer) and has not had

@@ -2,6 +2,7 @@ package ioloop_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -216,4 +217,60 @@ func TestOptions(t *testing.T) {
 	if _, err := ioloop.New(ioloop.Options{StagingSize: 63}); err == nil {
 		t.Error("New accepted a 63-byte staging buffer")
 	}
+}
+
+// lastWorder is a looptest.Handler that, as its connection fails, writes
+// a last word on it (Failer) and notes whether the connection was marked
+// failed by then and what it was told.
+type lastWorder struct {
+	*looptest.Handler
+	failing  atomic.Pointer[error]
+	marked   atomic.Bool
+	wroteAll atomic.Bool
+}
+
+func (h *lastWorder) Failing(c *ioloop.Conn, err error) {
+	h.failing.Store(&err)
+	h.marked.Store(c.Err() != nil)
+	f := frame.Header{Kind: frame.KindHeartbeat}
+	h.wroteAll.Store(c.LastWord(&f, nil))
+}
+
+// TestLastWord: a Failer is told once, with the connection already marked
+// failed with the first cause; its last word reaches the peer ahead of
+// the end; and a last word whose write fails (the peer is gone) does not
+// replace the cause the connection fails with.
+func TestLastWord(t *testing.T) {
+	errFault := errors.New("a fault found here")
+	t.Run("written", func(t *testing.T) {
+		looptest.LeakCheck(t)
+		l := looptest.NewLoop(t, ioloop.Options{})
+		h := &lastWorder{Handler: looptest.NewHandler()}
+		c, raw := rawPeer(t, l, unix.AF_UNIX, 1, h)
+		c.Abort(errFault)
+		got, _, err := raw.readFrame(4096)
+		if err != nil || got.Kind != frame.KindHeartbeat {
+			t.Fatalf("the peer read %v, %v, want the last word ahead of the end", got.Kind, err)
+		}
+		if !h.marked.Load() || !h.wroteAll.Load() || !errors.Is(*h.failing.Load(), errFault) {
+			t.Fatalf("Failing: marked %v, written %v, told %v", h.marked.Load(), h.wroteAll.Load(), *h.failing.Load())
+		}
+		if err := h.WaitClosed(t); !errors.Is(err, errFault) {
+			t.Fatalf("Closed with %v, want the fault", err)
+		}
+	})
+	t.Run("peer gone", func(t *testing.T) {
+		looptest.LeakCheck(t)
+		l := looptest.NewLoop(t, ioloop.Options{})
+		h := &lastWorder{Handler: looptest.NewHandler()}
+		c, raw := rawPeer(t, l, unix.AF_UNIX, 1, h)
+		raw.close()
+		c.Abort(errFault)
+		if err := h.WaitClosed(t); !errors.Is(err, errFault) {
+			t.Fatalf("Closed with %v, want the fault, not the last word's failed write", err)
+		}
+		if err := c.Err(); !errors.Is(err, errFault) {
+			t.Fatalf("Err() = %v, want the fault", err)
+		}
+	})
 }

@@ -28,17 +28,15 @@ type Handler interface {
 	Closed(c *Conn, err error)
 }
 
-// A Failer is a Handler told that its connection is about to end, while
-// it still takes writes: Failing runs once the connection is to fail
-// (a read or decode error, Abort, Close; not a failed write), before its
-// Stream is shut down
-// and its queue failed, so that a frame it posts then (its last word)
-// goes out ahead of the end, if the Stream takes it at once. It may run
-// more than once for one connection (fails that race), possibly with
-// the read side locked; it must not block.
+// A Failer is a Handler told that its connection is about to end: Failing
+// runs once, as the connection fails (a read or decode error, Abort,
+// Close; not a failed write), after it is marked failed and before its
+// Stream is shut down and its queue failed, so that a frame it writes
+// then with Conn.LastWord goes out ahead of the end, if the Stream takes
+// it at once. It may run with the read side owned; it must not block.
 type Failer interface {
 	Handler
-	// Failing is told the *ConnError the connection is about to fail with.
+	// Failing is told the *ConnError the connection fails with.
 	Failing(c *Conn, err error)
 }
 

@@ -22,6 +22,11 @@ type TamperError struct {
 	Record uint64 // the record's number under its key
 	Key    uint32 // the key's generation: 0, then one more at each update
 	Why    string
+	// Cut: the stream ended inside the record. Someone on the path cut
+	// it, or the other end ended its stream with a record half written
+	// (it dropped this rank while its socket was full): the two cannot
+	// be told apart.
+	Cut bool
 }
 
 func (e *TamperError) Error() string {

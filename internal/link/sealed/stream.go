@@ -344,7 +344,7 @@ func (s *Stream) fill(arm bool) error {
 		return nil
 	case err == nil || err == ioloop.ErrEOF:
 		if s.rEnd > s.rOff {
-			s.rerr = s.tampered("the stream ends inside it")
+			s.rerr = &TamperError{Record: s.r.records, Key: s.r.gen, Why: "the stream ends inside it", Cut: true}
 			return s.rerr
 		}
 		return ioloop.ErrEOF

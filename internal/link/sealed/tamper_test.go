@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
@@ -147,6 +148,9 @@ func testTampered(t *testing.T) {
 			var te *sealed.TamperError
 			if !errors.Is(err, sealed.ErrTampered) || !errors.As(err, &te) {
 				t.Fatalf("read ended with %v, want ErrTampered", err)
+			}
+			if cut := strings.HasPrefix(tc.name, "cut") || tc.name == "junk after"; te.Cut != cut { // the junk: a record the stream ends inside
+				t.Fatalf("TamperError.Cut %v, want %v", te.Cut, cut)
 			}
 			if want := clean(tc.good); !bytes.Equal(got, want) {
 				t.Fatalf("read %d bytes before the failure, want the %d of the %d intact records", len(got), len(want), tc.good)
