@@ -43,10 +43,11 @@ import (
 // unread, or this rank's frames unwritten, and a live peer look silent.
 //
 // Lock rule: the streamWatches belong to the heartbeat goroutine; silence
-// and unread are set by it and read by cause, on any goroutine.
+// and unread are set by it, fault by the link's lastWord on a failing
+// stream's goroutine, and all are read by cause, on any goroutine.
 type liveness struct {
 	silence atomic.Pointer[SilenceError] // the link was dropped for this stream's silence
-	fault   atomic.Pointer[error]        // or for this fault, found on one of its streams (lastWord)
+	fault   atomic.Pointer[error]        // or for this fault, found on one of its streams; set once, by lastWord, which it says was said
 	// mustRead: the peer must take what this rank writes, or be dropped
 	// (a star coordinator's worker, whose unread frames hold back the
 	// workers that send to it); unread: it was dropped for that.

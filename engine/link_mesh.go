@@ -48,7 +48,6 @@ type meshLink struct {
 	pipes   atomic.Bool                     // the lanes are pipes (link_pipes.go)
 	tcp     []*ioloop.Conn                  // with pipes: the pair's TCP streams, idle
 	mail    atomic.Pointer[linkshm.Mailbox] // with pipes: the pair's mailbox (internal/link/shm), unmapped at Close
-	said    atomic.Bool                     // the last word was written (lastWord)
 }
 
 var _ link = (*meshLink)(nil)
@@ -236,15 +235,14 @@ func (l *meshLink) abort(c *ioloop.Conn, err error) {
 }
 
 func (l *meshLink) lastWord(c *ioloop.Conn, err error) {
-	if l.said.Load() {
+	if l.live.fault.Load() != nil {
 		return // said, as the first of the link's streams to end was about to
 	}
 	streams, at := l.lanes(c)
 	h, words, ok := l.p.dropFrame(err, at)
-	if !ok || !l.said.CompareAndSwap(false, true) {
+	if !ok || !l.live.fault.CompareAndSwap(nil, &err) { // the cause, whatever the other streams report as they end
 		return
 	}
-	l.live.fault.Store(&err) // the cause, whatever the other streams report as they end
 	for _, s := range streams {
 		h := h
 		if s == c {

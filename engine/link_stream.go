@@ -2,7 +2,6 @@ package engine
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -27,7 +26,6 @@ type streamLink struct {
 	fwd      fwdCounter // at the coordinator: what this worker's frames being forwarded hold (fwdCost)
 	live     liveness
 	watch    streamWatch
-	said     atomic.Bool            // the last word was written (lastWord)
 	relaying bool                   // at the coordinator: the frame being relayed in parts goes on (else its parts are dropped)
 	relayHdr [frame.HeaderSize]byte // at the coordinator: a RELAY's payload, copied as it is posted
 }
@@ -102,8 +100,7 @@ func (l *streamLink) checkLive(now time.Time) {
 func (l *streamLink) cause(err error) error { return l.live.cause(l.p.toldCause(err)) }
 
 func (l *streamLink) lastWord(c *ioloop.Conn, err error) {
-	if h, words, ok := l.p.dropFrame(err, 0); ok && l.said.CompareAndSwap(false, true) {
-		l.live.fault.Store(&err)
+	if h, words, ok := l.p.dropFrame(err, 0); ok && l.live.fault.CompareAndSwap(nil, &err) {
 		c.LastWord(&h, words) // its one stream, failing: now or never
 	}
 }

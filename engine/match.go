@@ -273,14 +273,13 @@ func (p *peer) deferrable(c *ioloop.Conn, l lane, h *frame.Header) bool {
 // maybeDefer defers a deferrable SEND (see deferrable) on c if nothing
 // can want it or what is behind it yet: no receive from p is posted and
 // no rendezvous message from p is coming in. p.mu is held.
-func (p *peer) maybeDefer(c *ioloop.Conn, deferrable bool) bool {
+func (p *peer) maybeDefer(c *ioloop.Conn, deferrable bool) {
 	if !deferrable || p.m.posted > 0 || p.rdv.incoming() {
-		return false
+		return
 	}
 	p.m.deferred = true
 	p.m.charged.Store(true)
 	c.Defer()
-	return true
 }
 
 // chargedDeferred reports whether the SEND whose payload the data stream's
