@@ -52,7 +52,7 @@ func (t *NetTransport) barrierMail(p *peer, mb *linkshm.Mailbox, w waitOpts) err
 			return &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
 		}
 		if asleep {
-			t.wakeBarrierOf(p)
+			mb.Ring(true)
 		}
 		b.sent = true
 	}
@@ -162,10 +162,13 @@ func (t *NetTransport) barrierAnswer(p *peer, w waitOpts) error {
 	return err
 }
 
-// wakeBarrierOf sends p, a neighbour asleep waiting for a barrier
-// signal, a WAKE.
-func (t *NetTransport) wakeBarrierOf(p *peer) {
-	h := frame.Header{Kind: frame.KindWake, Src: uint32(t.rank), Tag: wakeBarrier}
+// wake sends p, a neighbour asleep on the pair's mailbox waiting for a
+// barrier signal or for a part, a WAKE (linkshm.Mailbox.Ring).
+func (t *NetTransport) wake(p *peer, barrier bool) {
+	h := frame.Header{Kind: frame.KindWake, Src: uint32(t.rank)}
+	if barrier {
+		h.Tag = wakeBarrier
+	}
 	p.link.post(laneCtl, h, nil, false) // a lost peer needs no news
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
-	"github.com/boltmesh/boltmesh/internal/plumb"
+	"github.com/boltmesh/boltmesh/engine/collective"
 )
 
 // TestBarrierMail: between neighbours every barrier round goes through
@@ -150,6 +150,14 @@ func TestBarrierBesideCollectives(t *testing.T) {
 	const rounds = 300
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
+	comms := make([]*collective.Comm, 2)
+	for r := range comms {
+		c, err := collective.New(ts[r], collective.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		comms[r] = c
+	}
 	for r := range 2 {
 		wg.Go(func() {
 			for i := range rounds {
@@ -160,11 +168,15 @@ func TestBarrierBesideCollectives(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			in := make([]byte, 8)
+			// An 8-byte allreduce of 2 neighbours is one mailbox exchange.
 			for i := range rounds {
-				tag := uint32(i*64+5) % plumb.CollTags
-				if _, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), i, 8), in); err != nil {
+				v := []int64{int64(r + i)}
+				if err := comms[r].AllReduceBytes(ctx, collective.Int64, collective.AsBytes(v), collective.Sum); err != nil {
 					errs[2+r] = fmt.Errorf("rank %d, exchange %d: %w", r, i, err)
+					return
+				}
+				if want := int64(1 + 2*i); v[0] != want {
+					errs[2+r] = fmt.Errorf("rank %d, exchange %d: got %d, want %d", r, i, v[0], want)
 					return
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/boltmesh/boltmesh/heap"
 	"github.com/boltmesh/boltmesh/internal/credit"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
 // Sentinel errors. Test for them with errors.Is; the typed errors below wrap
@@ -126,8 +127,8 @@ var (
 	// errGone is the cause of a star worker's loss of a peer that the
 	// coordinator reported gone without an orderly GOODBYE.
 	errGone = errors.New("the coordinator lost its connection to it")
-	// errNotQueued is tryRecvOwnedInto's "nothing has arrived".
-	errNotQueued = errors.New("boltmesh: no message queued")
+	// errNotQueued is a try receive's "nothing has arrived".
+	errNotQueued = plumb.ErrNotQueued
 	// errNoPair is a star's link's answer to a neighbour pair's memory:
 	// only a full mesh's links are pipes.
 	errNoPair = errors.New("boltmesh: a star's link cannot take a neighbour pair's pipes")

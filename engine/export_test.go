@@ -130,48 +130,6 @@ func BarrierSignal(epoch uint64, k uint32) uint64 { return barrierSignal(epoch, 
 // MailboxInline is the longest part a mailbox keeps beside its header.
 const MailboxInline = linkshm.MailboxInline
 
-// MailboxWrites returns how many parts rank t wrote into its mailbox with
-// rank r, or -1 if r is not a neighbour.
-func MailboxWrites(t *NetTransport, r int) int {
-	mb := t.mailboxOf(r)
-	if mb == nil {
-		return -1
-	}
-	return int(mb.Writes())
-}
-
-// MailboxPost writes rank t's part of an exchange on tag with meta into
-// its mailbox with rank r, as an exchange does, without waiting for r's.
-func MailboxPost(t *NetTransport, r int, tag, meta uint32, part []byte) {
-	mb := t.mailboxOf(r)
-	mb.Lock()
-	defer mb.Unlock()
-	mb.Post(tag, meta, part)
-}
-
-// MailboxConflict is what an exchange with rank r on tag expecting meta
-// that has not found r's part makes of the other parts in the mailbox.
-func MailboxConflict(t *NetTransport, r int, tag, meta uint32) error {
-	mb := t.mailboxOf(r)
-	mb.Lock()
-	defer mb.Unlock()
-	return t.mailConflict(t.peer(r), mb, tag, meta)
-}
-
-// Points of a mailbox exchange's wait where a MailHook runs.
-const (
-	HookSpinMissed = hookSpinMissed // a look of the spin missed
-	HookSawPart    = hookSawPart    // asleep, it saw the part come; its receive is still posted
-)
-
-// SetMailHook makes f run at the points of a mailbox exchange's wait
-// named by the Hook constants, until the test ends. Set it before the
-// transports start.
-func SetMailHook(tb testing.TB, f func(t *NetTransport, at int)) {
-	testHookMail = f
-	tb.Cleanup(func() { testHookMail = nil })
-}
-
 // PipeRingOf is the data ring of rank t's pipe with rank r, or 0 if the
 // pair has no pipes.
 func PipeRingOf(t *NetTransport, r int) int {

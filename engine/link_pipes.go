@@ -50,7 +50,9 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *linkshm.Pair) erro
 	l.usePipes()
 	p.one.mapped.Store(pair.MappedHeap()) // the peer's now: released at Close
 	p.copy.set(pair.Copy)
-	l.mail.Store(pair.Mailbox())
+	mb := pair.Mailbox()
+	mb.SetRing(func(barrier bool) { t.wake(p, barrier) })
+	l.mail.Store(mb)
 	for _, n := range []lane{laneCtl, laneData} {
 		take := pair.DataPipe
 		if n == laneCtl {

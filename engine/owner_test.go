@@ -4,90 +4,27 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/plumb"
+	"github.com/boltmesh/boltmesh/internal/plumb/plumbtest"
 )
 
 // testOwner is an owner of the collective tags whose answers a test sets:
 // tags in unwanted are dropped, a receive for a tag in refused fails with
-// errRefused, a receive for tag conflictTag fails with errConflict once a
+// plumbtest.ErrRefused, a receive for tag conflictTag fails with plumbtest.ErrConflict once a
 // message for conflictWith is queued, and the abandons it hears of are
-// recorded (after one, every receive from that rank is refused).
-type testOwner struct {
-	unwanted     map[uint32]bool
-	refused      map[uint32]bool
-	conflictTag  uint32
-	conflictWith uint32
-	progress     uint32
-	closedBelow  uint32 // Closed(p) for p < closedBelow
-
-	mu       sync.Mutex
-	abandons []ownerAbandon
-	closed   []uint32 // the progress values Closed was asked of
-}
-
-type ownerAbandon struct {
-	from int
-	tag  uint32
-	why  uint64
-}
-
-var (
-	errRefused  = errors.New("refused by the owner")
-	errConflict = errors.New("a conflict, says the owner")
-)
-
-func (o *testOwner) Wanted(_ int, tag uint32) bool { return !o.unwanted[tag] }
-
-func (o *testOwner) Posting(from int, tag, _ uint32) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, a := range o.abandons {
-		if a.from == from {
-			return errRefused
-		}
-	}
-	if o.refused[tag] {
-		return errRefused
-	}
-	return nil
-}
-
-func (o *testOwner) Conflict(_ int, tag, _, arrived, _ uint32) error {
-	if tag == o.conflictTag && arrived == o.conflictWith {
-		return errConflict
-	}
-	return nil
-}
-
-func (o *testOwner) Abandoned(from int, tag uint32, why uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.abandons = append(o.abandons, ownerAbandon{from, tag, why})
-}
-
-func (o *testOwner) Progress() uint32 { return o.progress }
-
-func (o *testOwner) Closed(p uint32) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.closed = append(o.closed, p)
-	return p < o.closedBelow
-}
-
-// own installs o as tr's owner of the collective tags.
-func own(t *testing.T, tr *engine.NetTransport, o *testOwner) {
+// own installs o as tr's owner of the lent range.
+func own(t *testing.T, tr *engine.NetTransport, o *plumbtest.Owner) {
 	t.Helper()
-	if got := hooks(tr).OwnColl(func() plumb.CollOwner { return o }); got != o {
-		t.Fatalf("OwnColl installed %v, want the test's owner", got)
+	if got := hooks(tr).Lend(func() plumb.Owner { return o }); got != o {
+		t.Fatalf("Lend installed %v, want the test's owner", got)
 	}
-	other := &testOwner{}
-	if got := hooks(tr).OwnColl(func() plumb.CollOwner { return other }); got != o {
-		t.Fatalf("a second OwnColl installed %v, want the first owner kept", got)
+	other := &plumbtest.Owner{}
+	if got := hooks(tr).Lend(func() plumb.Owner { return other }); got != o {
+		t.Fatalf("a second Lend installed %v, want the first owner kept", got)
 	}
 }
 
@@ -104,32 +41,32 @@ func collFence(t *testing.T, ts []*engine.NetTransport) {
 }
 
 // TestCollOwnerDrops: the messages the owner does not want are dropped as
-// they arrive and, on DropUnwanted, those queued; the others are kept.
+// they arrive and, on Forget, those queued; the others are kept.
 func TestCollOwnerDrops(t *testing.T) {
 	ts := newMesh(t, 2, engine.Options{})
 	ctx := context.Background()
-	o := &testOwner{unwanted: map[uint32]bool{3: true}}
+	o := &plumbtest.Owner{Unwanted: map[uint32]bool{3: true}}
 	own(t, ts[0], o)
 	for _, tag := range []uint32{3, 4, 5} {
-		if err := hooks(ts[1]).SendColl(ctx, 0, tag, 7, []byte{byte(tag)}); err != nil {
+		if err := hooks(ts[1]).SendMsg(ctx, 0, tag, 7, []byte{byte(tag)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	big := bytes.Repeat([]byte{6}, 1<<20) // a rendezvous message
-	if err := hooks(ts[1]).SendColl(ctx, 0, 3, 7, big); err != nil {
+	if err := hooks(ts[1]).SendMsg(ctx, 0, 3, 7, big); err != nil {
 		t.Fatal(err)
 	}
 	collFence(t, ts)
-	if _, ok, err := hooks(ts[0]).TryRecvCollInto(1, 3, 7, make([]byte, 1<<20)); ok || err != nil {
+	if _, ok, err := hooks(ts[0]).TryRecv(1, 3, 7, make([]byte, 1<<20)); ok || err != nil {
 		t.Fatalf("tag 3: a message the owner does not want was kept (ok %v, err %v)", ok, err)
 	}
-	o.unwanted[4] = true // only while nothing arrives: the owner's answers are read under the peer's lock
-	hooks(ts[0]).DropUnwanted(0, plumb.CollTags)
-	if _, ok, err := hooks(ts[0]).TryRecvCollInto(1, 4, 7, make([]byte, 1)); ok || err != nil {
-		t.Fatalf("tag 4: a queued message DropUnwanted should drop was kept (ok %v, err %v)", ok, err)
+	o.Unwanted[4] = true // only while nothing arrives: the owner's answers are read under the peer's lock
+	hooks(ts[0]).Forget(0, plumb.Tags)
+	if _, ok, err := hooks(ts[0]).TryRecv(1, 4, 7, make([]byte, 1)); ok || err != nil {
+		t.Fatalf("tag 4: a queued message Forget should drop was kept (ok %v, err %v)", ok, err)
 	}
 	buf := make([]byte, 1)
-	if n, ok, err := hooks(ts[0]).TryRecvCollInto(1, 5, 7, buf); !ok || err != nil || n != 1 || buf[0] != 5 {
+	if n, ok, err := hooks(ts[0]).TryRecv(1, 5, 7, buf); !ok || err != nil || n != 1 || buf[0] != 5 {
 		t.Fatalf("tag 5: got %d bytes %v, ok %v, err %v; want the message kept", n, buf, ok, err)
 	}
 }
@@ -142,42 +79,40 @@ func TestCollOwnerFails(t *testing.T) {
 	ts := newMesh(t, 2, engine.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	o := &testOwner{refused: map[uint32]bool{4: true}, conflictTag: 10, conflictWith: 11}
+	o := &plumbtest.Owner{Refused: map[uint32]bool{4: true}, ConflictTag: 10, ConflictWith: 11}
 	own(t, ts[0], o)
-	if _, err := hooks(ts[0]).RecvCollInto(ctx, 1, 4, 7, make([]byte, 1)); !errors.Is(err, errRefused) {
-		t.Fatalf("refused receive: %v, want errRefused", err)
+	if _, err := hooks(ts[0]).Recv(ctx, 1, 4, 7, make([]byte, 1)); !errors.Is(err, plumbtest.ErrRefused) {
+		t.Fatalf("refused receive: %v, want plumbtest.ErrRefused", err)
 	}
 	// The conflicting message arrives while the receive waits.
 	got := make(chan error, 1)
 	go func() {
-		_, err := hooks(ts[0]).RecvCollInto(ctx, 1, 10, 7, make([]byte, 1))
+		_, err := hooks(ts[0]).Recv(ctx, 1, 10, 7, make([]byte, 1))
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // the receive posts (if not, it finds the message queued: the same error)
-	if err := hooks(ts[1]).SendColl(ctx, 0, 11, 7, []byte{1}); err != nil {
+	if err := hooks(ts[1]).SendMsg(ctx, 0, 11, 7, []byte{1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; !errors.Is(err, errConflict) {
-		t.Fatalf("receive waiting when a conflicting message came: %v, want errConflict", err)
+	if err := <-got; !errors.Is(err, plumbtest.ErrConflict) {
+		t.Fatalf("receive waiting when a conflicting message came: %v, want plumbtest.ErrConflict", err)
 	}
 	// The conflicting message (still queued) is there when it is posted.
-	if _, err := hooks(ts[0]).RecvCollInto(ctx, 1, 10, 7, make([]byte, 1)); !errors.Is(err, errConflict) {
-		t.Fatalf("receive posted after a conflicting message: %v, want errConflict", err)
+	if _, err := hooks(ts[0]).Recv(ctx, 1, 10, 7, make([]byte, 1)); !errors.Is(err, plumbtest.ErrConflict) {
+		t.Fatalf("receive posted after a conflicting message: %v, want plumbtest.ErrConflict", err)
 	}
 	// An abandon fails the receive waiting, and the owner hears of it.
 	go func() {
-		_, err := hooks(ts[0]).RecvCollInto(ctx, 1, 20, 7, make([]byte, 1))
+		_, err := hooks(ts[0]).Recv(ctx, 1, 20, 7, make([]byte, 1))
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
-	hooks(ts[1]).AbandonColl(21, 99)
-	if err := <-got; !errors.Is(err, errRefused) {
-		t.Fatalf("receive waiting when an abandon came: %v, want the owner's errRefused", err)
+	hooks(ts[1]).Tell(21, 99)
+	if err := <-got; !errors.Is(err, plumbtest.ErrRefused) {
+		t.Fatalf("receive waiting when an abandon came: %v, want the owner's plumbtest.ErrRefused", err)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.abandons) != 1 || o.abandons[0] != (ownerAbandon{1, 21, 99}) {
-		t.Fatalf("the owner heard of abandons %+v, want rank 1's on tag 21 with why 99", o.abandons)
+	if ab := o.Abandons(); len(ab) != 1 || ab[0] != (plumbtest.Abandon{From: 1, Tag: 21, Why: 99}) {
+		t.Fatalf("the owner heard of abandons %+v, want rank 1's on tag 21 with why 99", ab)
 	}
 }
 
@@ -189,12 +124,12 @@ func TestCollOwnerProgress(t *testing.T) {
 	ts := newMesh(t, 3, engine.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	o := &testOwner{closedBelow: 43}
+	o := &plumbtest.Owner{ClosedBelow: 43}
 	own(t, ts[0], o)
-	own(t, ts[1], &testOwner{progress: 42})
+	own(t, ts[1], &plumbtest.Owner{Done: 42})
 	got := make(chan error, 1)
 	go func() {
-		_, err := hooks(ts[0]).RecvCollInto(ctx, 2, 5, 7, make([]byte, 1))
+		_, err := hooks(ts[0]).Recv(ctx, 2, 5, 7, make([]byte, 1))
 		got <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -204,9 +139,7 @@ func TestCollOwnerProgress(t *testing.T) {
 	if !errors.Is(err, engine.ErrPeerLost) || !errors.Is(err, engine.ErrPeerClosed) || !errors.As(err, &pe) || pe.Rank != 1 {
 		t.Fatalf("receive from rank 2 after rank 1 closed: %v, want rank 1's ErrPeerLost (ErrPeerClosed)", err)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.closed) == 0 || o.closed[0] != 42 {
-		t.Fatalf("the owner was asked Closed of %v, want rank 1's progress 42", o.closed)
+	if cl := o.Closed(); len(cl) == 0 || cl[0] != 42 {
+		t.Fatalf("the owner judged Closed of %v, want rank 1's progress 42", cl)
 	}
 }

@@ -90,7 +90,7 @@ func (t *NetTransport) recvDone(r *recvReq, err error, w waitOpts) (int, []byte,
 		err = r.err
 	}
 	if err == nil && w.checkMeta && r.aux != w.meta {
-		err = &plumb.CollMismatchError{Rank: r.from, Tag: uint32(r.tag) - ownedTagBase, Want: w.meta, Got: r.aux}
+		err = &plumb.MetaError{Rank: r.from, Tag: uint32(r.tag) - ownedTagBase, Want: w.meta, Got: r.aux}
 	}
 	t.recycle(r)
 	return n, data, err

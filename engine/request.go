@@ -32,12 +32,15 @@ type recvReq struct {
 	aux   uint32 // the message header's Aux
 	owned bool   // a receive on the owned range, expecting meta
 	meta  uint32
-	data  []byte // Recv: the message
-	rdv   rdvPieces
-	err   error
-	state atomic.Uint32 // a state, with reqSpun
-	done  chan struct{} // buffered 1: completion token
-	timer *time.Timer
+	// settled: over as it was posted (plumb.Wire.Post: a queued message
+	// filled it, or it failed), with no token sent: its wait takes none.
+	settled bool
+	data    []byte // Recv: the message
+	rdv     rdvPieces
+	err     error
+	state   atomic.Uint32 // a state, with reqSpun
+	done    chan struct{} // buffered 1: completion token
+	timer   *time.Timer
 }
 
 // rdvPieces is the progress of a rendezvous message's DATA into a receive.
@@ -92,5 +95,6 @@ func (r *recvReq) truncated(n int) *TruncatedError {
 
 func (r *recvReq) reset() {
 	r.dst, r.data, r.err, r.n, r.aux, r.owned, r.meta, r.rdv = nil, nil, nil, 0, 0, false, 0, rdvPieces{}
+	r.settled = false
 	r.state.Store(reqPosted)
 }

@@ -21,7 +21,7 @@ func TestTagSpaceSpec(t *testing.T) {
 	}{
 		{"the application", 0, TagReservedBase - 1},
 		{"`Barrier`", tagBarrier, tagBarrier + 0xff},
-		{"collectives", ownedTagBase, ownedTagBase + plumb.CollTags - 1},
+		{"collectives", ownedTagBase, ownedTagBase + plumb.Tags - 1},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("the spec's tag space has %d rows, the engine %d: %+v", len(rows), len(want), rows)

@@ -54,7 +54,7 @@ type departure struct {
 	rank      int
 	closed    bool   // closed in order (GOODBYE); otherwise lost
 	cause     error  // lost: what broke its connection
-	ownerDone uint32 // closed: the owner's progress its GOODBYE told (plumb.CollOwner.Progress)
+	ownerDone uint32 // closed: the owner's progress its GOODBYE told (plumb.Owner.Progress)
 }
 
 // firstView returns the view a transport of world ranks starts with:
@@ -169,22 +169,6 @@ func (v *view) closedBefore(epoch uint64, op string) error {
 		return nil
 	}
 	return &PeerError{Op: op, Rank: v.closedRank, Err: ErrPeerLost, Cause: ErrPeerClosed}
-}
-
-// closedInRange returns an error if, in view v, a peer closed in order
-// leaving the receives on the owned range waiting now unanswerable, as the owner
-// of the collective tags says (plumb.CollOwner.Closed), or nil.
-func (t *NetTransport) closedInRange(v *view, op string) error {
-	o := t.owner()
-	if o == nil {
-		return nil
-	}
-	for _, d := range v.left {
-		if d.closed && o.Closed(d.ownerDone) {
-			return &PeerError{Op: op, Rank: d.rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
-		}
-	}
-	return nil
 }
 
 // changeCause returns why a wait w must end in view v: a peer lost (if

@@ -19,8 +19,8 @@ import (
 //     (spinSite), spinLooks looks between pauses (spinPause). A spin
 //     gives its core up between polls on a crowded machine, and past
 //     Options.SpinYield every spinYield elsewhere (giveCore).
-//  2. Sleep (sleep) until the posted receive completes, the mailbox's
-//     part or signal is in (a WAKE frame from a neighbour that saw this
+//  2. Sleep (sleep) until the posted receive completes, what the site
+//     watches is in (a mailbox's part or signal) (a WAKE frame from a neighbour that saw this
 //     side asleep rouses it to look), or the give-up set fires.
 //
 // The give-up set (waitOpts) is one for every wait: ctx's end (cancel),
@@ -60,86 +60,68 @@ type siteKind uint8
 
 const (
 	siteNone    siteKind = iota // only the receive
-	siteMail                    // a neighbour's part of an exchange in the mailbox
+	siteLook                    // what the lent range's owner looks at (plumb.Waiting.Look)
 	siteBarrier                 // a neighbour's barrier signal in the mailbox
 )
 
-// waitSite is where a mailbox wait looks for what it waits for, and what
-// it found there. A value, so that a wait allocates nothing.
+// waitSite is where a wait looks for what it waits for besides its
+// receive. A value, so that a wait allocates nothing.
 type waitSite struct {
 	kind siteKind
-	mb   *linkshm.Mailbox
-	tag  uint32 // siteMail: the step's tag
-	meta uint32 // siteMail: the meta it expects
-	in   []byte // siteMail: where the part goes
-	v    uint64 // siteBarrier: the signal waited for
-	// What a siteMail look found: the part's length and meta.
-	n   int
-	got uint32
+	look func(tries int) (bool, error) // siteLook
+	wake <-chan struct{}               // siteLook: a WAKE for it
+	mb   *linkshm.Mailbox              // siteBarrier
+	v    uint64                        // siteBarrier: the signal waited for
 }
 
-// arrived reports whether what s waits for is in, without taking it.
-func (s *waitSite) arrived() bool {
+// arrived reports whether what s waits for is in, without taking it, or
+// an error that ends the wait (siteLook: the owner's).
+func (s *waitSite) arrived() (bool, error) {
 	switch s.kind {
-	case siteMail:
-		return s.mb.Ready(s.tag)
+	case siteLook:
+		return s.look(0)
 	case siteBarrier:
-		return s.mb.Reached(s.v)
+		return s.mb.Reached(s.v), nil
 	}
-	return false
+	return false, nil
 }
 
-// wake returns the channel a neighbour's WAKE for s arrives on, or nil.
-func (s *waitSite) wake() <-chan struct{} {
+// wakeup returns the channel a neighbour's WAKE for s arrives on, or nil.
+func (s *waitSite) wakeup() <-chan struct{} {
 	switch s.kind {
-	case siteMail:
-		return s.mb.Wake()
+	case siteLook:
+		return s.wake
 	case siteBarrier:
 		return s.mb.BarWake()
 	}
 	return nil
 }
 
-// look looks up to tries times for what s waits for: found, or closed
-// (the mailbox was closed: this transport's Close).
-func (s *waitSite) look(tries int) (found, closed bool) {
+// lookFor looks up to tries times for what s waits for: found, or an
+// error that ends the wait (the mailbox closed: this transport's Close;
+// siteLook: the owner's).
+func (s *waitSite) lookFor(p *peer, tries int, op string) (found bool, err error) {
 	switch s.kind {
-	case siteMail:
-		s.n, s.got, found, closed = s.mb.Watch(s.tag, s.in, tries)
-		return found, closed
+	case siteLook:
+		return s.look(tries)
 	case siteBarrier:
 		for range tries {
 			got, ok := s.mb.Signalled()
 			if !ok {
-				return false, true
+				return false, &PeerError{Op: op, Rank: p.rank, Err: ErrClosed}
 			}
 			if got >= s.v {
-				return true, false
+				return true, nil
 			}
 		}
 	}
-	return false, false
+	return false, nil
 }
 
-// take takes what s waits for if it is in by now (a mailbox part is
-// copied into s.in): the last look of a wait that gives up, as what
-// arrived wins over the give-up.
-func (s *waitSite) take() bool {
-	switch s.kind {
-	case siteMail:
-		var found bool
-		s.n, s.got, found, _ = s.mb.Take(s.tag, s.in)
-		return found
-	case siteBarrier:
-		return s.mb.Reached(s.v)
-	}
-	return false
-}
-
-// spinSite is a mailbox wait's spin: it looks for what s waits for until
-// it is found, budget has passed (found false, err nil), the mailbox is
-// closed, the neighbour's part of another step says the call went wrong
-// (mailConflict), or the give-up set fires.
+// spinSite is a site's spin: it looks for what s waits for until it is
+// found, budget has passed (found false, err nil), a look fails, or the
+// give-up set fires. A barrier's last look once it fires wins over it;
+// a siteLook's is its owner's.
 func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w waitOpts) (found bool, err error) {
 	if budget <= 0 {
 		return false, nil
@@ -147,20 +129,8 @@ func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w wa
 	every := t.spinLooks()
 	var clock spinClock
 	for {
-		found, closed := s.look(every)
-		switch {
-		case found:
-			return true, nil
-		case closed:
-			return false, &PeerError{Op: w.op, Rank: p.rank, Err: ErrClosed}
-		}
-		if s.kind == siteMail {
-			if testHookMail != nil {
-				testHookMail(t, hookSpinMissed)
-			}
-			if err := t.mailConflict(p, s.mb, s.tag, s.meta); err != nil {
-				return false, err
-			}
+		if found, err := s.lookFor(p, every, w.op); found || err != nil {
+			return found, err
 		}
 		var end error
 		select {
@@ -172,7 +142,7 @@ func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w wa
 		if end != nil {
 			// What came since the last look wins: the neighbour, done
 			// with the step, may have closed at once.
-			found := s.take()
+			found := s.kind == siteBarrier && s.mb.Reached(s.v)
 			return found, ifNot(found, end)
 		}
 		if !t.spinPause(&clock, budget) {
@@ -234,23 +204,21 @@ var testHookGiveCore func()
 // for what the wait waits for, completes (done), what s waits for is in
 // the mailbox (done false, cause nil), or the give-up set fires (cause:
 // ctx's error, ErrTimeout once timeout fires, or the view's changeCause).
-// For a siteMail wait, a part of another step in the mailbox that says
-// the call went wrong is a cause too (mailConflict).
+// A look at the site that fails is a cause too (siteLook: the owner's).
 func (t *NetTransport) sleep(p *peer, r *recvReq, s *waitSite, w waitOpts, timeout <-chan time.Time) (done bool, cause error) {
 	var changed <-chan struct{} // the view's next, if a change may end w
 	if w.waitsOnView() {
 		cur := t.view()
 		changed, cause = cur.next, t.changeCause(cur, w)
 	}
-	wake := s.wake()
+	wake := s.wakeup()
 	for cause == nil {
-		if s.arrived() {
+		in, err := s.arrived()
+		if in {
 			return false, nil
 		}
-		if s.kind == siteMail {
-			if cause = t.mailConflict(p, s.mb, s.tag, s.meta); cause != nil {
-				break
-			}
+		if cause = err; cause != nil {
+			break
 		}
 		select {
 		case <-r.done:

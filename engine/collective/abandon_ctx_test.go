@@ -114,24 +114,17 @@ func checkedAllReduce(c *collective.Comm, ctx context.Context, r, n, size int) e
 	return nil
 }
 
-// collHooks is the collective tag space of an *engine.NetTransport.
-type collHooks interface {
-	plumb.Coll
-	plumb.CollOwned
-	plumb.CollAsync
-}
-
-// stepTransport is a rank's transport that counts the transport
-// operations of a call (a send, a receive, an exchange, and each piece an
-// exchange in pieces delivers) and runs hooks around them, so that a test
-// can end a rank's ctx after exactly k of them, or hold a rank before its
-// k-th. Set the hooks and reset the count between calls only. It is the
-// rank's transport, and wraps its collective tag space (collHooks), which
-// New finds on it (plumb.CollOf): its own plumb.Carrier, shallower than
+// stepTransport is a rank's transport that counts the operations of a
+// call on its lent range (plumb.Wire: each send started, each wait for a
+// send, a receive or a neighbour's mailbox part) and runs hooks around
+// them, so that a test can end a rank's ctx after exactly k of them, or
+// hold a rank before its k-th. Set the hooks and reset the count between
+// calls only. It is the rank's transport, and wraps its lent range, which
+// New finds on it (plumb.WireOf): its own plumb.Carrier, shallower than
 // the NetTransport's, hands out the wrapper.
 type stepTransport struct {
 	*engine.NetTransport
-	collHooks
+	plumb.Wire
 	plumb.Carrier
 	ops    int         // operations begun in this call
 	before func(k int) // runs as operation k begins (k from 0)
@@ -140,11 +133,11 @@ type stepTransport struct {
 
 // newStepTransport wraps tr.
 func newStepTransport(tr *engine.NetTransport) *stepTransport {
-	c, ok := plumb.CollOf(tr)
+	w, ok := plumb.WireOf(tr)
 	if !ok {
-		panic("no collective hooks for a *engine.NetTransport")
+		panic("no lent range for a *engine.NetTransport")
 	}
-	s := &stepTransport{NetTransport: tr, collHooks: c.(collHooks)}
+	s := &stepTransport{NetTransport: tr, Wire: w}
 	plumb.Attach(&s.Carrier, s, nil)
 	return s
 }
@@ -161,29 +154,17 @@ func (s *stepTransport) step(op func()) {
 	}
 }
 
-func (s *stepTransport) SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) (err error) {
-	s.step(func() { err = s.collHooks.SendColl(ctx, to, tag, meta, p) })
-	return err
+func (s *stepTransport) Send(ctx context.Context, to int, tag, meta uint32, p []byte, m plumb.SendMode) (h plumb.Handle, err error) {
+	s.step(func() { h, err = s.Wire.Send(ctx, to, tag, meta, p, m) })
+	return h, err
 }
 
-func (s *stepTransport) RecvCollInto(ctx context.Context, from int, tag, meta uint32, dst []byte) (n int, err error) {
-	s.step(func() { n, err = s.collHooks.RecvCollInto(ctx, from, tag, meta, dst) })
-	return n, err
-}
-
-func (s *stepTransport) ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (n int, err error) {
-	s.step(func() { n, err = s.collHooks.ExchangeColl(ctx, to, from, tag, meta, out, in) })
-	return n, err
-}
-
-func (s *stepTransport) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) (err error) {
-	s.step(func() {
-		err = s.collHooks.ExchangeCollChunks(ctx, to, from, tag, meta, out, in, outChunk, inChunk, func(off, n int) (cerr error) {
-			s.step(func() { cerr = onChunk(off, n) })
-			return cerr
-		})
-	})
-	return err
+func (s *stepTransport) Wait(peer int, h plumb.Handle, w plumb.Waiting) (n int, found bool, err error) {
+	if !h.Live() && w.Look == nil {
+		return s.Wire.Wait(peer, h, w) // a look at the world, not an operation
+	}
+	s.step(func() { n, found, err = s.Wire.Wait(peer, h, w) })
+	return n, found, err
 }
 
 // stepConfig is an allreduce whose steps TestCtxEndsAtEveryStep walks.

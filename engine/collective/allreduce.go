@@ -298,7 +298,7 @@ func (c *Comm) ring(ctx context.Context, tag uint32, dt DType, data []byte, op O
 // exchangeReduce swaps data with peer, receiving into buf, and reduces buf
 // into data. Messages above the pair's piece size (Options.Chunk) travel
 // in pieces, each reduced as it lands, so that the socket buffers never
-// fill (see the transport's window of pieces, plumb.CollWindow).
+// fill (see the transport's window of pieces, chunkWindow, exchange.go).
 func (c *Comm) exchangeReduce(ctx context.Context, peer int, tag uint32, dt DType, data, buf []byte, op Op) error {
 	if len(data) <= c.pairChunk(peer) {
 		m, err := c.exchange(ctx, peer, peer, tag, data, buf)

@@ -7,35 +7,35 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// unowned is a plumb.CollOwned with no transport behind it, for a calls
+// unowned is a plumb.Wire with no transport behind it, for a calls
 // tested alone.
-type unowned struct{}
+type unowned struct{ plumb.Wire }
 
-func (unowned) OwnColl(newOwner func() plumb.CollOwner) plumb.CollOwner { return newOwner() }
-func (unowned) AbandonColl(uint32, uint64)                              {}
-func (unowned) DropUnwanted(uint32, uint32)                             {}
+func (unowned) Lend(newOwner func() plumb.Owner) plumb.Owner { return newOwner() }
+func (unowned) Tell(uint32, uint64)                          {}
+func (unowned) Forget(uint32, uint32)                        {}
 
 // TestAbandonedNotes: a peer's abandons fail receives for the calls they
 // named only, every one of them (a peer may give up several calls before
 // this rank reaches the first), until this rank begins a later call, so
 // that the calls' tags, reused later, work again.
 func TestAbandonedNotes(t *testing.T) {
-	tr := &calls{owned: unowned{}, abandoned: make([][]abandonNote, 4)}
+	tr := &calls{wire: unowned{}, abandoned: make([][]abandonNote, 4)}
 	// Call k owns slot k-1 of the tag space.
 	tag := func(call, step uint32) uint32 { return (call-1)%callSlots*tagsPerCall + step }
 	abandoned := func(call uint32) bool {
 		var ae *plumb.CollAbandonError
-		err := tr.Posting(3, tag(call, 2), 0)
+		err := tr.Judge(3, tag(call, 2), 0, plumb.Event{})
 		if err != nil && (!errors.As(err, &ae) || ae.Rank != 3 || !errors.Is(err, plumb.ErrCollAbandoned)) {
 			t.Fatalf("call %d: %v, want a *CollAbandonError from rank 3", call, err)
 		}
 		return err != nil
 	}
 	tr.begin(5)
-	tr.Abandoned(3, tag(8, tagsPerCall-1), 0)
-	tr.Abandoned(3, tag(9, tagsPerCall-1), 7)
+	tr.Judge(3, 0, 0, plumb.Event{Kind: plumb.Told, Tag: tag(8, tagsPerCall-1), Word: 0})
+	tr.Judge(3, 0, 0, plumb.Event{Kind: plumb.Told, Tag: tag(9, tagsPerCall-1), Word: 7})
 	var ae *plumb.CollAbandonError
-	if !errors.As(tr.Posting(3, tag(9, 0), 0), &ae) || ae.Why != 7 {
+	if !errors.As(tr.Judge(3, tag(9, 0), 0, plumb.Event{}), &ae) || ae.Why != 7 {
 		t.Fatalf("call 9's abandon: %+v, want the why it carried (7)", ae)
 	}
 	if !abandoned(8) || !abandoned(9) || abandoned(7) || abandoned(10) {
@@ -57,7 +57,7 @@ func TestAbandonedNotes(t *testing.T) {
 	if n := tr.notes.Load(); n != 0 {
 		t.Fatalf("%d notes counted with none left: begin would take its lock for ever", n)
 	}
-	tr.Abandoned(3, tag(9+callSlots, 0), 0) // noted with nothing else noted
+	tr.Judge(3, 0, 0, plumb.Event{Kind: plumb.Told, Tag: tag(9+callSlots, 0), Word: 0}) // noted with nothing else noted
 	if !abandoned(9 + callSlots) {
 		t.Fatal("an abandon noted when no other was is not seen")
 	}

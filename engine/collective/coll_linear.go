@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/internal/proflabel"
 )
 
@@ -34,26 +33,7 @@ func (c *Comm) GatherBytes(ctx context.Context, root int, dt DType, in, out []by
 	if r != root {
 		return c.keepUp(ctx, tag, c.send(ctx, root, tag, in))
 	}
-	if async, ok := c.coll.(plumb.CollAsync); ok {
-		return c.keepUp(ctx, tag, c.gatherPosted(ctx, async, tag, esz, in, out, counts))
-	}
-	off := 0
-	for i, k := range counts {
-		seg := out[off : off+k*esz]
-		off += len(seg)
-		if i == r {
-			copy(seg, in)
-			continue
-		}
-		m, err := c.recv(ctx, i, tag, seg)
-		if err == nil {
-			err = c.recvCheck(m, len(seg), i)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return c.keepUp(ctx, tag, nil)
+	return c.keepUp(ctx, tag, c.gatherPosted(ctx, tag, esz, in, out, counts))
 }
 
 // checkRooted validates a Gather or Scatter: part is this rank's segment
@@ -111,22 +91,7 @@ func (c *Comm) ScatterBytes(ctx context.Context, root int, dt DType, in, out []b
 		}
 		return c.keepUp(ctx, tag, err)
 	}
-	if async, ok := c.coll.(plumb.CollAsync); ok {
-		return c.keepUp(ctx, tag, c.scatterStarted(ctx, async, tag, esz, in, out, counts))
-	}
-	off := 0
-	for i, k := range counts {
-		seg := in[off : off+k*esz]
-		off += len(seg)
-		if i == r {
-			copy(out, seg)
-			continue
-		}
-		if err := c.send(ctx, i, tag, seg); err != nil {
-			return err
-		}
-	}
-	return c.keepUp(ctx, tag, nil)
+	return c.keepUp(ctx, tag, c.scatterStarted(ctx, tag, esz, in, out, counts))
 }
 
 // AllToAll sends segment j of every rank's in to rank j: rank r's in holds

@@ -14,18 +14,15 @@ import (
 // downloads) rather than the longest. The segments are the caller's own
 // buffers: nothing is held beyond them.
 
-// gatherPosted is Gather's root over a plumb.CollAsync: counts[i]
-// elements of esz bytes from each rank i into its place in out, this
-// rank's from in.
-func (c *Comm) gatherPosted(ctx context.Context, async plumb.CollAsync, tag uint32, esz int, in, out []byte, counts []int) (err error) {
+// gatherPosted is Gather's root: counts[i] elements of esz bytes from
+// each rank i into its place in out, this rank's from in.
+func (c *Comm) gatherPosted(ctx context.Context, tag uint32, esz int, in, out []byte, counts []int) (err error) {
 	r := c.t.Rank()
 	recvs := c.recvSlots(len(counts))
 	defer func() {
-		for i, rc := range recvs {
-			if rc != nil {
-				rc.Cancel() // a failed call's: out is the caller's again
-				recvs[i] = nil
-			}
+		for i, h := range recvs {
+			c.drop(i, h) // a failed call's: out is the caller's again
+			recvs[i] = plumb.Handle{}
 		}
 	}()
 	off := 0
@@ -36,7 +33,7 @@ func (c *Comm) gatherPosted(ctx context.Context, async plumb.CollAsync, tag uint
 			copy(seg, in)
 			continue
 		}
-		if recvs[i], err = async.PostCollFrom(i, tag, c.meta, seg); err != nil {
+		if recvs[i], err = c.wire.Post(i, tag, c.meta, seg, false); err != nil {
 			return explain(err)
 		}
 	}
@@ -44,29 +41,27 @@ func (c *Comm) gatherPosted(ctx context.Context, async plumb.CollAsync, tag uint
 		if i == r {
 			continue
 		}
-		m, err := recvs[i].WaitColl(ctx)
-		recvs[i] = nil
+		m, err := c.wait(ctx, i, recvs[i])
+		recvs[i] = plumb.Handle{}
 		if err == nil {
 			err = c.recvCheck(m, k*esz, i)
 		}
 		if err != nil {
-			return explain(err)
+			return err
 		}
 	}
 	return nil
 }
 
-// scatterStarted is Scatter's root over a plumb.CollAsync: counts[i]
-// elements of esz bytes from in to each rank i, this rank's into out.
-func (c *Comm) scatterStarted(ctx context.Context, async plumb.CollAsync, tag uint32, esz int, in, out []byte, counts []int) (err error) {
+// scatterStarted is Scatter's root: counts[i] elements of esz bytes
+// from in to each rank i, this rank's into out.
+func (c *Comm) scatterStarted(ctx context.Context, tag uint32, esz int, in, out []byte, counts []int) (err error) {
 	r := c.t.Rank()
 	sends := c.sendSlots(len(counts))
 	defer func() {
-		for i, s := range sends {
-			if s != nil {
-				s.Drop() // a failed call's: returns once in may be reused
-				sends[i] = nil
-			}
+		for i, h := range sends {
+			c.drop(i, h) // a failed call's: returns once in may be reused
+			sends[i] = plumb.Handle{}
 		}
 	}()
 	off := 0
@@ -80,16 +75,16 @@ func (c *Comm) scatterStarted(ctx context.Context, async plumb.CollAsync, tag ui
 		if err := c.sending(ctx); err != nil {
 			return err
 		}
-		if sends[i], err = async.StartColl(ctx, i, tag, c.meta, seg); err != nil {
-			return explain(err)
+		if sends[i], err = c.start(ctx, i, tag, seg); err != nil {
+			return err
 		}
 	}
-	for i, s := range sends {
-		if s == nil {
+	for i, h := range sends {
+		if !h.Live() {
 			continue
 		}
-		err := s.Wait(ctx)
-		sends[i] = nil
+		_, _, err := c.wire.Wait(i, h, plumb.Waiting{Ctx: ctx})
+		sends[i] = plumb.Handle{}
 		if err != nil {
 			return explain(err)
 		}
@@ -99,18 +94,18 @@ func (c *Comm) scatterStarted(ctx context.Context, async plumb.CollAsync, tag ui
 
 // recvSlots returns n empty slots for posted receives, kept for the next
 // call.
-func (c *Comm) recvSlots(n int) []plumb.CollRecv {
+func (c *Comm) recvSlots(n int) []plumb.Handle {
 	if cap(c.recvs) < n {
-		c.recvs = make([]plumb.CollRecv, n)
+		c.recvs = make([]plumb.Handle, n)
 	}
 	return c.recvs[:n]
 }
 
 // sendSlots returns n empty slots for started sends (a star worker's
 // pieces, a Scatter root's segments), kept for the next call.
-func (c *Comm) sendSlots(n int) []plumb.CollSend {
+func (c *Comm) sendSlots(n int) []plumb.Handle {
 	if cap(c.sends) < n {
-		c.sends = make([]plumb.CollSend, n)
+		c.sends = make([]plumb.Handle, n)
 	}
 	return c.sends[:n]
 }

@@ -30,9 +30,7 @@ func (c *Comm) useStar(n int) bool { return c.center >= 0 && n > 2 }
 func (c *Comm) star(ctx context.Context, tag uint32, dt DType, data []byte, op Op) error {
 	r, n, center := c.t.Rank(), c.t.WorldSize(), c.center
 	if piece := c.starPiece(dt.Size()); len(data) > piece {
-		if async, ok := c.coll.(plumb.CollAsync); ok {
-			return c.starPieces(ctx, async, tag, dt, data, op, piece)
-		}
+		return c.starPieces(ctx, tag, dt, data, op, piece)
 	}
 	if r != center {
 		if err := c.send(ctx, center, tag, data); err != nil {
@@ -81,7 +79,7 @@ func (c *Comm) star(ctx context.Context, tag uint32, dt DType, data []byte, op O
 // back while later pieces are still coming: the time is what the
 // center's link needs to carry the results, plus a piece.
 //
-//	worker: for k: [k >= starWindow: result k-starWindow]; StartColl piece k
+//	worker: for k: [k >= starWindow: result k-starWindow]; start piece k
 //	        then the results left, each into the piece it replaces
 //	center: for k: recv piece k from each worker (rank order), reduce;
 //	        send the result k to each worker
@@ -105,7 +103,7 @@ const starWindow = 3
 func (c *Comm) starPiece(esz int) int { return max(c.opts.Chunk/esz*esz, esz) }
 
 // starPieces is the star allreduce in pieces of piece bytes.
-func (c *Comm) starPieces(ctx context.Context, async plumb.CollAsync, tag uint32, dt DType, data []byte, op Op, piece int) error {
+func (c *Comm) starPieces(ctx context.Context, tag uint32, dt DType, data []byte, op Op, piece int) error {
 	np := (len(data) + piece - 1) / piece
 	at := func(k int) (uint32, []byte) {
 		if k == np-1 {
@@ -114,7 +112,7 @@ func (c *Comm) starPieces(ctx context.Context, async plumb.CollAsync, tag uint32
 		return tag, data[k*piece : (k+1)*piece]
 	}
 	if c.t.Rank() != c.center {
-		return c.starWorker(ctx, async, np, at)
+		return c.starWorker(ctx, np, at)
 	}
 	buf := c.scratch(piece)
 	for k := range np {
@@ -167,19 +165,18 @@ func (c *Comm) starLonger(from int, tag uint32, want int, buf []byte) error {
 
 // starWorker is a worker's part of starPieces: np pieces, piece k's tag
 // and bytes at(k).
-func (c *Comm) starWorker(ctx context.Context, async plumb.CollAsync, np int, at func(k int) (uint32, []byte)) (err error) {
+func (c *Comm) starWorker(ctx context.Context, np int, at func(k int) (uint32, []byte)) (err error) {
 	sends := c.sendSlots(np)
 	defer func() {
-		for k, s := range sends {
-			if s != nil {
-				s.Drop() // a failed call's: returns once the piece may be reused
-				sends[k] = nil
-			}
+		for k, h := range sends {
+			c.drop(c.center, h) // a failed call's: returns once the piece may be reused
+			sends[k] = plumb.Handle{}
 		}
 	}()
 	result := func(k int) error {
-		err := sends[k].Wait(ctx) // over by now: the center had the piece before it sent the result
-		sends[k] = nil
+		// Over by now: the center had the piece before it sent the result.
+		_, _, err := c.wire.Wait(c.center, sends[k], plumb.Waiting{Ctx: ctx})
+		sends[k] = plumb.Handle{}
 		if err != nil {
 			return err
 		}
@@ -200,11 +197,11 @@ func (c *Comm) starWorker(ctx context.Context, async plumb.CollAsync, np int, at
 			return err
 		}
 		t, part := at(k)
-		s, err := async.StartColl(ctx, c.center, t, c.meta, part)
+		h, err := c.start(ctx, c.center, t, part)
 		if err != nil {
-			return explain(err)
+			return err
 		}
-		sends[k] = s
+		sends[k] = h
 	}
 	for k := max(np-starWindow, 0); k < np; k++ {
 		if err := result(k); err != nil {

@@ -99,9 +99,10 @@ type Options struct {
 // take turns.
 type Comm struct {
 	t     Transport
-	coll  plumb.Coll         // t's collective tag space
+	wire  plumb.Wire         // the tag range t lends the Comm
 	sym   SymmetricTransport // t, if it has a symmetric heap; else nil
-	calls *calls             // the owner of coll's tags, if they can have one; else nil
+	owner plumb.Owner        // the owner of wire's tags
+	calls *calls             // owner, if it is a calls (always, but in tests)
 	opts  Options
 	mu    sync.Mutex // serializes calls
 	seq   uint32     // the call in progress's number (calls.next), or the last
@@ -119,7 +120,6 @@ type Comm struct {
 
 	labelCtx [algorithms][len(sizeClasses)]context.Context // profile labels, made once
 	labelled labelCache                                    // labels merged over a caller's (labels.go)
-	stale    []staleContribution                           // late deadline contributions still to drop (root)
 	dl       deadlineState                                 // the deadline allreduce's results on their way (root)
 	gather   gatherState                                   // the deadline allreduce's receives posted ahead (root)
 	dlHdr    [deadlineHeaderSize]byte                      // a deadline allreduce's header, sent or received
@@ -129,8 +129,9 @@ type Comm struct {
 	at       []int                                         // the position of each rank; nil: its rank
 	shared   bool                                          // the world spans hosts, some with several ranks (hosts.go)
 	ringSet  bool                                          // Options.RingMin was set
-	sends    []plumb.CollSend                              // a star worker's pieces in flight (coll_star.go), a Scatter root's sends (coll_rooted.go)
-	recvs    []plumb.CollRecv                              // a Gather root's posted receives (coll_rooted.go)
+	sends    []plumb.Handle                                // a star worker's pieces in flight (coll_star.go), a Scatter root's sends (coll_rooted.go)
+	recvs    []plumb.Handle                                // a Gather root's posted receives (coll_rooted.go)
+	site     mailSite                                      // a mailbox exchange's (mail.go)
 }
 
 // Default piece sizes (Options.Chunk), by link.
@@ -195,11 +196,11 @@ func defaultChunk(top engine.Topology) int {
 // A Comm over a transport that already has one shares its sequence of
 // calls (see Comm).
 func New(t Transport, opts Options) (*Comm, error) {
-	coll, ok := plumb.CollOf(t)
+	wire, ok := plumb.WireOf(t)
 	if !ok {
 		return nil, fmt.Errorf("collective: New over a %T: %w", t, ErrUnsupportedTransport)
 	}
-	return newComm(t, coll, opts), nil
+	return newComm(t, wire, opts), nil
 }
 
 // sizeOption is a size threshold option's value: def for 0, never
@@ -214,8 +215,8 @@ func sizeOption(v, def int) int {
 	return v
 }
 
-// newComm returns a Comm over t, whose collective tag space is coll.
-func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
+// newComm returns a Comm over t, whose lent tag range is wire.
+func newComm(t Transport, wire plumb.Wire, opts Options) *Comm {
 	opts.RingMin = max(opts.RingMin, 0) // 0: defaultRingMin, by world size
 	opts.HalvingMin = sizeOption(opts.HalvingMin, HalvingMin)
 	if opts.GatherMax == 0 {
@@ -227,25 +228,24 @@ func newComm(t Transport, coll plumb.Coll, opts Options) *Comm {
 	if !fixed {
 		opts.Chunk = defaultChunk(top)
 	}
-	c := &Comm{t: t, coll: coll, opts: opts, center: top.Center, links: !top.Loopback, ringSet: opts.RingMin > 0}
+	c := &Comm{t: t, wire: wire, opts: opts, center: top.Center, links: !top.Loopback, ringSet: opts.RingMin > 0}
 	if len(top.Hosts) > 0 {
 		c.order, c.at = hostOrder(top.Hosts, t.WorldSize())
 		c.shared = sharedHosts(top.Hosts)
 	}
-	if coll != nil {
-		c.chunks = make([]int, t.WorldSize())
-		for r := range c.chunks {
-			c.chunks[r] = opts.Chunk
-			if !fixed && coll.Neighbour(r) {
-				c.chunks[r] = NeighbourChunk
-			}
+	c.sym, _ = t.(SymmetricTransport)
+	c.reduceChunk = c.pipeChunk
+	if wire == nil {
+		return c // only its algorithm choice is asked of (tests)
+	}
+	c.chunks = make([]int, t.WorldSize())
+	for r := range c.chunks {
+		c.chunks[r] = opts.Chunk
+		if !fixed && wire.Mailbox(r) != nil {
+			c.chunks[r] = NeighbourChunk
 		}
 	}
-	c.sym, _ = t.(SymmetricTransport)
-	if owned, ok := coll.(plumb.CollOwned); ok {
-		c.calls = callsOf(owned, t.WorldSize())
-	}
-	c.reduceChunk = c.pipeChunk
+	c.owner, c.calls = lend(wire, t.WorldSize())
 	return c
 }
 
@@ -265,26 +265,6 @@ func (c *Comm) Close() {
 	c.mu.Unlock()
 }
 
-// exchange sends out to rank to and receives from rank from into in,
-// concurrently, and returns the received length.
-func (c *Comm) exchange(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
-	if err := c.sending(ctx); err != nil {
-		return 0, err
-	}
-	n, err := c.coll.ExchangeColl(ctx, to, from, tag, c.meta, out, in)
-	return n, explain(err)
-}
-
-// exchangeChunks is exchange in pieces, of chunkWith(to) bytes out and
-// chunkWith(from) in, whole elements of esz bytes, calling onChunk for
-// each piece received (plumb.Coll.ExchangeCollChunks).
-func (c *Comm) exchangeChunks(ctx context.Context, to, from int, tag uint32, out, in []byte, esz int, onChunk func(off, n int) error) error {
-	if err := c.sending(ctx); err != nil {
-		return err
-	}
-	return explain(c.coll.ExchangeCollChunks(ctx, to, from, tag, c.meta, out, in, c.chunkWith(to, esz), c.chunkWith(from, esz), onChunk))
-}
-
 // chunkWith returns the size of the pieces exchanged with rank peer, in
 // whole elements of esz bytes: both ends of a pair pick the same.
 func (c *Comm) chunkWith(peer, esz int) int {
@@ -297,26 +277,6 @@ func (c *Comm) pairChunk(peer int) int {
 		return c.chunks[peer]
 	}
 	return c.opts.Chunk
-}
-
-// send sends p to rank to under tag, with the call's meta.
-func (c *Comm) send(ctx context.Context, to int, tag uint32, p []byte) error {
-	if err := c.sending(ctx); err != nil {
-		return err
-	}
-	return c.coll.SendColl(ctx, to, tag, c.meta, p)
-}
-
-// recv receives from rank from under tag a message of the call's meta.
-func (c *Comm) recv(ctx context.Context, from int, tag uint32, dst []byte) (int, error) {
-	n, err := c.coll.RecvCollInto(ctx, from, tag, c.meta, dst)
-	return n, explain(err)
-}
-
-// tryRecv is recv that does not wait.
-func (c *Comm) tryRecv(from int, tag uint32, dst []byte) (int, bool, error) {
-	n, ok, err := c.coll.TryRecvCollInto(from, tag, c.meta, dst)
-	return n, ok, explain(err)
 }
 
 // begin starts a call of kind k over dt with op (0 for none): the lock,
@@ -390,12 +350,9 @@ func (c *Comm) refuse(k collKind, err error) error {
 // algorithm uses.
 const abandonStep = tagsPerCall - 1
 
-// Over a transport whose collective tags can have an owner
-// (plumb.CollOwned, engine.NetTransport's), the Comm's calls are tracked
-// (calls.go): the messages of ended calls are dropped, a receive gives up
-// when a peer closed in order without completing the call or gave it up.
-// Without one, the ranks that wait for another rank's part of a call that
-// rank left wait until their ctx ends.
+// The Comm's calls are tracked (calls.go): the messages of ended calls
+// are dropped, a receive gives up when a peer closed in order without
+// completing the call or gave it up.
 
 // scratch returns a receive buffer of n bytes.
 func (c *Comm) scratch(n int) []byte {

@@ -13,19 +13,18 @@ import (
 )
 
 // The deadline allreduce never waits for a rank that is late, stopped or
-// lost over a transport whose collective tag space is a plumb.CollAsync
-// (engine.NetTransport's): sends that do not wait (StartColl, PostColl)
-// and receives that give up only when their own peer is lost.
+// lost: sends that do not wait (plumb.SendStart, SendPost) and receives
+// that give up only when their own peer is lost (recvFrom).
 //
-// The deadline allreduce over a plumb.CollAsync, per round (call):
+// The deadline allreduce, per round (call):
 //
-//	leaf: StartColl(contribution, tag) -> RecvCollFrom(root, tag+1: header)
+//	leaf: start(contribution, tag) -> recvFrom(root, tag+1: header)
 //	      -> Drop the contribution (withdrawn if the root did not take it)
-//	      -> header says behind: ErrBehind; else RecvCollFrom(root, tag+2)
+//	      -> header says behind: ErrBehind; else recvFrom(root, tag+2)
 //	root: gather until the deadline (a lost leaf is left out) -> reduce ->
 //	      copy the result into a snapshot -> to each leaf not lost: if its
 //	      previous result is still on its way, a header saying behind;
-//	      else a header and StartColl(snapshot, tag+2) -> return
+//	      else a header and start(snapshot, tag+2) -> return
 //
 // So the root never waits for a leaf after the deadline: a result goes
 // out from a snapshot that the root keeps until the leaf has taken it,
@@ -41,19 +40,22 @@ const flagBehind = 1
 
 // deadlineState is the root's results still on their way to leaves.
 type deadlineState struct {
-	pending []plumb.CollSend // by leaf: its last result's send
-	snapOf  []int            // by leaf: the snapshot pending[leaf] reads, or -1
-	snaps   [][]byte         // result snapshots
-	refs    []int            // by snapshot: pending sends reading it
+	wire    plumb.Wire
+	pending []plumb.Handle // by leaf: its last result's send
+	snapOf  []int          // by leaf: the snapshot pending[leaf] reads, or -1
+	snaps   [][]byte       // result snapshots
+	refs    []int          // by snapshot: pending sends reading it
 }
 
 // reap forgets the sends that are over and frees their snapshots.
 func (d *deadlineState) reap() {
 	for p, s := range d.pending {
-		if d.snapOf[p] >= 0 && s.Done() {
-			s.Drop() // over: returns at once
+		if d.snapOf[p] < 0 {
+			continue
+		}
+		if _, _, err := d.wire.Wait(p, s, plumb.Waiting{Poll: true}); err != plumb.ErrPending {
 			d.refs[d.snapOf[p]]--
-			d.pending[p], d.snapOf[p] = nil, -1
+			d.pending[p], d.snapOf[p] = plumb.Handle{}, -1
 		}
 	}
 }
@@ -78,7 +80,7 @@ func (d *deadlineState) snapshot(n int) (int, []byte) {
 
 func (d *deadlineState) size(n int) {
 	if len(d.pending) < n {
-		d.pending = make([]plumb.CollSend, n)
+		d.pending = make([]plumb.Handle, n)
 		d.snapOf = make([]int, n)
 		for p := range d.snapOf {
 			d.snapOf[p] = -1
@@ -86,15 +88,15 @@ func (d *deadlineState) size(n int) {
 	}
 }
 
-// deadlineLeafAsync is deadlineLeaf over a plumb.CollAsync.
-func (c *Comm) deadlineLeafAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, data []byte, root int) (Contributors, error) {
-	s, err := dl.StartColl(ctx, root, tag, c.meta, data)
+// deadlineLeaf sends this rank's contribution and waits for the result.
+func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root int) (Contributors, error) {
+	s, err := c.start(ctx, root, tag, data)
 	if err != nil {
-		return Contributors{}, explain(err)
+		return Contributors{}, err
 	}
 	hdr := c.dlHdr[:] // not on the stack: it goes through an interface
-	m, err := dl.RecvCollFrom(ctx, root, tag+1, c.meta, hdr, time.Time{}, time.Time{})
-	s.Drop() // the root took it, or never will
+	m, err := c.recvFrom(ctx, root, tag+1, hdr, time.Time{}, time.Time{})
+	c.drop(root, s) // the root took it, or never will
 	if err == nil {
 		err = c.recvCheck(m, len(hdr), root)
 	}
@@ -108,7 +110,7 @@ func (c *Comm) deadlineLeafAsync(ctx context.Context, dl plumb.CollAsync, tag ui
 	if n := c.t.WorldSize(); mask&(1<<root) == 0 || n < 64 && mask>>n != 0 {
 		return Contributors{}, fmt.Errorf("collective: root %d's contributor set %#x does not fit a world of %d with it: %w", root, mask, n, ErrMismatch)
 	}
-	m, err = dl.RecvCollFrom(ctx, root, tag+2, c.meta, data, time.Time{}, time.Time{})
+	m, err = c.recvFrom(ctx, root, tag+2, data, time.Time{}, time.Time{})
 	if err == nil {
 		err = c.recvCheck(m, len(data), root)
 	}
@@ -122,11 +124,12 @@ func deadlineGrace(deadline time.Time) time.Duration {
 	return max(time.Until(deadline), 50*time.Millisecond)
 }
 
-// deadlineScatterAsync hands out the round's result without waiting: see
-// the protocol above.
-func (c *Comm) deadlineScatterAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, data []byte, got Contributors) error {
+// deadlineScatter hands out the round's result without waiting: see the
+// protocol above.
+func (c *Comm) deadlineScatter(ctx context.Context, tag uint32, data []byte, got Contributors) error {
 	r, n := c.t.Rank(), c.t.WorldSize()
 	d := &c.dl
+	d.wire = c.wire
 	d.size(n)
 	d.reap()
 	si, snap := d.snapshot(len(data))
@@ -144,13 +147,13 @@ func (c *Comm) deadlineScatterAsync(ctx context.Context, dl plumb.CollAsync, tag
 		}
 		binary.LittleEndian.PutUint64(hdr[8:], flags)
 		h := hdr
-		err := dl.PostColl(p, tag+1, c.meta, h[:])
+		_, err := c.wire.Send(ctx, p, tag+1, c.meta, h[:], plumb.SendPost)
 		if errors.Is(err, engine.ErrNoCredit) { // p holds that many headers: wait for it
 			err = c.send(ctx, p, tag+1, h[:])
 		}
 		if err == nil && !behind {
-			var s plumb.CollSend
-			if s, err = dl.StartColl(ctx, p, tag+2, c.meta, snap); err == nil {
+			var s plumb.Handle
+			if s, err = c.start(ctx, p, tag+2, snap); err == nil {
 				d.pending[p], d.snapOf[p] = s, si
 				d.refs[si]++
 			}

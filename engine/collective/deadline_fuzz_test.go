@@ -197,7 +197,7 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 		done <- result{got, err}
 	}()
 	in := make([]byte, 4*len(d.data))
-	if n, err := hooksOf(root).RecvCollInto(context.Background(), 1, tag, meta, in); err != nil || !bytes.Equal(in[:n], AsBytes(d.data)) {
+	if n, err := hooksOf(root).Recv(context.Background(), 1, tag, meta, in); err != nil || !bytes.Equal(in[:n], AsBytes(d.data)) {
 		t.Fatalf("the leaf's contribution % x: %v", in, err)
 	}
 	hdr := binary.LittleEndian.AppendUint64(nil, d.mask)
@@ -233,7 +233,7 @@ func (d *deadlineRun) leafSubject(t *testing.T) {
 
 func sendColl(t *testing.T, tr *engine.NetTransport, to int, tag, meta uint32, p []byte) {
 	t.Helper()
-	if err := hooksOf(tr).SendColl(context.Background(), to, tag, meta, p); err != nil {
+	if err := hooksOf(tr).SendMsg(context.Background(), to, tag, meta, p); err != nil {
 		t.Fatalf("send to rank %d: %v", to, err)
 	}
 }
@@ -313,8 +313,8 @@ func (d *deadlineRun) rootSubject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	hdr, res := make([]byte, deadlineHeaderSize), make([]int32, len(d.data))
-	_, herr := hooksOf(leaf).RecvCollInto(ctx, 0, tag+1, meta, hdr)
-	_, derr := hooksOf(leaf).RecvCollInto(ctx, 0, tag+2, meta, AsBytes(res))
+	_, herr := hooksOf(leaf).Recv(ctx, 0, tag+1, meta, hdr)
+	_, derr := hooksOf(leaf).Recv(ctx, 0, tag+2, meta, AsBytes(res))
 	if d.mode == dlBadData {
 		sendColl(t, leaf, 0, tag, meta, p) // late: the root must drop it
 	}

@@ -25,12 +25,12 @@ import (
 // gatherState is the root's receives posted ahead and their buffers, kept
 // for the next call.
 type gatherState struct {
-	recvs []plumb.CollRecv // by leaf: its posted receive, until waited for
-	errs  []error          // by leaf: why its receive could not be posted
-	slot  []int            // by leaf: the buffer its receive fills
-	bufs  [][]byte         // the buffers; nil: left to the transport, to be made again
-	free  []int            // the buffers free now
-	next  int              // the next rank to post for
+	recvs []plumb.Handle // by leaf: its posted receive, until waited for
+	errs  []error        // by leaf: why its receive could not be posted
+	slot  []int          // by leaf: the buffer its receive fills
+	bufs  [][]byte       // the buffers; nil: left to the transport, to be made again
+	free  []int          // the buffers free now
+	next  int            // the next rank to post for
 }
 
 // gatherAhead is how many leaves' receives the root posts at once for
@@ -45,7 +45,7 @@ func (c *Comm) gatherAhead(size, leaves int) int {
 // begin readies g for a call over n ranks with ahead buffers.
 func (g *gatherState) begin(n, ahead int) {
 	if len(g.recvs) < n {
-		g.recvs = make([]plumb.CollRecv, n)
+		g.recvs = make([]plumb.Handle, n)
 		g.errs = make([]error, n)
 		g.slot = make([]int, n)
 	}
@@ -69,7 +69,7 @@ func (g *gatherState) buf(i, size int) []byte {
 
 // post posts the receives of the next leaves (not self) while buffers are
 // free.
-func (g *gatherState) post(dl plumb.CollAsync, self, n int, tag, meta uint32, size int) {
+func (g *gatherState) post(w plumb.Wire, self, n int, tag, meta uint32, size int) {
 	for ; g.next < n && len(g.free) > 0; g.next++ {
 		if g.next == self {
 			continue
@@ -77,25 +77,26 @@ func (g *gatherState) post(dl plumb.CollAsync, self, n int, tag, meta uint32, si
 		i := g.free[len(g.free)-1]
 		g.free = g.free[:len(g.free)-1]
 		g.slot[g.next] = i
-		g.recvs[g.next], g.errs[g.next] = dl.PostCollFrom(g.next, tag, meta, g.buf(i, size))
+		g.recvs[g.next], g.errs[g.next] = w.Post(g.next, tag, meta, g.buf(i, size), false)
 		if g.errs[g.next] != nil {
 			g.free = append(g.free, i)
 		}
 	}
 }
 
-// wait waits for leaf p's receive as RecvCollFrom does, and hands its
-// buffer back unless the transport kept it (an in-flight message): the
-// buffer stays valid for the caller until the next post.
-func (g *gatherState) wait(ctx context.Context, p int, deadline, grace time.Time) ([]byte, int, error) {
-	rc, err := g.recvs[p], g.errs[p]
-	g.recvs[p], g.errs[p] = nil, nil
-	if rc == nil {
+// wait waits for leaf p's receive as recvFrom does, and hands its buffer
+// back unless the transport kept it (an in-flight message): the buffer
+// stays valid for the caller until the next post.
+func (g *gatherState) wait(w plumb.Wire, ctx context.Context, p int, deadline, grace time.Time) ([]byte, int, error) {
+	h, err := g.recvs[p], g.errs[p]
+	g.recvs[p], g.errs[p] = plumb.Handle{}, nil
+	if !h.Live() {
 		return nil, 0, err
 	}
 	i := g.slot[p]
 	b := g.bufs[i]
-	m, err := rc.Wait(ctx, deadline, grace)
+	m, _, err := w.Wait(p, h, plumb.Waiting{Ctx: ctx, Deadline: deadline, InFlightUntil: grace})
+	err = wireErr(err)
 	if errors.Is(err, plumb.ErrInFlight) {
 		g.bufs[i] = nil // the transport's until that message is in
 	}
@@ -105,38 +106,42 @@ func (g *gatherState) wait(ctx context.Context, p int, deadline, grace time.Time
 
 // drop drops the receives still posted (a call that failed), keeping the
 // buffers the transport does not.
-func (g *gatherState) drop() {
-	for p, rc := range g.recvs {
-		if rc == nil {
+func (g *gatherState) drop(w plumb.Wire) {
+	for p, h := range g.recvs {
+		if !h.Live() {
 			continue
 		}
-		if !rc.Drop() {
+		// At once, and without waiting for bytes being read in: those
+		// leave the buffer to the transport.
+		_, _, err := w.Wait(p, h, plumb.Waiting{Now: true, InFlightUntil: time.Unix(1, 0)})
+		if errors.Is(err, plumb.ErrInFlight) {
 			g.bufs[g.slot[p]] = nil
 		}
-		g.recvs[p] = nil
+		g.recvs[p] = plumb.Handle{}
 	}
 	clear(g.errs)
 }
 
-// deadlineGatherAsync is deadlineGather over a plumb.CollAsync, with its
-// receives posted ahead (above): a leaf that is lost is left out instead
+// deadlineGather collects contributions at the root until deadline and
+// reduces them into data in rank order, with its receives posted ahead
+// (above): a leaf that is lost is left out instead
 // of failing the round, and so is one whose message, announced in time,
 // stops arriving halfway (a stopped rank): the root waits for its bytes
 // for the deadline's span again at most (deadlineGrace), then leaves the
 // buffer to the transport.
-func (c *Comm) deadlineGatherAsync(ctx context.Context, dl plumb.CollAsync, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (got Contributors, err error) {
+func (c *Comm) deadlineGather(ctx context.Context, tag uint32, dt DType, data []byte, op Op, deadline time.Time) (got Contributors, err error) {
 	r, n := c.t.Rank(), c.t.WorldSize()
 	got = Contributors{Mask: 1 << r, Count: 1}
 	grace := deadline.Add(deadlineGrace(deadline))
 	g := &c.gather
 	g.begin(n, c.gatherAhead(len(data), n-1))
-	defer g.drop()
+	defer g.drop(c.wire)
 	for p := range n {
 		if p == r {
 			continue
 		}
-		g.post(dl, r, n, tag, c.meta, len(data))
-		buf, m, err := g.wait(ctx, p, deadline, grace)
+		g.post(c.wire, r, n, tag, c.meta, len(data))
+		buf, m, err := g.wait(c.wire, ctx, p, deadline, grace)
 		switch {
 		case errors.Is(err, engine.ErrTimeout) && ctx.Err() == nil:
 			continue // late: left out

@@ -9,35 +9,22 @@ import (
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// sentBytes is a rank's collective tag space that counts the bytes it
-// sends to each rank.
+// sentBytes is a rank's lent range that counts the bytes it sends to
+// each rank.
 type sentBytes struct {
-	netHooks
+	plumb.Wire
 	mu sync.Mutex
 	to map[int]int
 }
 
-func (s *sentBytes) count(to, n int) {
+func (s *sentBytes) Send(ctx context.Context, to int, tag, meta uint32, p []byte, m plumb.SendMode) (plumb.Handle, error) {
 	s.mu.Lock()
-	s.to[to] += n
+	s.to[to] += len(p)
 	s.mu.Unlock()
-}
-
-func (s *sentBytes) SendColl(ctx context.Context, to int, tag, meta uint32, p []byte) error {
-	s.count(to, len(p))
-	return s.netHooks.SendColl(ctx, to, tag, meta, p)
-}
-
-func (s *sentBytes) ExchangeColl(ctx context.Context, to, from int, tag, meta uint32, out, in []byte) (int, error) {
-	s.count(to, len(out))
-	return s.netHooks.ExchangeColl(ctx, to, from, tag, meta, out, in)
-}
-
-func (s *sentBytes) ExchangeCollChunks(ctx context.Context, to, from int, tag, meta uint32, out, in []byte, outChunk, inChunk int, onChunk func(off, n int) error) error {
-	s.count(to, len(out))
-	return s.netHooks.ExchangeCollChunks(ctx, to, from, tag, meta, out, in, outChunk, inChunk, onChunk)
+	return s.Wire.Send(ctx, to, tag, meta, p, m)
 }
 
 // runCounted runs call on every rank of ts at once, each over a Comm
@@ -49,7 +36,7 @@ func runCounted(t *testing.T, ts []*engine.NetTransport, opts Options, call func
 	errs := make([]error, len(ts))
 	var wg sync.WaitGroup
 	for r := range ts {
-		counters[r] = &sentBytes{netHooks: hooksOf(ts[r]), to: make(map[int]int)}
+		counters[r] = &sentBytes{Wire: hooksOf(ts[r]).Wire, to: make(map[int]int)}
 		c := newComm(ts[r], counters[r], opts)
 		wg.Go(func() { errs[r] = call(r, c) })
 	}

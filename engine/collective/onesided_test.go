@@ -368,11 +368,11 @@ func TestOneSidedFreeHeap(t *testing.T) {
 // and an unknown algorithm is refused.
 func TestOneSidedSelection(t *testing.T) {
 	ts := meshtest.Mesh(t, 1, engine.Options{HeapSize: 1 << 20})
-	coll, _ := plumb.CollOf(ts[0])
+	wire, _ := plumb.WireOf(ts[0])
 	plain := mustNew(t, struct {
 		collective.Transport
-		plumb.Coll
-	}{ts[0], coll}, oneSidedOpts)
+		plumb.Wire
+	}{ts[0], wire}, oneSidedOpts)
 	if err := collective.AllReduce(plain, make([]float32, 4), collective.Sum); !errors.Is(err, collective.ErrNoSymmetricHeap) {
 		t.Errorf("one-sided over a plain transport: got %v, want ErrNoSymmetricHeap", err)
 	}

@@ -24,7 +24,7 @@ func TestStaleCollDropped(t *testing.T) {
 	ctx := context.Background()
 	send := func(call, step uint32, b byte) {
 		t.Helper()
-		if err := hooksOf(ts[1]).SendColl(ctx, 0, collTagOf(call, step), 7, []byte{b, b, b}); err != nil {
+		if err := hooksOf(ts[1]).SendMsg(ctx, 0, collTagOf(call, step), 7, []byte{b, b, b}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestStaleCollDropped(t *testing.T) {
 	recv := func(call, step uint32, want byte) {
 		t.Helper()
 		buf := make([]byte, 3)
-		n, err := hooksOf(ts[0]).RecvCollInto(ctx, 1, collTagOf(call, step), 7, buf)
+		n, err := hooksOf(ts[0]).Recv(ctx, 1, collTagOf(call, step), 7, buf)
 		if err != nil || n != 3 || !bytes.Equal(buf, []byte{want, want, want}) {
 			t.Fatalf("call %d step %d: got %d bytes %v (%v), want 3 of %d", call, step, n, buf[:n], err, want)
 		}
@@ -57,7 +57,7 @@ func TestStaleCollDropped(t *testing.T) {
 	fence()
 	recv(2, 0, 3) // the queued message of the call ahead was kept
 	for step := range uint32(3) {
-		if _, ok, err := hooksOf(ts[0]).TryRecvCollInto(1, collTagOf(1, step), 7, make([]byte, 3)); ok || err != nil {
+		if _, ok, err := hooksOf(ts[0]).TryRecv(1, collTagOf(1, step), 7, make([]byte, 3)); ok || err != nil {
 			t.Errorf("call 1 step %d: a message of the ended call was kept (ok %v, err %v)", step, ok, err)
 		}
 	}

@@ -25,9 +25,9 @@ func TestTagSpaceSpec(t *testing.T) {
 	per, _ := strconv.Atoi(string(m[1]))
 	slots, _ := strconv.Atoi(string(m[2]))
 	per2, _ := strconv.Atoi(string(m[3]))
-	if per != tagsPerCall || per2 != tagsPerCall || slots != collTags/tagsPerCall || collTags != plumb.CollTags || abandonStep != tagsPerCall-1 {
+	if per != tagsPerCall || per2 != tagsPerCall || slots != collTags/tagsPerCall || collTags != plumb.Tags || abandonStep != tagsPerCall-1 {
 		t.Errorf("spec: %d tags per call, %d slots; collective: %d per call, %d slots, %d tags (engine %d), abandon at step %d",
-			per, slots, tagsPerCall, collTags/tagsPerCall, collTags, plumb.CollTags, abandonStep)
+			per, slots, tagsPerCall, collTags/tagsPerCall, collTags, plumb.Tags, abandonStep)
 	}
 	c := &Comm{} // no transport: it tracks no calls
 	for _, k := range []uint32{1, 2, 65536, 65537} {

@@ -115,3 +115,26 @@ func (e *CollAbandonError) Error() string {
 
 // Unwrap returns ErrCollAbandoned.
 func (e *CollAbandonError) Unwrap() error { return ErrCollAbandoned }
+
+// Sentinels of the lent range's messaging (Wire).
+var (
+	// ErrNotQueued is a try Post's: no message was queued.
+	ErrNotQueued = errors.New("boltmesh: no message queued")
+	// ErrPending is a Poll Wait's: the send is not over.
+	ErrPending = errors.New("boltmesh: send not over yet")
+	// ErrWithdrawn is a Now Wait's: the receive was withdrawn before any
+	// message claimed it.
+	ErrWithdrawn = errors.New("boltmesh: receive withdrawn")
+)
+
+// MetaError reports a message on the lent range whose meta is not the
+// one its receive expects.
+type MetaError struct {
+	Rank      int    // the sender
+	Tag       uint32 // its tag, relative to the range
+	Want, Got uint32 // metas
+}
+
+func (e *MetaError) Error() string {
+	return fmt.Sprintf("boltmesh: message from rank %d (tag %d) has meta %#x, its receive expects %#x", e.Rank, e.Tag, e.Got, e.Want)
+}

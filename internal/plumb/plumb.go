@@ -1,6 +1,6 @@
 // Package plumb holds the hooks that package engine/collective and package
 // rpc need from a transport beyond its public API: messaging on the
-// collective tag space (Coll, CollOwned, CollOwner, CollAsync) and the
+// tag range a transport lends to package collective (Wire, Owner) and the
 // service frames that package rpc gives meaning to (Service,
 // ServiceBatcher, ServiceSpinner), with the plain types their signatures
 // use. Being internal, it keeps them out of the API of engine:
@@ -12,7 +12,7 @@
 // values looked up at run time. The interface's one method is unexported,
 // so only a type that embeds a Carrier (or a value embedding such a type,
 // as an *thunderbolt.Transport embeds an *engine.NetTransport) is a
-// Source. CollOf and ServiceOf are how the layers above get the hooks.
+// Source. WireOf and ServiceOf are how the layers above get the hooks.
 package plumb
 
 import "reflect"
@@ -22,15 +22,15 @@ import "reflect"
 // transport and its own Carrier (as tests write) hands out the wrapper's
 // hooks instead, the shallower embedding winning.
 type Carrier struct {
-	coll Coll
+	wire Wire
 	svc  Service
 }
 
-// Attach makes c hand out coll and svc (either may be nil: none).
+// Attach makes c hand out wire and svc (either may be nil: none).
 // Package engine calls it once, as it makes a transport, before the
 // transport is shared.
-func Attach(c *Carrier, coll Coll, svc Service) {
-	c.coll, c.svc = coll, svc
+func Attach(c *Carrier, wire Wire, svc Service) {
+	c.wire, c.svc = wire, svc
 }
 
 // plumbHooks returns what c holds.
@@ -54,12 +54,11 @@ func carrierOf(s Source) *Carrier {
 	return s.plumbHooks()
 }
 
-// CollOf returns s's collective hooks; ok is false when s has none (a nil
-// s). The optional CollOwned and CollAsync are found on the returned Coll
-// by type assertion.
-func CollOf(s Source) (c Coll, ok bool) {
-	if h := carrierOf(s); h != nil && h.coll != nil {
-		return h.coll, true
+// WireOf returns s's lent range (Wire); ok is false when s has none (a
+// nil s).
+func WireOf(s Source) (w Wire, ok bool) {
+	if h := carrierOf(s); h != nil && h.wire != nil {
+		return h.wire, true
 	}
 	return nil, false
 }

@@ -57,6 +57,7 @@ type Mailbox struct {
 	wake    chan struct{} // a WAKE came: look at the slots again
 	barWake chan struct{} // a barrier's WAKE came: look at bar again
 	release func()        // gives the pair's memory back
+	ring    func(bool)    // sends the neighbour a WAKE (SetRing)
 
 	// The writer's and the reader's state, under xmu.
 	wcount  uint64    // slots written
@@ -108,6 +109,19 @@ func (m *Mailbox) Wake() <-chan struct{} { return m.wake }
 // BarWake returns the channel the neighbour's WAKE for a barrier signal
 // arrives on (Woken(true)).
 func (m *Mailbox) BarWake() <-chan struct{} { return m.barWake }
+
+// SetRing sets how this side wakes the neighbour asleep on the mailbox
+// (a WAKE frame, for a barrier signal or for a part): once, before the
+// mailbox is shared.
+func (m *Mailbox) SetRing(ring func(barrier bool)) { m.ring = ring }
+
+// Ring wakes the neighbour asleep on the mailbox (Post or Signal said
+// so): for a barrier signal, or for a part.
+func (m *Mailbox) Ring(barrier bool) {
+	if m.ring != nil {
+		m.ring(barrier)
+	}
+}
 
 // Writes returns how many parts this side has written (tests).
 func (m *Mailbox) Writes() uint64 {

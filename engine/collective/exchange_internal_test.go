@@ -1,11 +1,10 @@
-package engine_test
+package collective
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,22 +13,12 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// collPair runs f on ranks 0 and 1 of ts at once and joins their errors.
-func collPair(f func(r int) error) error {
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for r := range 2 {
-		wg.Go(func() { errs[r] = f(r) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
 // TestExchangeCollChunks: both ranks exchange messages of sizes around the
 // chunk size at once; every piece arrives in order, is handed to onChunk
 // with its offset, and the bytes are intact.
 func TestExchangeCollChunks(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{})
+	ts := bareMesh(t, 2, engine.Options{})
 	const chunk = 1000
 	for i, size := range []int{0, 1, 999, 1000, 1001, 2999, 3000, 64 << 10, 1<<20 + 7} {
 		err := collPair(func(r int) error {
@@ -46,7 +35,7 @@ func TestExchangeCollChunks(t *testing.T) {
 				}
 				return nil
 			}
-			err := hooks(ts[r]).ExchangeCollChunks(context.Background(), 1-r, 1-r, uint32(i), 7, out, in, chunk, chunk, onChunk)
+			err := hooksOf(ts[r]).ExchangeChunks(context.Background(), 1-r, 1-r, uint32(i), 7, out, in, chunk, chunk, onChunk)
 			if err != nil {
 				return err
 			}
@@ -68,13 +57,13 @@ func TestExchangeCollChunks(t *testing.T) {
 // with a *CollMismatchError; one expecting another length fails with a
 // *CollLengthError; both wrap ErrCollMismatch.
 func TestCollMetaMismatch(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{})
+	ts := bareMesh(t, 2, engine.Options{})
 	ctx := context.Background()
 	err := collPair(func(r int) error {
 		if r == 0 {
-			return hooks(ts[0]).SendColl(ctx, 1, 5, 0xAA, []byte("hello"))
+			return hooksOf(ts[0]).SendMsg(ctx, 1, 5, 0xAA, []byte("hello"))
 		}
-		_, err := hooks(ts[1]).RecvCollInto(ctx, 0, 5, 0xBB, make([]byte, 5))
+		_, err := hooksOf(ts[1]).Recv(ctx, 0, 5, 0xBB, make([]byte, 5))
 		return err
 	})
 	var me *plumb.CollMismatchError
@@ -82,7 +71,7 @@ func TestCollMetaMismatch(t *testing.T) {
 		t.Fatalf("meta mismatch: got %v", err)
 	}
 	err = collPair(func(r int) error {
-		return hooks(ts[r]).ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, 64, func(int, int) error { return nil })
+		return hooksOf(ts[r]).ExchangeChunks(ctx, 1-r, 1-r, 6, 1, make([]byte, 100+r), make([]byte, 100+r), 64, 64, func(int, int) error { return nil })
 	})
 	var le *plumb.CollLengthError
 	if !errors.As(err, &le) || !errors.Is(err, plumb.ErrCollMismatch) {
@@ -100,14 +89,14 @@ func TestCollLengthMismatchRendezvous(t *testing.T) {
 		t.Run(link.Name, func(t *testing.T) {
 			opts := link.Opts
 			opts.EagerMax = 256
-			ts := newMesh(t, 2, opts)
+			ts := bareMesh(t, 2, opts)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var short error
 			_ = collPair(func(r int) error {
 				// rank 0 sends 3000 bytes, where rank 1 expects 4000
 				out, in := make([]byte, 3000+1000*r), make([]byte, 4000)
-				err := hooks(ts[r]).ExchangeCollChunks(ctx, 1-r, 1-r, 6, 1, out, in, 8192, 8192, func(int, int) error { return nil })
+				err := hooksOf(ts[r]).ExchangeChunks(ctx, 1-r, 1-r, 6, 1, out, in, 8192, 8192, func(int, int) error { return nil })
 				if r == 1 {
 					short = err
 				}
@@ -126,15 +115,15 @@ func TestCollLengthMismatchRendezvous(t *testing.T) {
 // after it returned are never read into the caller's buffer; they stay
 // receivable, and the transport keeps working.
 func TestExchangeCollChunksAbort(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{})
+	ts := bareMesh(t, 2, engine.Options{})
 	ctx := context.Background()
 	stop := errors.New("stop")
 	done := make(chan error, 1)
 	go func() {
-		done <- hooks(ts[1]).ExchangeCollChunks(ctx, 0, 0, 9, 1, pattern(1, 0, 9, 0, 4000), make([]byte, 4000), 1000, 1000, func(int, int) error { return nil })
+		done <- hooksOf(ts[1]).ExchangeChunks(ctx, 0, 0, 9, 1, pattern(1, 0, 9, 0, 4000), make([]byte, 4000), 1000, 1000, func(int, int) error { return nil })
 	}()
 	in := make([]byte, 4000)
-	err := hooks(ts[0]).ExchangeCollChunks(ctx, 1, 1, 9, 1, pattern(0, 1, 9, 0, 4000), in, 1000, 1000, func(off, n int) error { return stop })
+	err := hooksOf(ts[0]).ExchangeChunks(ctx, 1, 1, 9, 1, pattern(0, 1, 9, 0, 4000), in, 1000, 1000, func(off, n int) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Fatalf("got %v, want the onChunk error", err)
 	}
@@ -142,13 +131,13 @@ func TestExchangeCollChunksAbort(t *testing.T) {
 		t.Fatalf("rank 1: %v", err)
 	}
 	snapshot := bytes.Clone(in)
-	if err := hooks(ts[1]).SendColl(ctx, 0, 9, 1, pattern(1, 0, 9, 1, 1000)); err != nil {
+	if err := hooksOf(ts[1]).SendMsg(ctx, 0, 9, 1, pattern(1, 0, 9, 1, 1000)); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, 1000)
 	want := pattern(1, 0, 9, 1, 1000)
 	for i := 0; ; i++ { // pieces not read before the abort come first
-		n, err := hooks(ts[0]).RecvCollInto(ctx, 1, 9, 1, got)
+		n, err := hooksOf(ts[0]).Recv(ctx, 1, 9, 1, got)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,27 +12,27 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-// TestPostCollFrom: rank 0 posts receives from ranks 1 and 2 for messages
+// TestPostFrom: rank 0 posts receives from ranks 1 and 2 for messages
 // past the eager limit, and both senders finish before it waits for
 // either (a rendezvous message moves once its receive is posted); its
 // waits then return the bytes. A receive dropped before anything came is
 // withdrawn: the message sent after goes to the next receive.
-func TestPostCollFrom(t *testing.T) {
+func TestPostFrom(t *testing.T) {
 	ts := newMesh(t, 3, engine.Options{})
 	const tag, meta, size = 5, 9, 2 << 20
 	msgs := [][]byte{nil, bytes.Repeat([]byte{1}, size), bytes.Repeat([]byte{2}, size)}
 	dsts := [][]byte{nil, make([]byte, size), make([]byte, size)}
-	recvs := make([]plumb.CollRecv, 3)
+	recvs := make([]*testRecv, 3)
 	for p := 1; p <= 2; p++ {
 		var err error
-		if recvs[p], err = hooks(ts[0]).PostCollFrom(p, tag, meta, dsts[p]); err != nil {
+		if recvs[p], err = hooks(ts[0]).PostFrom(p, tag, meta, dsts[p]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for p := 1; p <= 2; p++ {
-		wg.Go(func() { errs[p] = hooks(ts[p]).SendColl(context.Background(), 0, tag, meta, msgs[p]) })
+		wg.Go(func() { errs[p] = hooks(ts[p]).SendMsg(context.Background(), 0, tag, meta, msgs[p]) })
 	}
 	sent := make(chan struct{})
 	go func() { wg.Wait(); close(sent) }()
@@ -51,39 +51,39 @@ func TestPostCollFrom(t *testing.T) {
 		}
 	}
 
-	r, err := hooks(ts[0]).PostCollFrom(1, tag+1, meta, dsts[1])
+	r, err := hooks(ts[0]).PostFrom(1, tag+1, meta, dsts[1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r.Drop() {
 		t.Fatal("a receive nothing had come for was not withdrawn")
 	}
-	if err := hooks(ts[1]).SendColl(context.Background(), 0, tag+1, meta, []byte("after")); err != nil {
+	if err := hooks(ts[1]).SendMsg(context.Background(), 0, tag+1, meta, []byte("after")); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 16)
-	n, err := hooks(ts[0]).RecvCollFrom(context.Background(), 1, tag+1, meta, buf, time.Now().Add(10*time.Second), time.Time{})
+	n, err := hooks(ts[0]).RecvFrom(context.Background(), 1, tag+1, meta, buf, time.Now().Add(10*time.Second), time.Time{})
 	if err != nil || string(buf[:n]) != "after" {
 		t.Fatalf("the message after the dropped receive: %q, %v", buf[:n], err)
 	}
 }
 
-// TestPostCollFromInFlight: a posted receive whose message stops arriving
+// TestPostFromInFlight: a posted receive whose message stops arriving
 // halfway (its link stalled) gives up at the deadline with an
 // *plumb.InFlightError once inFlightUntil passes too; a drop of one whose
 // message stopped halfway reports its buffer still the transport's. Once
 // the link moves, both ranks go on.
-func TestPostCollFromInFlight(t *testing.T) {
+func TestPostFromInFlight(t *testing.T) {
 	ts, faults := faultyMesh(t, 2, engine.Options{Streams: 1})
 	const tag, meta, size = 5, 9, 2 << 20
 	msg := bytes.Repeat([]byte{7}, size)
 	faults[faultKey{0, 1, 0}].StallAfter(64 << 10)
 	sent := make(chan error, 2)
 	go func() {
-		sent <- hooks(ts[1]).SendColl(context.Background(), 0, tag, meta, msg)
-		sent <- hooks(ts[1]).SendColl(context.Background(), 0, tag+1, meta, msg)
+		sent <- hooks(ts[1]).SendMsg(context.Background(), 0, tag, meta, msg)
+		sent <- hooks(ts[1]).SendMsg(context.Background(), 0, tag+1, meta, msg)
 	}()
-	r, err := hooks(ts[0]).PostCollFrom(1, tag, meta, make([]byte, size))
+	r, err := hooks(ts[0]).PostFrom(1, tag, meta, make([]byte, size))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestPostCollFromInFlight(t *testing.T) {
 	// not withdrawn by a drop, and its buffer stays the transport's.
 	f := faults[faultKey{0, 1, 0}]
 	f.StallAfter(64 << 10)
-	r, err = hooks(ts[0]).PostCollFrom(1, tag+1, meta, make([]byte, size))
+	r, err = hooks(ts[0]).PostFrom(1, tag+1, meta, make([]byte, size))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package collective
 
 import (
 	"bytes"
@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
+	"github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/internal/plumb"
+	"github.com/boltmesh/boltmesh/internal/plumb/plumbtest"
 )
 
 // mailSizes are the part sizes a mailbox exchange test goes through:
 // empty, small, the longest kept beside the header and one beyond it, the
 // mailbox's limit and one beyond it (frames).
-var mailSizes = []int{0, 1, 8, engine.MailboxInline, engine.MailboxInline + 1, 100, 1024, plumb.MailboxMax, plumb.MailboxMax + 1}
+var mailSizes = []int{0, 1, 8, shm.MailboxInline, shm.MailboxInline + 1, 100, 1024, plumb.MailboxMax, plumb.MailboxMax + 1}
 
 // TestMailboxExchange: between neighbours, ExchangeColl of parts up to
 // MailboxMax goes through the mailbox (no frame), longer ones by frames,
@@ -35,7 +38,7 @@ func TestMailboxExchange(t *testing.T) {
 		{"no spin", engine.Options{Spin: -1}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ts := newMesh(t, 2, c.opts)
+			ts := bareMesh(t, 2, c.opts)
 			if got := ts[0].Topology().Neighbours; len(got) != 1 {
 				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
@@ -47,13 +50,13 @@ func TestMailboxExchange(t *testing.T) {
 				if size <= plumb.MailboxMax {
 					small++
 				}
-				tag := uint32(k*64+3) % plumb.CollTags
+				tag := uint32(k*64+3) % plumb.Tags
 				err := collPair(func(r int) error {
 					if c.late && r == k%2 {
 						time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
 					}
 					in := make([]byte, size)
-					n, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 7, pattern(r, 1-r, int(tag), k, size), in)
+					n, err := hooksOf(ts[r]).Exchange(ctx, 1-r, 1-r, tag, 7, pattern(r, 1-r, int(tag), k, size), in)
 					if err != nil {
 						return fmt.Errorf("rank %d, round %d (%d B): %w", r, k, size, err)
 					}
@@ -67,7 +70,7 @@ func TestMailboxExchange(t *testing.T) {
 				}
 			}
 			for r := range 2 {
-				if got := engine.MailboxWrites(ts[r], 1-r); got != small {
+				if got := mailboxWrites(ts[r], 1-r); got != small {
 					t.Errorf("rank %d wrote %d parts into the mailbox, want %d (those of at most MailboxMax bytes)", r, got, small)
 				}
 			}
@@ -81,10 +84,10 @@ func TestMailboxExchange(t *testing.T) {
 // because it is longer than MailboxMax; a shorter part is returned with
 // its length. The mailbox keeps working afterwards.
 func TestMailboxMismatch(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{})
+	ts := bareMesh(t, 2, engine.Options{})
 	ctx := context.Background()
 	xc := func(r int, tag, meta uint32, out, in int) (int, error) {
-		return hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, meta, make([]byte, out), make([]byte, in))
+		return hooksOf(ts[r]).Exchange(ctx, 1-r, 1-r, tag, meta, make([]byte, out), make([]byte, in))
 	}
 	var errs [2]error
 	var ns [2]int
@@ -108,7 +111,7 @@ func TestMailboxMismatch(t *testing.T) {
 	defer cancel()
 	collPair(func(r int) error {
 		if r == 1 {
-			_, errs[1] = hooks(ts[1]).ExchangeColl(dctx, 0, 0, 129, 1, make([]byte, plumb.MailboxMax+8), make([]byte, plumb.MailboxMax+8))
+			_, errs[1] = hooksOf(ts[1]).Exchange(dctx, 0, 0, 129, 1, make([]byte, plumb.MailboxMax+8), make([]byte, plumb.MailboxMax+8))
 		} else {
 			ns[0], errs[0] = xc(0, 129, 1, 8, 8)
 		}
@@ -136,18 +139,18 @@ func TestMailboxMismatch(t *testing.T) {
 // its ctx (after sleeping), and the next exchanges of both ranks match;
 // one whose neighbour closes ends with ErrPeerLost.
 func TestMailboxGivesUp(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{})
+	ts := bareMesh(t, 2, engine.Options{})
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := hooks(ts[0]).ExchangeColl(dctx, 1, 1, 1, 1, make([]byte, 8), make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := hooksOf(ts[0]).Exchange(dctx, 1, 1, 1, 1, make([]byte, 8), make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want the ctx's end", err)
 	}
 	for k := range 3 {
 		tag := uint32(65 + 64*k)
 		err := collPair(func(r int) error {
 			in := make([]byte, 8)
-			_, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), k, 8), in)
+			_, err := hooksOf(ts[r]).Exchange(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), k, 8), in)
 			if err == nil && !bytes.Equal(in, pattern(1-r, r, int(tag), k, 8)) {
 				err = fmt.Errorf("rank %d, exchange %d: wrong bytes", r, k)
 			}
@@ -159,7 +162,7 @@ func TestMailboxGivesUp(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := hooks(ts[0]).ExchangeColl(ctx, 1, 1, 257, 1, make([]byte, 8), make([]byte, 8))
+		_, err := hooksOf(ts[0]).Exchange(ctx, 1, 1, 257, 1, make([]byte, 8), make([]byte, 8))
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // asleep by now
@@ -180,13 +183,13 @@ func TestMailboxGivesUp(t *testing.T) {
 // as a frame, so both complete with the right bytes (as reduce-scatter's
 // uneven pieces need).
 func TestMailboxUnevenBuffers(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{})
+	ts := bareMesh(t, 2, engine.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for k, tag := range []uint32{1, 65, 129} {
 		err := collPair(func(r int) error {
 			in := make([]byte, []int{8, 2 * plumb.MailboxMax}[r])
-			n, err := hooks(ts[r]).ExchangeColl(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), k, 8), in)
+			n, err := hooksOf(ts[r]).Exchange(ctx, 1-r, 1-r, tag, 1, pattern(r, 1-r, int(tag), k, 8), in)
 			if err == nil && (n != 8 || !bytes.Equal(in[:n], pattern(1-r, r, int(tag), k, 8))) {
 				err = fmt.Errorf("rank %d, exchange %d: got %d bytes, not the 8 sent", r, k, n)
 			}
@@ -203,18 +206,19 @@ func TestMailboxUnevenBuffers(t *testing.T) {
 // would have been (a message that arrived wins over the ABANDON after
 // it), even though the owner refuses the step's receive by then.
 func TestMailboxPartBeforeAbandon(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{Spin: -1}) // straight to the posted receive
-	own(t, ts[0], &testOwner{})
+	ts := meshtest.Mesh(t, 2, engine.Options{Spin: -1}) // straight to the posted receive
+	own(t, ts[0], &plumbtest.Owner{})
+	bare(t, ts[1])
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 	defer cancel()
-	if _, err := hooks(ts[1]).ExchangeColl(dctx, 0, 0, 1, 7, pattern(1, 0, 1, 0, 8), make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := hooksOf(ts[1]).Exchange(dctx, 0, 0, 1, 7, pattern(1, 0, 1, 0, 8), make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("rank 1 alone: got %v, want its ctx's end", err)
 	}
-	hooks(ts[1]).AbandonColl(1, 5)
+	hooksOf(ts[1]).Tell(1, 5)
 	time.Sleep(50 * time.Millisecond) // the ABANDON reaches rank 0's owner
 	in := make([]byte, 8)
-	n, err := hooks(ts[0]).ExchangeColl(ctx, 1, 1, 1, 7, pattern(0, 1, 1, 0, 8), in)
+	n, err := hooksOf(ts[0]).Exchange(ctx, 1, 1, 1, 7, pattern(0, 1, 1, 0, 8), in)
 	if err != nil || n != 8 || !bytes.Equal(in, pattern(1, 0, 1, 0, 8)) {
 		t.Fatalf("rank 0: got %d bytes, %v; want rank 1's 8 bytes from the mailbox", n, err)
 	}
@@ -227,19 +231,20 @@ func TestMailboxPartBeforeAbandon(t *testing.T) {
 // conflict, it failed TestOneSidedHeapTooSmall in CI: the slower rank,
 // still at the first agreement, saw the faster one's part of the second.)
 func TestMailboxNoConflictWhileWantedIsIn(t *testing.T) {
-	ts := newMesh(t, 2, engine.Options{})
+	ts := meshtest.Mesh(t, 2, engine.Options{})
 	const step, next = 5, 6
-	own(t, ts[0], &testOwner{conflictTag: step, conflictWith: next})
-	engine.MailboxPost(ts[1], 0, next, 1, []byte("later"))
-	if err := engine.MailboxConflict(ts[0], 1, step, 1); !errors.Is(err, errConflict) {
+	own(t, ts[0], &plumbtest.Owner{ConflictTag: step, ConflictWith: next})
+	bare(t, ts[1])
+	mailboxPost(ts[1], 0, next, 1, []byte("later"))
+	if err := mailboxConflict(ts[0], 1, step, 1); !errors.Is(err, plumbtest.ErrConflict) {
 		t.Fatalf("another step's part alone: got %v, want the owner's conflict", err)
 	}
-	engine.MailboxPost(ts[1], 0, step, 1, []byte("first"))
-	if err := engine.MailboxConflict(ts[0], 1, step, 1); err != nil {
+	mailboxPost(ts[1], 0, step, 1, []byte("first"))
+	if err := mailboxConflict(ts[0], 1, step, 1); err != nil {
 		t.Fatalf("the part waited for is in beside another step's: got %v, want no conflict", err)
 	}
 	in := make([]byte, 8)
-	n, err := hooks(ts[0]).ExchangeColl(context.Background(), 1, 1, step, 1, []byte("mine"), in)
+	n, err := hooksOf(ts[0]).Exchange(context.Background(), 1, 1, step, 1, []byte("mine"), in)
 	if err != nil || string(in[:n]) != "first" {
 		t.Fatalf("the exchange: got %q, %v; want the part waited for", in[:n], err)
 	}
@@ -259,8 +264,8 @@ func TestMailboxPartWins(t *testing.T) {
 		spin time.Duration
 		at   int
 	}{
-		{"ctx ends during the spin", time.Minute, engine.HookSpinMissed},
-		{"neighbour closes while asleep", -1, engine.HookSawPart},
+		{"ctx ends during the spin", time.Minute, hookSpinMissed},
+		{"neighbour closes while asleep", -1, hookSawPart},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var ts []*engine.NetTransport
@@ -268,13 +273,13 @@ func TestMailboxPartWins(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done0 := make(chan error, 1)
-			engine.SetMailHook(t, func(tr *engine.NetTransport, at int) {
-				if tr != ts[1] || at != c.at {
+			setMailHook(t, func(rank int, at int) {
+				if rank != 1 || at != c.at {
 					return
 				}
 				once.Do(func() {
-					if at == engine.HookSpinMissed {
-						engine.MailboxPost(ts[0], 1, tag, meta, pattern(0, 1, tag, 0, size))
+					if at == hookSpinMissed {
+						mailboxPost(ts[0], 1, tag, meta, pattern(0, 1, tag, 0, size))
 						cancel()
 						return
 					}
@@ -284,19 +289,19 @@ func TestMailboxPartWins(t *testing.T) {
 					if err := ts[0].Close(); err != nil {
 						t.Errorf("rank 0 Close: %v", err)
 					}
-					for engine.PeerLost(ts[1], 0) == nil {
+					for peerLost(ts[1], 0) == nil {
 						time.Sleep(time.Millisecond)
 					}
 				})
 			})
-			ts = newMesh(t, 2, engine.Options{Spin: c.spin})
+			ts = bareMesh(t, 2, engine.Options{Spin: c.spin})
 			if got := ts[1].Topology().Neighbours; len(got) != 1 {
 				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
-			if c.at == engine.HookSawPart {
+			if c.at == hookSawPart {
 				go func() {
 					in := make([]byte, size)
-					_, err := hooks(ts[0]).ExchangeColl(context.Background(), 1, 1, tag, meta, pattern(0, 1, tag, 0, size), in)
+					_, err := hooksOf(ts[0]).Exchange(context.Background(), 1, 1, tag, meta, pattern(0, 1, tag, 0, size), in)
 					if err == nil && !bytes.Equal(in, pattern(1, 0, tag, 0, size)) {
 						err = errors.New("got other bytes than rank 1 sent")
 					}
@@ -304,7 +309,7 @@ func TestMailboxPartWins(t *testing.T) {
 				}()
 			}
 			in := make([]byte, size)
-			n, err := hooks(ts[1]).ExchangeColl(ctx, 0, 0, tag, meta, pattern(1, 0, tag, 0, size), in)
+			n, err := hooksOf(ts[1]).Exchange(ctx, 0, 0, tag, meta, pattern(1, 0, tag, 0, size), in)
 			if err != nil || n != size || !bytes.Equal(in, pattern(0, 1, tag, 0, size)) {
 				t.Fatalf("exchange: %d bytes, %v; want the %d bytes rank 0 wrote", n, err, size)
 			}
