@@ -13,7 +13,6 @@ import (
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
-
 // TestExchangeCollChunks: both ranks exchange messages of sizes around the
 // chunk size at once; every piece arrives in order, is handed to onChunk
 // with its offset, and the bytes are intact.

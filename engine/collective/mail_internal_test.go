@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
-	"github.com/boltmesh/boltmesh/internal/meshtest"
 	"github.com/boltmesh/boltmesh/internal/link/shm"
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/internal/plumb/plumbtest"
 )
