@@ -3,7 +3,6 @@
 package plumbtest
 
 import (
-	"errors"
 	"sync"
 
 	"github.com/boltmesh/boltmesh/internal/plumb"
@@ -31,12 +30,6 @@ type Abandon struct {
 	Tag  uint32
 	Why  uint64
 }
-
-// The owner's errors.
-var (
-	ErrRefused  = errors.New("refused by the owner")
-	ErrConflict = errors.New("a conflict, says the owner")
-)
 
 var _ plumb.Owner = (*Owner)(nil)
 
