@@ -247,7 +247,7 @@ func (a *acceptor) serve(nc net.Conn) {
 	}
 	var m medium
 	if err == nil {
-		m, err = t.meetMedium(hc, rank, stream, false)
+		m, err = meetMedium(t, hc, rank, stream, false)
 	}
 	if err == nil {
 		err = t.adopt(nc, rank, stream, m)

@@ -176,7 +176,7 @@ func (t *NetTransport) wake(p *peer, barrier bool) {
 // queued; from a neighbour only, whose mailbox it wakes.
 func (p *peer) onWake(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 	putBuffer(bb)
-	mb := p.link.mailbox()
+	mb := p.can().mailbox
 	if mb == nil {
 		p.violation(c, fmt.Errorf("%w: WAKE from rank %d, which has no mailbox with this rank", ErrProtocol, p.rank))
 		return

@@ -40,8 +40,8 @@ func checkCongestion(name string) error {
 // a preference, for loopback connections only: if the kernel refuses it,
 // the connection keeps the system's. A name the caller chose must take
 // effect.
-func (t *NetTransport) setCongestion(tc *net.TCPConn) error {
-	name := t.opts.Congestion
+func (o *Options) setCongestion(tc *net.TCPConn) error {
+	name := o.Congestion
 	switch name {
 	case CongestionSystem:
 		return nil

@@ -42,7 +42,7 @@ func TestCongestionChoice(t *testing.T) {
 	for opt, w := range want {
 		tr := &NetTransport{opts: Options{Congestion: opt}}
 		a, _ := tcpPair(t)
-		if err := tr.setCongestion(a); err != nil {
+		if err := tr.opts.setCongestion(a); err != nil {
 			t.Fatalf("Congestion %q: %v", opt, err)
 		}
 		got, err := tcp.CongestionOf(a)
@@ -58,7 +58,7 @@ func TestCongestionChoice(t *testing.T) {
 func TestCongestionUnknown(t *testing.T) {
 	tr := &NetTransport{opts: Options{Congestion: "no-such-cc"}}
 	a, _ := tcpPair(t)
-	if err := tr.setCongestion(a); !errors.Is(err, ErrCongestion) {
+	if err := tr.opts.setCongestion(a); !errors.Is(err, ErrCongestion) {
 		t.Fatalf("setCongestion(no-such-cc) = %v, want ErrCongestion", err)
 	}
 }

@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"fmt"
-
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -28,8 +24,8 @@ import (
 // eagerMax is the largest frame.Cost of a message sent eagerly (straight
 // away, held by the receiver until received) to a peer whose window is
 // window; longer messages are sent by rendezvous (see rendezvous.go).
-func (t *NetTransport) eagerMax(window uint64) uint64 {
-	return min(frame.Cost(uint64(t.opts.EagerMax)), window/4)
+func (o *Options) eagerMax(window uint64) uint64 {
+	return min(frame.Cost(uint64(o.EagerMax)), window/4)
 }
 
 // sendGrant sends p the grant total, if any.
@@ -66,11 +62,11 @@ func (p *peer) freeCredit(cost uint64) { p.sendGrant(p.in.Free(cost)) }
 
 // acquire takes cost of the credit for sending to p, waiting for it (and
 // driving p's connection while it spins) until cancel closes or p is lost.
-func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op string) error {
+func (p *peer) acquire(cost uint64, cancel <-chan struct{}, op string) error {
 	if p.out.Take(cost) {
 		return nil
 	}
-	if t.spinUntil(p, laneCtl, func() bool { return p.out.Take(cost) }) {
+	if p.t.spinUntil(p, laneCtl, func() bool { return p.out.Take(cost) }) {
 		return nil
 	}
 	for {
@@ -79,7 +75,7 @@ func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op 
 			return nil
 		}
 		if lost {
-			return t.connErr(p, op, ErrPeerLost)
+			return p.t.connErr(p, op, ErrPeerLost)
 		}
 		select {
 		case <-wake:
@@ -89,26 +85,8 @@ func (t *NetTransport) acquire(p *peer, cost uint64, cancel <-chan struct{}, op 
 	}
 }
 
-// awaitWindows waits until every peer has granted its window, or ctx
-// ends: a transport is returned only once it can send to every peer
-// without a first wait.
-func (t *NetTransport) awaitWindows(ctx context.Context) error {
-	for _, p := range t.view().peers {
-		if !p.up() {
-			continue
-		}
-		if _, err := t.window(p, ctx.Done(), "join"); err != nil {
-			if errors.Is(err, ioloop.ErrCanceled) {
-				return fmt.Errorf("boltmesh: rank %d: rank %d granted no flow-control window within %v: %w", t.rank, p.rank, t.opts.DialTimeout, ctx.Err())
-			}
-			return err
-		}
-	}
-	return nil
-}
-
 // window waits for p's first grant and returns p's window.
-func (t *NetTransport) window(p *peer, cancel <-chan struct{}, op string) (uint64, error) {
+func (p *peer) window(cancel <-chan struct{}, op string) (uint64, error) {
 	if w := p.out.Window(); w > 0 {
 		return w, nil // the usual case: no lock
 	}
@@ -118,7 +96,7 @@ func (t *NetTransport) window(p *peer, cancel <-chan struct{}, op string) (uint6
 		case w > 0:
 			return w, nil
 		case lost:
-			return 0, t.connErr(p, op, ErrPeerLost)
+			return 0, p.t.connErr(p, op, ErrPeerLost)
 		}
 		select {
 		case <-wake:

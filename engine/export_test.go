@@ -212,7 +212,11 @@ func SingleCopies(t *NetTransport, rank int) uint64 { return t.peer(rank).copy.c
 
 // BreakSingleCopy makes t's next copies from rank fail, as if its process
 // were gone: they read from a pid no process has.
-func BreakSingleCopy(t *NetTransport, rank int) { t.peer(rank).copy.pid = 1<<22 + 7 }
+func BreakSingleCopy(t *NetTransport, rank int) {
+	c := *t.peer(rank).can()
+	c.copy.Pid = 1<<22 + 7
+	t.peer(rank).setCaps(&c)
+}
 
 // QueuedCopies returns how many queued RTSs with Copy from rank t holds
 // the address of.

@@ -46,7 +46,7 @@ func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
 	hc.self.Stream, hc.self.Streams = uint16(stream), uint16(t.opts.Streams)
 	hc.self.HostID = t.topo.nbr.host
 	hc.self.Machine = t.topo.machine
-	hc.self.Seal, hc.self.Cipher = t.sealFlags(nc.RemoteAddr().String()), uint8(sealed.Preferred())
+	hc.self.Seal, hc.self.Cipher = t.opts.sealFlags(nc.RemoteAddr().String()), uint8(sealed.Preferred())
 	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {
 		return nil, err
 	}

@@ -12,11 +12,3 @@ const noKeyWarning = "boltmesh: NO MESH KEY: any host that can reach this rank c
 func keylessExposed(key []byte, addr string) bool {
 	return len(key) == 0 && !isLoopback(addr)
 }
-
-// warnIfKeyless logs noKeyWarning, once per transport, if addr exposes a
-// transport that has no key.
-func (t *NetTransport) warnIfKeyless(addr string) {
-	if keylessExposed(t.opts.MeshKey, addr) {
-		t.door.keyWarn.Do(func() { t.opts.Logger.Warn(noKeyWarning, "rank", t.rank, "reachable_at", addr) })
-	}
-}

@@ -102,12 +102,16 @@ func (h *plumbing) Send(ctx context.Context, to int, tag, meta uint32, p []byte,
 	}
 	s := lentSends.Get().(*lentSend)
 	s.o = o
-	return plumb.MakeHandle(s, o.s != nil && o.s.copy != 0), nil
+	return plumb.MakeHandle(s), nil
 }
 
 // lentSend is a started send on the lent range, pooled: a pointer, so
 // that a Handle refers to it without allocating once the pool is warm.
 type lentSend struct{ o sendOp }
+
+// Late reports whether the send's receiver reads its buffer when it
+// takes the message (single copy): plumb.Handle.Late.
+func (s *lentSend) Late() bool { return s.o.s != nil && s.o.s.copy != 0 }
 
 var lentSends = sync.Pool{New: func() any { return new(lentSend) }}
 
@@ -122,7 +126,7 @@ func (t *NetTransport) postOwned(to int, tag, meta uint32, p []byte) error {
 	}
 	window := pr.out.Window()
 	cost := frame.Cost(uint64(len(p)))
-	if window == 0 || cost > t.eagerMax(window)/4 || !pr.out.Take(cost) {
+	if window == 0 || cost > t.opts.eagerMax(window)/4 || !pr.out.Take(cost) {
 		return ErrNoCredit
 	}
 	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: ownedTagBase + tag, Aux: meta}
@@ -152,7 +156,7 @@ func (h *plumbing) Post(from int, tag, meta uint32, dst []byte, try bool) (plumb
 		// takes no token (settled).
 		r.err, r.settled = err, true
 	}
-	return plumb.MakeHandle(r, false), nil
+	return plumb.MakeHandle(r), nil
 }
 
 // Wait implements plumb.Wire.
@@ -164,12 +168,14 @@ func (h *plumbing) Wait(peer int, hd plumb.Handle, w plumb.Waiting) (int, bool, 
 	case *lentSend:
 		return 0, false, t.finishLent(x, w)
 	case nil:
+		if w.Site == nil {
+			if w.How&plumb.All == 0 {
+				return 0, false, nil
+			}
+			return 0, false, t.lossErr(t.view().lostErr(ownedOp)) // a look at the view only: no wait set up
+		}
 		if err := t.checkRank(peer); err != nil {
 			return 0, false, err
-		}
-		if w.Look == nil {
-			wo := lentWait(t, w, 0)
-			return 0, false, t.lossErr(t.changeCause(t.view(), wo))
 		}
 		found, err := t.watch(t.peer(peer), w)
 		return 0, found, err
@@ -183,14 +189,16 @@ func lentWait(t *NetTransport, w plumb.Waiting, meta uint32) waitOpts {
 	if w.Ctx != nil {
 		wo.cancel, wo.ctx = w.Ctx.Done(), w.Ctx
 	}
-	if w.All {
+	if w.How&plumb.All != 0 {
 		wo.anyLost, wo.ownerClose = true, t.owner() != nil
 	}
-	if !w.Deadline.IsZero() {
-		wo.timeout = max(time.Until(w.Deadline), time.Nanosecond)
-	}
-	if !w.InFlightUntil.IsZero() {
-		wo.leave, wo.leaveAt = true, w.InFlightUntil
+	if u := w.Until; u != nil {
+		if !u.Deadline.IsZero() {
+			wo.timeout = max(time.Until(u.Deadline), time.Nanosecond)
+		}
+		if !u.InFlight.IsZero() {
+			wo.leave, wo.leaveAt = true, u.InFlight
+		}
 	}
 	return wo
 }
@@ -200,8 +208,8 @@ func (t *NetTransport) waitLent(p *peer, r *recvReq, w plumb.Waiting) (n int, fo
 	wo := lentWait(t, w, r.meta)
 	switch {
 	case r.settled:
-	case w.Now:
-		if w.InFlightUntil.IsZero() {
+	case w.How&plumb.Now != 0:
+		if !wo.leave {
 			err = t.withdraw(p, r, plumb.ErrWithdrawn)
 		} else {
 			err = t.leave(p, r, plumb.ErrWithdrawn, wo)
@@ -210,9 +218,9 @@ func (t *NetTransport) waitLent(p *peer, r *recvReq, w plumb.Waiting) (n int, fo
 			t.recycle(r)
 			return 0, false, err
 		}
-	case w.Look != nil:
+	case w.Site != nil:
 		spun, slept := p.spin.budget(t.spinBudget()), time.Now()
-		site := waitSite{kind: siteLook, look: w.Look, wake: w.Wake}
+		site := waitSite{kind: siteLook, look: w.Site.Look, wake: w.Site.Wake}
 		done, cause := t.sleep(p, r, &site, wo, nil)
 		if cause == nil {
 			p.spin.slept(spun, slept, t.spinBudget())
@@ -227,7 +235,7 @@ func (t *NetTransport) waitLent(p *peer, r *recvReq, w plumb.Waiting) (n int, fo
 		err = t.wait(p, r, wo)
 	}
 	n, _, err = t.recvDone(r, err, wo)
-	if w.All {
+	if w.How&plumb.All != 0 {
 		err = t.lossErr(err)
 	}
 	return n, false, err
@@ -235,12 +243,12 @@ func (t *NetTransport) waitLent(p *peer, r *recvReq, w plumb.Waiting) (n int, fo
 
 // finishLent is Wait for a send s.
 func (t *NetTransport) finishLent(s *lentSend, w plumb.Waiting) error {
-	if w.Poll && !s.done() {
+	if w.How&plumb.Poll != 0 && !s.done() {
 		return plumb.ErrPending
 	}
 	var cancel <-chan struct{}
 	switch {
-	case w.Now:
+	case w.How&plumb.Now != 0:
 		cancel = closedChan
 	case w.Ctx != nil:
 		cancel = w.Ctx.Done()
@@ -250,11 +258,11 @@ func (t *NetTransport) finishLent(s *lentSend, w plumb.Waiting) error {
 	lentSends.Put(s)
 	switch {
 	case err == nil:
-	case errors.Is(err, ioloop.ErrCanceled) && w.Now:
+	case errors.Is(err, ioloop.ErrCanceled) && w.How&plumb.Now != 0:
 		err = nil // dropped, as asked
 	case errors.Is(err, ioloop.ErrCanceled) && w.Ctx != nil:
 		err = w.Ctx.Err()
-	case w.All:
+	case w.How&plumb.All != 0:
 		err = t.lossErr(err)
 	}
 	return err
@@ -282,21 +290,26 @@ func (s *lentSend) done() bool {
 // closedChan is a cancel channel that has already fired.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// watch is Wait's spin on w.Look with no receive posted: the first looks
+// watch is Wait's spin on w.Site with no receive posted: the first looks
 // (one only where spinning is disabled), then the spin (spinSite) for
-// p's budget.
+// p's budget. An All wait gives up at once where a peer is lost.
 func (t *NetTransport) watch(p *peer, w plumb.Waiting) (bool, error) {
+	if w.How&plumb.All != 0 {
+		if err := t.view().lostErr(ownedOp); err != nil {
+			return false, t.lossErr(err)
+		}
+	}
 	looks := 1
 	if t.spinBudget() > 0 {
 		looks = t.spinLooks()
 	}
-	if found, err := w.Look(looks); found || err != nil {
+	if found, err := w.Site.Look(looks); found || err != nil {
 		if found {
 			p.spin.note(false)
 		}
 		return found, err
 	}
-	site := waitSite{kind: siteLook, look: w.Look, wake: w.Wake}
+	site := waitSite{kind: siteLook, look: w.Site.Look, wake: w.Site.Wake}
 	found, err := t.spinSite(p, &site, p.spin.budget(t.spinBudget()), lentWait(t, w, 0))
 	if found {
 		p.spin.note(false)
@@ -333,10 +346,7 @@ func (t *NetTransport) mailboxOf(r int) *linkshm.Mailbox {
 	if r < 0 || r >= t.world {
 		return nil
 	}
-	if l := t.peer(r).link; l != nil {
-		return l.mailbox()
-	}
-	return nil
+	return t.peer(r).can().mailbox
 }
 
 // Tell implements plumb.Wire.

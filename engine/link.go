@@ -83,10 +83,6 @@ type link interface {
 	// asks for a bell only once nobody has polled it for a moment
 	// (ioloop.Conn.Polled); other streams stop as with polling.
 	polled(l lane)
-	// cheapPolls reports whether a poll of lane l costs less than a system
-	// call (a pipe in shared memory): a spin on it then yields by the
-	// clock rather than every few polls (spinPolls).
-	cheapPolls(l lane) bool
 	// bytesRead sums the bytes read on the data lanes, or the control lane.
 	bytesRead(l lane) uint64
 	// width is the number of data lanes: how many pieces a striped
@@ -95,10 +91,6 @@ type link interface {
 	// ownCtl reports whether the control lane is a stream of its own, so
 	// that nothing on it waits behind the data lanes (a full mesh).
 	ownCtl() bool
-	// mailbox returns the pair's mailbox where the peer is a neighbour (a
-	// rank on this host whose lanes are pipes in memory the pair shares),
-	// or nil: the one place being on one host is asked.
-	mailbox() *linkshm.Mailbox
 	// checkLive is one heartbeat check of the link's streams (link_live.go).
 	checkLive(now time.Time)
 	// cause returns err, the end of one of the link's streams, as the
@@ -121,25 +113,6 @@ type link interface {
 // this rank itself, and not a peer still forming.
 func (p *peer) up() bool { return p.link != nil && p.link.up() }
 
-// makeLinks gives every peer but this rank itself the link its topology
-// joins it by, not up yet: the streams come as the mesh forms (adopt).
-func (t *NetTransport) makeLinks(star bool) {
-	if star {
-		t.makeStar()
-	}
-	for _, p := range t.view().peers {
-		switch {
-		case p.rank == t.rank:
-		case !star:
-			p.link = newMeshLink(p, t.opts.Streams)
-		case t.rank == 0 || p.rank == 0:
-			p.link = newStreamLink(p)
-		default:
-			p.link = &routeLink{via: uint16(p.rank + 1)}
-		}
-	}
-}
-
 // oneStream is what the links of one stream (streamLink, routeLink) do
 // alike: every lane is conn, which is set once, as the event loop adopts
 // the stream and before any frame is read from it.
@@ -157,15 +130,11 @@ func (o *oneStream) polling(lane, bool) {} // TCP: nothing to tell
 
 func (o *oneStream) polled(lane) {}
 
-func (o *oneStream) cheapPolls(lane) bool { return false } // a socket's read is a system call
-
 func (o *oneStream) bytesRead(lane) uint64 { return o.conn.BytesRead() }
 
 func (o *oneStream) width() int { return 1 }
 
 func (o *oneStream) ownCtl() bool { return false }
-
-func (o *oneStream) mailbox() *linkshm.Mailbox { return nil } // a socket: not a neighbour
 
 func (o *oneStream) abort(c *ioloop.Conn, err error) {
 	if o.conn != nil && o.conn != c {

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
-
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -41,13 +39,12 @@ type meshLink struct {
 	p       *peer
 	streams int // the pair's TCP data streams (Options.Streams); the control stream's index
 	mu      sync.Mutex
-	data    []*ioloop.Conn                  // the data streams; data[0] carries SEND, RTS and DATA
-	ctl     atomic.Pointer[ioloop.Conn]     // the control stream
-	live    liveness                        // why the heartbeat goroutine dropped the link
-	watch   []streamWatch                   // one per stream: the data streams', then the control stream's
-	pipes   atomic.Bool                     // the lanes are pipes (link_pipes.go)
-	tcp     []*ioloop.Conn                  // with pipes: the pair's TCP streams, idle
-	mail    atomic.Pointer[linkshm.Mailbox] // with pipes: the pair's mailbox (internal/link/shm), unmapped at Close
+	data    []*ioloop.Conn              // the data streams; data[0] carries SEND, RTS and DATA
+	ctl     atomic.Pointer[ioloop.Conn] // the control stream
+	live    liveness                    // why the heartbeat goroutine dropped the link
+	watch   []streamWatch               // one per stream: the data streams', then the control stream's
+	pipes   atomic.Bool                 // the lanes are pipes (link_pipes.go)
+	tcp     []*ioloop.Conn              // with pipes: the pair's TCP streams, idle
 }
 
 var _ link = (*meshLink)(nil)
@@ -155,8 +152,6 @@ func (l *meshLink) polling(n lane, on bool) {
 	}
 }
 
-func (l *meshLink) cheapPolls(lane) bool { return l.pipes.Load() }
-
 func (l *meshLink) polled(n lane) {
 	if !l.pipes.Load() {
 		return
@@ -185,8 +180,6 @@ func (l *meshLink) bytesRead(n lane) uint64 {
 func (l *meshLink) width() int { return len(l.data) }
 
 func (l *meshLink) ownCtl() bool { return l.ctl.Load() != nil }
-
-func (l *meshLink) mailbox() *linkshm.Mailbox { return l.mail.Load() }
 
 // checkLive checks every stream of the link: each data stream (between
 // neighbours, the data pipe), and the control stream. A data stream this

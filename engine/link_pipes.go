@@ -28,7 +28,7 @@ func (l *meshLink) usePipes() {
 	l.pipes.Store(true)
 }
 
-func (l *meshLink) usePair(pair *linkshm.Pair) error { return l.p.t.adoptPipes(l.p, l, pair) }
+func (l *meshLink) usePair(pair *linkshm.Pair) error { return l.adoptPipes(pair) }
 
 // attachPipe registers c as lane n's pipe, as the event loop adopts it,
 // and reports whether both pipes are attached.
@@ -43,16 +43,15 @@ func (l *meshLink) attachPipe(n lane, c *ioloop.Conn) bool {
 	return l.data[0] != nil && l.ctl.Load() != nil
 }
 
-// adoptPipes makes p's link, l, a neighbour's: the neighbour's heap
+// adoptPipes makes l a neighbour's: the neighbour's heap
 // mapped for one-sided operations, then both pipes registered with the
 // event loop. Its window opens once both are attached.
-func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *linkshm.Pair) error {
+func (l *meshLink) adoptPipes(pair *linkshm.Pair) error {
+	p, t := l.p, l.p.t
 	l.usePipes()
-	p.one.mapped.Store(pair.MappedHeap()) // the peer's now: released at Close
-	p.copy.set(pair.Copy)
 	mb := pair.Mailbox()
 	mb.SetRing(func(barrier bool) { t.wake(p, barrier) })
-	l.mail.Store(mb)
+	p.setCaps(&caps{cheap: true, mailbox: mb, heap: pair.MappedHeap(), copy: pair.Copy}) // the heap and mailbox are the peer's now: released at Close
 	for _, n := range []lane{laneCtl, laneData} {
 		take := pair.DataPipe
 		if n == laneCtl {
@@ -81,13 +80,4 @@ func (t *NetTransport) adoptPipes(p *peer, l *meshLink, pair *linkshm.Pair) erro
 		}
 	}
 	return nil
-}
-
-// neighbour reports whether rank is one of Neighbours.
-func (t *NetTransport) neighbour(rank int) bool {
-	if rank < 0 || rank >= t.world {
-		return false
-	}
-	l := t.peer(rank).link
-	return l != nil && l.mailbox() != nil
 }

@@ -44,15 +44,6 @@ var (
 // payload while its source still sends it.
 const relayPart = 256 << 10
 
-// relayPart is the part size this coordinator relays in: relayPart, or a
-// test's.
-func (t *NetTransport) relayPart() int {
-	if t.opts.relayPart > 0 {
-		return t.opts.relayPart
-	}
-	return relayPart
-}
-
 func newStreamLink(p *peer) *streamLink {
 	l := &streamLink{p: p}
 	l.fwd.done = l.forwarded

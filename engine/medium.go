@@ -30,7 +30,7 @@ type medium struct {
 // meetMedium notes the peer's machine (setup.go) and runs the medium
 // steps of hc, the handshake with rank r on its stream s, from this end;
 // if one fails, what the steps before it made is released.
-func (t *NetTransport) meetMedium(hc *hsConn, r, s int, dialer bool) (medium, error) {
+func meetMedium(t *NetTransport, hc *hsConn, r, s int, dialer bool) (medium, error) {
 	t.noteMachine(r, hc.theirs)
 	var m medium
 	for _, step := range mediumSteps {

@@ -155,10 +155,10 @@ func (t *NetTransport) Close() error {
 			t.opts.Logger.Warn("boltmesh: a connection was not released at close; the symmetric heap stays mapped", "rank", t.rank)
 		} else {
 			for _, p := range t.view().peers {
-				if m := p.one.mapped.Load(); m != nil {
-					m.Close()
+				if c := p.can(); c.heap != nil {
+					c.heap.Close()
 				}
-				if mb := t.mailboxOf(p.rank); mb != nil {
+				if mb := p.can().mailbox; mb != nil {
 					mb.Close()
 				}
 			}

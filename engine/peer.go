@@ -47,7 +47,8 @@ type peer struct {
 	svcIn serviceIn
 	bye   farewell
 	spin  spinGauge                    // how long waits on the peer spin (spin_gauge.go)
-	copy  copyState                    // the single copy with a neighbour (single_copy.go)
+	caps  atomic.Pointer[caps]         // what its link can do besides carry frames (caps.go)
+	copy  copyState                    // the single copy's count (single_copy.go)
 	seal  atomic.Uint32                // the sealed.Cipher its links are sealed with, 0: none (seal.go)
 	told  atomic.Pointer[DroppedError] // its last word, once read (lastword.go)
 	warns repeatLog

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
@@ -27,14 +26,13 @@ func codeErr(code uint32) error {
 // replies, and the fence of the puts sent to it (Quiet).
 //
 // Lock rule: the peer's mu guards gets, claimed and putErr; putSeq,
-// fenced and mapped are atomics (mapped is set before the link is up).
+// fenced are atomics.
 type oneSided struct {
-	gets    map[uint64]*getReq                 // gets waiting for their reply, by id
-	claimed *getReq                            // get whose reply is being read into its buffer
-	putErr  error                              // first put refusal since the last Quiet
-	putSeq  atomic.Uint64                      // puts sent to this peer
-	fenced  atomic.Uint64                      // puts known complete at the peer
-	mapped  atomic.Pointer[linkshm.MappedHeap] // a neighbour's heap, mapped here (link_pipes.go), or nil
+	gets    map[uint64]*getReq // gets waiting for their reply, by id
+	claimed *getReq            // get whose reply is being read into its buffer
+	putErr  error              // first put refusal since the last Quiet
+	putSeq  atomic.Uint64      // puts sent to this peer
+	fenced  atomic.Uint64      // puts known complete at the peer
 }
 
 func (o *oneSided) init() { o.gets = make(map[uint64]*getReq) }

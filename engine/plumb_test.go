@@ -52,7 +52,7 @@ func (h *testHooks) Recv(ctx context.Context, from int, tag, meta uint32, dst []
 	if err != nil {
 		return 0, err
 	}
-	n, _, err := h.Wait(from, hd, plumb.Waiting{Ctx: ctx, All: true})
+	n, _, err := h.Wait(from, hd, plumb.Waiting{Ctx: ctx, How: plumb.All})
 	return n, err
 }
 
@@ -65,7 +65,7 @@ func (h *testHooks) TryRecv(from int, tag, meta uint32, dst []byte) (int, bool, 
 	if err != nil {
 		return 0, false, err
 	}
-	n, _, err := h.Wait(from, hd, plumb.Waiting{All: true})
+	n, _, err := h.Wait(from, hd, plumb.Waiting{How: plumb.All})
 	return n, err == nil, err
 }
 
@@ -146,13 +146,13 @@ type testRecv struct {
 
 // Wait waits as RecvFrom does.
 func (r *testRecv) Wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error) {
-	n, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{Ctx: ctx, Deadline: deadline, InFlightUntil: inFlightUntil})
+	n, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{Ctx: ctx, Until: &plumb.Until{Deadline: deadline, InFlight: inFlightUntil}})
 	return n, err
 }
 
 // Drop finishes the receive at once, without waiting for bytes being read
 // in: it reports whether dst may be reused.
 func (r *testRecv) Drop() bool {
-	_, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{Now: true, InFlightUntil: time.Unix(1, 0)})
+	_, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{How: plumb.Now, Until: &plumb.Until{InFlight: time.Unix(1, 0)}})
 	return !errors.Is(err, plumb.ErrInFlight)
 }

@@ -96,7 +96,7 @@ func (t *NetTransport) PutNB(dst SymmetricBuffer, src []byte) (Request, error) {
 		return Request{}, err
 	}
 	p := t.peer(dst.Rank)
-	if m := p.one.mapped.Load(); m != nil {
+	if m := p.can().heap; m != nil {
 		return Request{}, t.mappedOp(p, m, dst, src, true)
 	}
 	if !p.up() {
@@ -132,7 +132,7 @@ func (t *NetTransport) GetNB(src SymmetricBuffer, dst []byte) (Request, error) {
 		return Request{}, err
 	}
 	p := t.peer(src.Rank)
-	if m := p.one.mapped.Load(); m != nil {
+	if m := p.can().heap; m != nil {
 		return Request{}, t.mappedOp(p, m, src, dst, false)
 	}
 	if !p.up() {

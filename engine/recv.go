@@ -268,7 +268,7 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 	// moved, at which it last yielded, and at which it last gave its core
 	// up (Options.SpinYield).
 	seen, moved := p.link.bytesRead(on), false
-	cheap := p.link.cheapPolls(on)
+	cheap := p.can().cheap
 	step := clockStep(cheap, t.topo.crowded.Load())
 	var start time.Duration
 	var quiet, yielded, gave time.Duration
@@ -309,7 +309,7 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 }
 
 // clockStep returns how many polls a spin makes between clock readings:
-// 32 on pipes (cheapPolls) on a machine with a core per rank, else 8. A
+// 32 on a link whose polls are cheap (caps.cheap) on a machine with a core per rank, else 8. A
 // poll of a pipe that finds nothing costs little more than a cache-line
 // load, a reading of the clock several times that (bench/RESULTS.md,
 // "the spin's clock"); a spin on sockets, or one that gives up its core
@@ -335,7 +335,7 @@ func yieldDue(cheap bool, el, yielded time.Duration) bool {
 	return !cheap || el-yielded >= spinYield
 }
 
-// spinYield is how long a spin on pipes (link.cheapPolls) runs between
+// spinYield is how long a spin on pipes (caps.cheap) runs between
 // yields, and a spin past Options.SpinYield between giving its core up. A yield is not free: with a P idle it wakes a thread to look
 // for work, which takes a core from the other end of an exchange on the
 // same host; so a spin on a pipe that ends within a few microseconds, as

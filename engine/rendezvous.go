@@ -105,7 +105,7 @@ func (t *NetTransport) striped(p *peer, n int) bool {
 
 // rendezvous reports whether a message of n bytes to p goes by rendezvous.
 func (t *NetTransport) rendezvous(p *peer, n int, window uint64) bool {
-	return t.striped(p, n) || frame.Cost(uint64(n)) > t.eagerMax(window)
+	return t.striped(p, n) || frame.Cost(uint64(n)) > t.opts.eagerMax(window)
 }
 
 // sendRdv sends data to p by rendezvous and waits until it is written.
@@ -120,9 +120,9 @@ func (t *NetTransport) sendRdv(cancel <-chan struct{}, p *peer, tag, aux uint32,
 // startRdv announces data to p with an RTS (by single copy, if it
 // copies: single_copy.go). window is p's, as the caller found it.
 func (t *NetTransport) startRdv(p *peer, tag, aux uint32, data []byte, window uint64, cancel <-chan struct{}) (*rdvSend, error) {
-	copied := t.copies(p, len(data))
-	credit := t.rtsCredit(p, len(data), window, copied)
-	if err := t.acquire(p, credit, cancel, "send"); err != nil {
+	copied := p.copies(len(data))
+	credit := p.rtsCredit(len(data), window, copied)
+	if err := p.acquire(credit, cancel, "send"); err != nil {
 		return nil, err
 	}
 	s := t.pools.rdvs.Get().(*rdvSend)

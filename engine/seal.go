@@ -22,9 +22,9 @@ const unsealedWarning = "boltmesh: links to other hosts are not sealed: anyone o
 
 // sealFlags returns this rank's HELLO seal flags for a connection to or
 // from remote (host:port).
-func (t *NetTransport) sealFlags(remote string) uint8 {
+func (o *Options) sealFlags(remote string) uint8 {
 	var f uint8
-	switch t.opts.Seal {
+	switch o.Seal {
 	case SealAlways:
 		f |= frame.SealAlways
 	case SealNever:
@@ -33,7 +33,7 @@ func (t *NetTransport) sealFlags(remote string) uint8 {
 	if !isLoopback(remote) {
 		f |= frame.SealRemote
 	}
-	if len(t.opts.MeshKey) > 0 {
+	if len(o.MeshKey) > 0 {
 		f |= frame.SealKeyed
 	}
 	return f
@@ -118,11 +118,3 @@ func sealCrew(cpus, local int) int {
 // testSealOptions, when a test sets it, is the sealed.Options of the
 // sealed links made after.
 var testSealOptions atomic.Pointer[sealed.Options]
-
-// sealOptions returns the options sealed links take.
-func (t *NetTransport) sealOptions() sealed.Options {
-	if o := testSealOptions.Load(); o != nil {
-		return *o
-	}
-	return sealed.Options{Crew: t.topo.sealCrew}
-}

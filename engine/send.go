@@ -70,15 +70,15 @@ func (t *NetTransport) sendAux(cancel <-chan struct{}, to int, tag, aux uint32, 
 	if !pr.up() {
 		return t.sendSelf(pr, tag, aux, p)
 	}
-	window, err := t.window(pr, cancel, "send")
+	window, err := pr.window(cancel, "send")
 	if err != nil {
 		return err
 	}
-	if t.rendezvous(pr, len(p), window) || t.copies(pr, len(p)) {
+	if t.rendezvous(pr, len(p), window) || pr.copies(len(p)) {
 		return t.sendRdv(cancel, pr, tag, aux, p, window)
 	}
 	cost := frame.Cost(uint64(len(p)))
-	if err := t.acquire(pr, cost, cancel, "send"); err != nil {
+	if err := pr.acquire(cost, cancel, "send"); err != nil {
 		return err
 	}
 	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag, Aux: aux}
@@ -115,16 +115,16 @@ func (t *NetTransport) startSend(cancel <-chan struct{}, to int, tag, aux uint32
 	if !pr.up() {
 		return sendOp{}, t.sendSelf(pr, tag, aux, p)
 	}
-	window, err := t.window(pr, cancel, "send")
+	window, err := pr.window(cancel, "send")
 	if err != nil {
 		return sendOp{}, err
 	}
-	if t.rendezvous(pr, len(p), window) || copyEager && t.copies(pr, len(p)) {
+	if t.rendezvous(pr, len(p), window) || copyEager && pr.copies(len(p)) {
 		s, err := t.startRdv(pr, tag, aux, p, window, cancel)
 		return sendOp{p: pr, s: s}, err
 	}
 	cost := frame.Cost(uint64(len(p)))
-	if err := t.acquire(pr, cost, cancel, "send"); err != nil {
+	if err := pr.acquire(cost, cancel, "send"); err != nil {
 		return sendOp{}, err
 	}
 	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: tag, Aux: aux}

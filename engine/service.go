@@ -147,7 +147,7 @@ func (t *NetTransport) serviceCredit(pr *peer, f plumb.ServiceFrame, n int, canc
 	if f.Reply {
 		return 0, nil
 	}
-	window, err := t.window(pr, cancel, "service")
+	window, err := pr.window(cancel, "service")
 	if err != nil {
 		return 0, err
 	}
@@ -155,7 +155,7 @@ func (t *NetTransport) serviceCredit(pr *peer, f plumb.ServiceFrame, n int, canc
 		return 0, err
 	}
 	cost := requestCost(uint64(n), window)
-	return cost, t.acquire(pr, cost, cancel, "service")
+	return cost, pr.acquire(cost, cancel, "service")
 }
 
 // tryServiceCredit is serviceCredit for a frame that must not wait.

@@ -304,7 +304,7 @@ func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	}
 	var m medium
 	if err == nil {
-		m, err = t.meetMedium(hc, r, s, true)
+		m, err = meetMedium(t, hc, r, s, true)
 	}
 	if err == nil {
 		return t.adopt(nc, r, s, m)
@@ -328,7 +328,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, m medium) error {
 			return err
 		}
 	}
-	stream, err := tcp.Adopt(nc, t.opts.SocketBuffer, t.setCongestion) // heartbeats on every stream watch the link (heartbeat.go)
+	stream, err := tcp.Adopt(nc, t.opts.SocketBuffer, t.opts.setCongestion) // heartbeats on every stream watch the link (heartbeat.go)
 	if err != nil {
 		return err
 	}
@@ -362,3 +362,56 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, m medium) error {
 // connection adopt registers: the transport, the peer's rank and the
 // stream's index (the control stream's is Options.Streams).
 var testHookStream atomic.Pointer[func(t *NetTransport, rank, stream int, s ioloop.Stream) ioloop.Stream]
+
+// awaitWindows waits until every peer has granted its window, or ctx
+// ends: a transport is returned only once it can send to every peer
+// without a first wait.
+func (t *NetTransport) awaitWindows(ctx context.Context) error {
+	for _, p := range t.view().peers {
+		if !p.up() {
+			continue
+		}
+		if _, err := p.window(ctx.Done(), "join"); err != nil {
+			if errors.Is(err, ioloop.ErrCanceled) {
+				return fmt.Errorf("boltmesh: rank %d: rank %d granted no flow-control window within %v: %w", t.rank, p.rank, t.opts.DialTimeout, ctx.Err())
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// sealOptions returns the options sealed links take.
+func (t *NetTransport) sealOptions() sealed.Options {
+	if o := testSealOptions.Load(); o != nil {
+		return *o
+	}
+	return sealed.Options{Crew: t.topo.sealCrew}
+}
+
+// warnIfKeyless logs noKeyWarning, once per transport, if addr exposes a
+// transport that has no key.
+func (t *NetTransport) warnIfKeyless(addr string) {
+	if keylessExposed(t.opts.MeshKey, addr) {
+		t.door.keyWarn.Do(func() { t.opts.Logger.Warn(noKeyWarning, "rank", t.rank, "reachable_at", addr) })
+	}
+}
+
+// makeLinks gives every peer but this rank itself the link its topology
+// joins it by, not up yet: the streams come as the mesh forms (adopt).
+func (t *NetTransport) makeLinks(star bool) {
+	if star {
+		t.makeStar()
+	}
+	for _, p := range t.view().peers {
+		switch {
+		case p.rank == t.rank:
+		case !star:
+			p.link = newMeshLink(p, t.opts.Streams)
+		case t.rank == 0 || p.rank == 0:
+			p.link = newStreamLink(p)
+		default:
+			p.link = &routeLink{via: uint16(p.rank + 1)}
+		}
+	}
+}

@@ -46,26 +46,15 @@ import (
 // process_vm_readv), or "" where it cannot (neighbours keep the rings).
 const SingleCopyMechanism = linkshm.SingleCopy
 
-// copyState is a peer's single copy: set before the link is up (in and
-// out are atomics only because a star's or a TCP pair's are never set,
-// and so that set needs no ordering argument), and count.
+// copyState is a peer's single copy's count: whether the pair copies is
+// its caps' (caps.copy).
 type copyState struct {
-	pid   int
-	in    atomic.Bool   // this rank copies the peer's messages itself
-	out   atomic.Bool   // the peer copies this rank's: RTS with Copy
 	count atomic.Uint64 // messages this rank copied from the peer
 }
 
-// set installs what the meeting found.
-func (c *copyState) set(pc linkshm.PairCopy) {
-	c.pid = pc.Pid
-	c.in.Store(pc.In)
-	c.out.Store(pc.Out)
-}
-
 // copies reports whether a message of n bytes to p goes by single copy.
-func (t *NetTransport) copies(p *peer, n int) bool {
-	return t.opts.SingleCopyMin > 0 && n >= t.opts.SingleCopyMin && p.copy.out.Load()
+func (p *peer) copies(n int) bool {
+	return p.t.opts.SingleCopyMin > 0 && n >= p.t.opts.SingleCopyMin && p.can().copy.Out
 }
 
 // rtsCredit is the credit an RTS for a message of n bytes to p, whose
@@ -74,9 +63,9 @@ func (t *NetTransport) copies(p *peer, n int) bool {
 // it at once and holds it until a receive takes it (so that a send to a
 // neighbour finishes, as an eager one does, without a receive posted);
 // any other, Cost(0).
-// copied is t.copies(p, n).
-func (t *NetTransport) rtsCredit(p *peer, n int, window uint64, copied bool) uint64 {
-	if c := frame.Cost(uint64(n)); copied && !t.striped(p, n) && c <= t.eagerMax(window) {
+// copied is p.copies(n).
+func (p *peer) rtsCredit(n int, window uint64, copied bool) uint64 {
+	if c := frame.Cost(uint64(n)); copied && !p.t.striped(p, n) && c <= p.t.opts.eagerMax(window) {
 		return c
 	}
 	return frame.Cost(0)
@@ -110,7 +99,7 @@ func (p *peer) decodeRTSCopy(b []byte) (uint64, rtsCopy, error) {
 	switch {
 	case err != nil:
 		return 0, rtsCopy{}, err
-	case !p.copy.in.Load():
+	case !p.can().copy.In:
 		return 0, rtsCopy{}, fmt.Errorf("%w: RTS with Copy from a rank this one does not copy from", ErrProtocol)
 	case addr == 0:
 		return 0, rtsCopy{}, fmt.Errorf("%w: RTS with Copy at address 0", ErrProtocol)
@@ -143,7 +132,7 @@ func (r *rdvState) takeCopy(id uint64) uint64 {
 // the neighbour is gone, or it named memory it does not have. c is the
 // stream the RTS came on, or nil. p.mu is not held.
 func (p *peer) copyInto(c *ioloop.Conn, r *recvReq, id uint64, cp rtsCopy) {
-	if err := linkshm.ReadPeer(p.copy.pid, cp.addr, r.dst); err != nil {
+	if err := linkshm.ReadPeer(p.can().copy.Pid, cp.addr, r.dst); err != nil {
 		r.complete(p.copyFailed(c, err))
 		return
 	}
@@ -159,7 +148,7 @@ func (p *peer) copyInto(c *ioloop.Conn, r *recvReq, id uint64, cp rtsCopy) {
 // cost) until then. c is the stream the RTS came on.
 func (p *peer) copyHeld(c *ioloop.Conn, tag, aux uint32, id, n uint64, cp rtsCopy) {
 	bb := ioloop.GetBuffer(int(n))
-	if err := linkshm.ReadPeer(p.copy.pid, cp.addr, bb.B); err != nil {
+	if err := linkshm.ReadPeer(p.can().copy.Pid, cp.addr, bb.B); err != nil {
 		ioloop.PutBuffer(bb)
 		p.copyFailed(c, err)
 		return

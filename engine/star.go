@@ -170,3 +170,12 @@ func (t *NetTransport) announceGone(p *peer) {
 		}
 	}
 }
+
+// relayPart is the part size this coordinator relays in: relayPart, or a
+// test's.
+func (t *NetTransport) relayPart() int {
+	if t.opts.relayPart > 0 {
+		return t.opts.relayPart
+	}
+	return relayPart
+}

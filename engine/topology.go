@@ -61,9 +61,9 @@ func (t *NetTransport) Topology() Topology {
 				top.Cipher = "mixed"
 			}
 		}
-		if t.neighbour(p.rank) {
+		if p.can().mailbox != nil {
 			top.Neighbours = append(top.Neighbours, p.rank)
-			if p.copy.in.Load() {
+			if p.can().copy.In {
 				top.SingleCopy = append(top.SingleCopy, p.rank)
 			}
 		}

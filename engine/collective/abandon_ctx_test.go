@@ -160,7 +160,7 @@ func (s *stepTransport) Send(ctx context.Context, to int, tag, meta uint32, p []
 }
 
 func (s *stepTransport) Wait(peer int, h plumb.Handle, w plumb.Waiting) (n int, found bool, err error) {
-	if !h.Live() && w.Look == nil {
+	if !h.Live() && w.Site == nil {
 		return s.Wire.Wait(peer, h, w) // a look at the world, not an operation
 	}
 	s.step(func() { n, found, err = s.Wire.Wait(peer, h, w) })

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/boltmesh/boltmesh/engine"
+	"github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
 
@@ -132,6 +133,7 @@ type Comm struct {
 	sends    []plumb.Handle                                // a star worker's pieces in flight (coll_star.go), a Scatter root's sends (coll_rooted.go)
 	recvs    []plumb.Handle                                // a Gather root's posted receives (coll_rooted.go)
 	site     mailSite                                      // a mailbox exchange's (mail.go)
+	boxes    []*shm.Mailbox                                // by rank: the mailbox of a neighbour's pair, or nil
 }
 
 // Default piece sizes (Options.Chunk), by link.
@@ -239,9 +241,11 @@ func newComm(t Transport, wire plumb.Wire, opts Options) *Comm {
 		return c // only its algorithm choice is asked of (tests)
 	}
 	c.chunks = make([]int, t.WorldSize())
+	c.boxes = make([]*shm.Mailbox, t.WorldSize())
 	for r := range c.chunks {
 		c.chunks[r] = opts.Chunk
-		if !fixed && wire.Mailbox(r) != nil {
+		c.boxes[r] = wire.Mailbox(r) // fixed once the transport is made
+		if !fixed && c.boxes[r] != nil {
 			c.chunks[r] = NeighbourChunk
 		}
 	}

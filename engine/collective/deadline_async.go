@@ -53,7 +53,7 @@ func (d *deadlineState) reap() {
 		if d.snapOf[p] < 0 {
 			continue
 		}
-		if _, _, err := d.wire.Wait(p, s, plumb.Waiting{Poll: true}); err != plumb.ErrPending {
+		if _, _, err := d.wire.Wait(p, s, plumb.Waiting{How: plumb.Poll}); err != plumb.ErrPending {
 			d.refs[d.snapOf[p]]--
 			d.pending[p], d.snapOf[p] = plumb.Handle{}, -1
 		}

@@ -31,6 +31,7 @@ type gatherState struct {
 	bufs  [][]byte       // the buffers; nil: left to the transport, to be made again
 	free  []int          // the buffers free now
 	next  int            // the next rank to post for
+	u     plumb.Until    // a wait's time limits (until)
 }
 
 // gatherAhead is how many leaves' receives the root posts at once for
@@ -67,6 +68,12 @@ func (g *gatherState) buf(i, size int) []byte {
 	return g.bufs[i][:size]
 }
 
+// until returns g's time limits, set to deadline and inFlight.
+func (g *gatherState) until(deadline, inFlight time.Time) *plumb.Until {
+	g.u = plumb.Until{Deadline: deadline, InFlight: inFlight}
+	return &g.u
+}
+
 // post posts the receives of the next leaves (not self) while buffers are
 // free.
 func (g *gatherState) post(w plumb.Wire, self, n int, tag, meta uint32, size int) {
@@ -95,7 +102,7 @@ func (g *gatherState) wait(w plumb.Wire, ctx context.Context, p int, deadline, g
 	}
 	i := g.slot[p]
 	b := g.bufs[i]
-	m, _, err := w.Wait(p, h, plumb.Waiting{Ctx: ctx, Deadline: deadline, InFlightUntil: grace})
+	m, _, err := w.Wait(p, h, plumb.Waiting{Ctx: ctx, Until: g.until(deadline, grace)})
 	err = wireErr(err)
 	if errors.Is(err, plumb.ErrInFlight) {
 		g.bufs[i] = nil // the transport's until that message is in
@@ -113,7 +120,7 @@ func (g *gatherState) drop(w plumb.Wire) {
 		}
 		// At once, and without waiting for bytes being read in: those
 		// leave the buffer to the transport.
-		_, _, err := w.Wait(p, h, plumb.Waiting{Now: true, InFlightUntil: time.Unix(1, 0)})
+		_, _, err := w.Wait(p, h, plumb.Waiting{How: plumb.Now, Until: pastInFlight})
 		if errors.Is(err, plumb.ErrInFlight) {
 			g.bufs[g.slot[p]] = nil
 		}

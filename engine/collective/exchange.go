@@ -27,8 +27,8 @@ func (c *Comm) exchange(ctx context.Context, to, from int, tag uint32, out, in [
 
 // swap is exchange's work, its errors the transport's.
 func (c *Comm) swap(ctx context.Context, to, from int, tag uint32, out, in []byte) (int, error) {
-	if to == from && max(len(out), len(in)) <= plumb.MailboxMax {
-		if mb := c.wire.Mailbox(to); mb != nil {
+	if to == from && max(len(out), len(in)) <= plumb.MailboxMax && to >= 0 && to < len(c.boxes) {
+		if mb := c.boxes[to]; mb != nil {
 			return c.mail(ctx, to, mb, tag, out, in)
 		}
 	}
@@ -40,7 +40,7 @@ func (c *Comm) swap(ctx context.Context, to, from int, tag uint32, out, in []byt
 	}
 	n, err := c.take(ctx, from, tag, in)
 	// A failed receive ends the call: what has not gone out is dropped.
-	if _, _, serr := c.wire.Wait(to, h, plumb.Waiting{Now: err != nil, All: true}); serr != nil && err == nil {
+	if _, _, serr := c.wire.Wait(to, h, plumb.Waiting{How: nowIf(err != nil) | plumb.All}); serr != nil && err == nil {
 		err = serr
 	}
 	return n, err
@@ -123,9 +123,9 @@ func (c *Comm) swapChunks(ctx context.Context, to, from int, tag uint32, out, in
 		c.drop(from, h) // not waited for (after an error): no later frame lands in in
 		st.recvs[i] = plumb.Handle{}
 	}
-	now := err != nil && !st.local
+	now := nowIf(err != nil && !st.local)
 	for i, h := range st.writes {
-		if _, _, serr := c.wire.Wait(to, h, plumb.Waiting{Now: now, All: true}); serr != nil && err == nil {
+		if _, _, serr := c.wire.Wait(to, h, plumb.Waiting{How: now | plumb.All}); serr != nil && err == nil {
 			err = serr
 		}
 		st.writes[i] = plumb.Handle{}
@@ -190,7 +190,7 @@ func pieces(n, chunk int) int {
 func (c *Comm) waitChunks(st *chunkState, from, inLen, chunk int, onChunk func(off, n int) error) error {
 	for i, h := range st.recvs {
 		st.recvs[i] = plumb.Handle{}
-		n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: st.ctx, All: true})
+		n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: st.ctx, How: plumb.All})
 		if err != nil {
 			return err
 		}

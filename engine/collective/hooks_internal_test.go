@@ -104,13 +104,13 @@ type testRecv struct {
 
 // Wait is recvFrom's wait.
 func (r *testRecv) Wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error) {
-	n, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{Ctx: ctx, Deadline: deadline, InFlightUntil: inFlightUntil})
+	n, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{Ctx: ctx, Until: &plumb.Until{Deadline: deadline, InFlight: inFlightUntil}})
 	return n, wireErr(err)
 }
 
 // Drop is gatherState.drop's: it reports whether dst may be reused.
 func (r *testRecv) Drop() bool {
-	_, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{Now: true, InFlightUntil: time.Unix(1, 0)})
+	_, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{How: plumb.Now, Until: pastInFlight})
 	return !errors.Is(err, plumb.ErrInFlight)
 }
 
@@ -154,7 +154,7 @@ func setMailHook(tb testing.TB, f func(rank int, at int)) {
 
 // own installs o as tr's owner of the lent range, before any Comm over
 // tr (hooksOf's included) installs its own.
-func own(t *testing.T, tr *engine.NetTransport, o plumb.Owner) {
+func own(t testing.TB, tr *engine.NetTransport, o plumb.Owner) {
 	t.Helper()
 	w, _ := plumb.WireOf(tr)
 	if got := w.Lend(func() plumb.Owner { return o }); got != o {
@@ -166,14 +166,14 @@ func own(t *testing.T, tr *engine.NetTransport, o plumb.Owner) {
 // judges nothing (plumbtest.Owner's zero value), as a transport without
 // package collective's calls: for tests of exchanges on tags of their
 // choosing, outside any call.
-func bareMesh(t *testing.T, n int, opts engine.Options) []*engine.NetTransport {
+func bareMesh(t testing.TB, n int, opts engine.Options) []*engine.NetTransport {
 	ts := meshtest.Mesh(t, n, opts)
 	bare(t, ts...)
 	return ts
 }
 
 // bare installs an owner that judges nothing on each of ts.
-func bare(t *testing.T, ts ...*engine.NetTransport) {
+func bare(t testing.TB, ts ...*engine.NetTransport) {
 	for _, tr := range ts {
 		own(t, tr, &plumbtest.Owner{})
 	}

@@ -25,7 +25,7 @@ import (
 // to share a core with the rank it waits for, which a wake-up per step is
 // not.
 
-// mailSite is what a mailbox exchange's wait looks at (plumb.Waiting.Look)
+// mailSite is what a mailbox exchange's wait looks at (plumb.Site)
 // and what a look found. A Comm has one, its look made once, so that an
 // exchange allocates nothing; its calls take turns.
 type mailSite struct {
@@ -34,9 +34,9 @@ type mailSite struct {
 	from      int
 	tag, meta uint32
 	in        []byte
-	n         int    // what a look found: the part's length
-	got       uint32 // and its meta
-	look      func(tries int) (bool, error)
+	n         int        // what a look found: the part's length
+	got       uint32     // and its meta
+	site      plumb.Site // its Look is lookFor, made once; its Wake the mailbox's
 }
 
 // lookFor is site's look: up to tries looks for the neighbour's part,
@@ -87,9 +87,6 @@ func (s *mailSite) conflict() error {
 func (c *Comm) mail(ctx context.Context, peer int, mb *shm.Mailbox, tag uint32, out, in []byte) (int, error) {
 	mb.Lock()
 	defer mb.Unlock()
-	if _, _, err := c.wire.Wait(peer, plumb.Handle{}, plumb.Waiting{All: true}); err != nil {
-		return 0, err // a rank is lost: the call is over
-	}
 	asleep, ok := mb.Post(tag, c.meta, out)
 	if !ok {
 		return 0, mailClosed(peer)
@@ -98,13 +95,12 @@ func (c *Comm) mail(ctx context.Context, peer int, mb *shm.Mailbox, tag uint32, 
 		mb.Ring(false)
 	}
 	s := &c.site
-	if s.look == nil {
-		s.c, s.look = c, s.lookFor
+	if s.site.Look == nil {
+		s.c, s.site.Look = c, s.lookFor
 	}
-	s.mb, s.from, s.tag, s.meta, s.in = mb, peer, tag, c.meta, in
+	s.mb, s.from, s.tag, s.meta, s.in, s.site.Wake = mb, peer, tag, c.meta, in, mb.Wake()
 	defer func() { s.mb, s.in = nil, nil }()
-	w := plumb.Waiting{Ctx: ctx, All: true, Look: s.look, Wake: mb.Wake()}
-	_, found, err := c.wire.Wait(peer, plumb.Handle{}, w)
+	_, found, err := c.wire.Wait(peer, plumb.Handle{}, plumb.Waiting{Ctx: ctx, How: plumb.All, Site: &s.site})
 	switch {
 	case found:
 		return mailResult(peer, tag, c.meta, s.n, s.got, in)
@@ -116,7 +112,7 @@ func (c *Comm) mail(ctx context.Context, peer int, mb *shm.Mailbox, tag uint32, 
 		}
 		return 0, err
 	}
-	n, byFrame, err := c.sleepMail(ctx, s, w)
+	n, byFrame, err := c.sleepMail(ctx, s)
 	if byFrame && err == nil {
 		_, err = c.wire.Send(ctx, peer, tag, c.meta, out, plumb.SendWait)
 	}
@@ -126,13 +122,13 @@ func (c *Comm) mail(ctx context.Context, peer int, mb *shm.Mailbox, tag uint32, 
 // sleepMail is mail's wait once the spin is over: a receive for the step
 // is posted, this side is marked asleep, and it sleeps until the receive
 // completes, the part is in, or the wait gives up.
-func (c *Comm) sleepMail(ctx context.Context, s *mailSite, w plumb.Waiting) (n int, byFrame bool, err error) {
+func (c *Comm) sleepMail(ctx context.Context, s *mailSite) (n int, byFrame bool, err error) {
 	h, err := c.wire.Post(s.from, s.tag, s.meta, s.in, false)
 	if err != nil {
 		return 0, false, err
 	}
 	s.mb.Sleep(true)
-	n, found, err := c.wire.Wait(s.from, h, w)
+	n, found, err := c.wire.Wait(s.from, h, plumb.Waiting{Ctx: ctx, How: plumb.All, Site: &s.site})
 	s.mb.Sleep(false)
 	if !found {
 		return c.mailOr(s, n, err)
@@ -143,7 +139,7 @@ func (c *Comm) sleepMail(ctx context.Context, s *mailSite, w plumb.Waiting) (n i
 	if testHookMail != nil {
 		testHookMail(c.t.Rank(), hookSawPart)
 	}
-	n, _, err = c.wire.Wait(s.from, h, plumb.Waiting{Now: true, All: true})
+	n, _, err = c.wire.Wait(s.from, h, plumb.Waiting{How: plumb.Now | plumb.All})
 	if err != plumb.ErrWithdrawn {
 		return c.mailOr(s, n, err)
 	}

@@ -50,7 +50,7 @@ func (c *Comm) take(ctx context.Context, from int, tag uint32, dst []byte) (int,
 	if err != nil {
 		return 0, err
 	}
-	n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: ctx, All: true})
+	n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: ctx, How: plumb.All})
 	return n, err
 }
 
@@ -70,7 +70,7 @@ func (c *Comm) recvFrom(ctx context.Context, from int, tag uint32, dst []byte, d
 	if err != nil {
 		return 0, err
 	}
-	n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: ctx, Deadline: deadline, InFlightUntil: inFlightUntil})
+	n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: ctx, Until: until(deadline, inFlightUntil)})
 	return n, wireErr(err)
 }
 
@@ -90,14 +90,14 @@ func tryRecvMeta(w plumb.Wire, from int, tag, meta uint32, dst []byte) (int, boo
 	if err != nil {
 		return 0, false, err
 	}
-	n, _, err := w.Wait(from, h, plumb.Waiting{All: true})
+	n, _, err := w.Wait(from, h, plumb.Waiting{How: plumb.All})
 	return n, err == nil, wireErr(err)
 }
 
 // wait finishes h, a send to or receive from rank peer, for a call that
 // needs every rank: until ctx ends or any peer is lost.
 func (c *Comm) wait(ctx context.Context, peer int, h plumb.Handle) (int, error) {
-	n, _, err := c.wire.Wait(peer, h, plumb.Waiting{Ctx: ctx, All: true})
+	n, _, err := c.wire.Wait(peer, h, plumb.Waiting{Ctx: ctx, How: plumb.All})
 	return n, explain(wireErr(err))
 }
 
@@ -106,7 +106,7 @@ func (c *Comm) wait(ctx context.Context, peer int, h plumb.Handle) (int, error) 
 // committed is dropped. Its buffer is the caller's again when it returns.
 func (c *Comm) drop(peer int, h plumb.Handle) {
 	if h.Live() {
-		c.wire.Wait(peer, h, plumb.Waiting{Now: true})
+		c.wire.Wait(peer, h, plumb.Waiting{How: plumb.Now})
 	}
 }
 
@@ -126,4 +126,25 @@ func wireErr(err error) error {
 		return &plumb.CollLengthError{Rank: te.From, Tag: uint32(te.Tag) % plumb.Tags, Want: te.Cap, Got: te.Len}
 	}
 	return err
+}
+
+// pastInFlight is the time limits of a wait that gives up at once even
+// while bytes are being read in: their buffer is then left to the
+// transport.
+var pastInFlight = &plumb.Until{InFlight: time.Unix(1, 0)}
+
+// until returns the time limits deadline and inFlight, or nil for none.
+func until(deadline, inFlight time.Time) *plumb.Until {
+	if deadline.IsZero() && inFlight.IsZero() {
+		return nil
+	}
+	return &plumb.Until{Deadline: deadline, InFlight: inFlight}
+}
+
+// nowIf is plumb.Now if b is set.
+func nowIf(b bool) plumb.How {
+	if b {
+		return plumb.Now
+	}
+	return 0
 }

@@ -36,13 +36,13 @@ type Wire interface {
 	// longer than dst fails it with an error wrapping an
 	// *engine.TruncatedError, one with another meta with a *MetaError.
 	//
-	// With w.Look set, Wait also watches what Look looks at (a
+	// With w.Site set, Wait also watches what its Look looks at (a
 	// neighbour's mailbox): with a zero h it is the wait's spin only,
 	// which returns found once Look finds it, or nothing after the spin's
 	// budget; with a receive it is the wait's sleep, which returns found
-	// (h still posted: finish it with w.Now) once Look(0) reports it in.
-	// With a zero h and no Look it reports only whether w would give up
-	// now (a peer lost).
+	// (h still posted: finish it with Now) once Look(0) reports it in.
+	// With a zero h and no Site it reports only whether an All wait
+	// would give up now because a peer is lost (nil otherwise).
 	Wait(peer int, h Handle, w Waiting) (n int, found bool, err error)
 	// Lend installs the owner that newOwner returns, if none is installed
 	// yet, and returns the owner installed: a later call returns the first
@@ -77,7 +77,7 @@ type SendMode uint8
 
 const (
 	// SendWait returns once p may be reused; no handle. A loss is
-	// reported as Waiting.All reports it: for a call that needs every
+	// reported as an All wait reports it: for a call that needs every
 	// rank.
 	SendWait SendMode = iota
 	// SendStart returns without waiting for the bytes to go out (only, if
@@ -90,7 +90,7 @@ const (
 	// SendCopy is SendStart that lets a message to a neighbour below the
 	// eager limit go by single copy (finished once the neighbour copied
 	// it: Handle.Late), for a call that needs every rank: a loss is
-	// reported as Waiting.All reports it.
+	// reported as an All wait reports it.
 	SendCopy
 	// SendPost sends a short message (at most a quarter of the eager
 	// limit) without waiting at all: p is copied; no handle. It fails with
@@ -99,55 +99,74 @@ const (
 	SendPost
 )
 
-// Waiting says how Wire.Wait waits and gives up.
+// Waiting says how Wire.Wait waits and gives up. It is small enough to
+// travel in registers: a wait is on every step's path.
 type Waiting struct {
-	Ctx context.Context // the wait ends when it does; nil: none
+	Ctx   context.Context // the wait ends when it does; nil: none
+	How   How             // All, Now, Poll
+	Site  *Site           // what the wait watches besides its handle, or nil
+	Until *Until          // a receive's time limits, or nil: none
+}
+
+// How is how a wait gives up, a set of flags.
+type How uint8
+
+const (
 	// All gives up as soon as any peer is lost, or closed leaving the
 	// range's receives unanswerable (Judge, Closed), with ErrPeerLost
 	// naming the first rank lost: for a call that needs every rank.
-	All bool
-	// Deadline: a receive gives up then, with engine's ErrTimeout; zero:
-	// none.
-	Deadline time.Time
-	// InFlightUntil: a receive that gives up while its message's bytes are
-	// being read in waits for them until then, and then returns an
-	// *InFlightError, its buffer still the transport's; zero: it waits for
-	// them for as long as they take.
-	InFlightUntil time.Time
-	// Now gives up at once: a receive is withdrawn (ErrWithdrawn) unless a
-	// message claimed it, which is then waited for as InFlightUntil says;
-	// a send not yet committed is dropped (no error), one committed is
-	// finished in the background.
-	Now bool
+	All How = 1 << iota
+	// Now gives up at once: a receive is withdrawn (ErrWithdrawn) unless
+	// a message claimed it, which is then waited for as Until.InFlight
+	// says; a send not yet committed is dropped (no error), one committed
+	// is finished in the background.
+	Now
 	// Poll finishes a send only if it is over, and otherwise returns
 	// ErrPending, the handle still live.
-	Poll bool
-	// Look, with Wake, is what a wait watches besides its handle: Look
-	// looks up to tries times for what it waits for and reports found, or
-	// an error that ends the wait (the mailbox closed, the neighbour at
-	// another step); Look(0) only reports whether it is in, taking
-	// nothing. Wake fires when a neighbour tells this side to look again.
+	Poll
+)
+
+// Site is what a wait watches besides its handle (a neighbour's
+// mailbox): Look looks up to tries times for what it waits for and
+// reports found, or an error that ends the wait (the mailbox closed, the
+// neighbour at another step); Look(0) only reports whether it is in,
+// taking nothing. Wake fires when a neighbour tells this side to look
+// again.
+type Site struct {
 	Look func(tries int) (found bool, err error)
 	Wake <-chan struct{}
+}
+
+// Until is a receive's time limits.
+type Until struct {
+	// Deadline: the receive gives up then, with engine's ErrTimeout;
+	// zero: none.
+	Deadline time.Time
+	// InFlight: a receive that gives up while its message's bytes are
+	// being read in waits for them until then, and then returns an
+	// *InFlightError, its buffer still the transport's; zero: it waits
+	// for them for as long as they take.
+	InFlight time.Time
 }
 
 // Handle is a send or receive started by Wire.Send or Wire.Post, to be
 // finished by exactly one Wire.Wait (or, for a send, none if it is zero).
 // What it refers to is the transport's; the zero Handle is a finished
 // send.
-type Handle struct {
-	ref  any
-	late bool
-}
+type Handle struct{ ref any }
 
-// MakeHandle is a transport's handle for ref; late as Late reports.
-func MakeHandle(ref any, late bool) Handle { return Handle{ref: ref, late: late} }
+// MakeHandle is a transport's handle for ref; a send that reads its
+// buffer late (Late) has a method Late that says so.
+func MakeHandle(ref any) Handle { return Handle{ref: ref} }
 
 // Late reports whether h is a send whose receiver reads its buffer when
 // it takes the message (a neighbour's single copy), rather than as the
 // send starts as a frame's bytes are: its buffer must not be written
 // until Wait returns even once the receiver has sent its own part.
-func (h Handle) Late() bool { return h.late }
+func (h Handle) Late() bool {
+	l, ok := h.ref.(interface{ Late() bool })
+	return ok && l.Late()
+}
 
 // Ref returns what h refers to (for the transport).
 func (h Handle) Ref() any { return h.ref }
