@@ -87,6 +87,9 @@ func (s *mailSite) conflict() error {
 func (c *Comm) mail(ctx context.Context, peer int, mb *shm.Mailbox, tag uint32, out, in []byte) (int, error) {
 	mb.Lock()
 	defer mb.Unlock()
+	if _, _, err := c.wire.Wait(peer, plumb.Handle{}, plumb.Waiting{How: plumb.All}); err != nil {
+		return 0, err // a rank is lost: the call is over, and this rank's part stays out
+	}
 	asleep, ok := mb.Post(tag, c.meta, out)
 	if !ok {
 		return 0, mailClosed(peer)
