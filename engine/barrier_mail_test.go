@@ -35,7 +35,7 @@ func TestBarrierMail(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.opts.HeapSize = 1 << 16
 			ts := newMesh(t, c.n, c.opts)
-			if got := ts[0].Topology().Neighbours; len(got) != c.n-1 {
+			if got := ts[0].Topology().Neighbours(); len(got) != c.n-1 {
 				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
 			bufs := make([]engine.SymmetricBuffer, c.n)
@@ -115,7 +115,7 @@ func barrierRounds(ts []*engine.NetTransport, b engine.SymmetricBuffer, r, round
 // barrier completes.
 func TestBarrierMailFrames(t *testing.T) {
 	ts := newMesh(t, 2, engine.Options{Spin: 20 * time.Microsecond})
-	if got := ts[0].Topology().Neighbours; len(got) != 1 {
+	if got := ts[0].Topology().Neighbours(); len(got) != 1 {
 		t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 	}
 	done := make(chan error, 1)

@@ -16,7 +16,7 @@ import (
 // BenchmarkPingPong adds.
 func BenchmarkPipeOneWay(b *testing.B) {
 	ts := pair(b, Options{})
-	if got := ts[0].Topology().Neighbours; len(got) != 1 {
+	if got := ts[0].Topology().Neighbours(); len(got) != 1 {
 		b.Fatalf("Topology().Neighbours = %v, want [1]", got)
 	}
 	from := ts[1].peer(0)

@@ -36,7 +36,7 @@ func benchOpts(impl string) engine.Options {
 // measures: pipes for shm, TCP otherwise.
 func requireLink(b *testing.B, t *engine.NetTransport, impl string) {
 	b.Helper()
-	if got, pipes := t.Topology().Neighbours, impl == "shm"; slices.Equal(got, []int{1}) != pipes {
+	if got, pipes := t.Topology().Neighbours(), impl == "shm"; slices.Equal(got, []int{1}) != pipes {
 		b.Fatalf("impl=%s: Topology().Neighbours = %v", impl, got)
 	}
 }

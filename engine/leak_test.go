@@ -92,7 +92,7 @@ func TestKilledNeighbourReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.Topology().Neighbours; len(got) != 1 {
+	if got := tr.Topology().Neighbours(); len(got) != 1 {
 		t.Fatalf("Topology().Neighbours = %v, want [1]", got)
 	}
 	if sharedMaps(t) <= maps {

@@ -60,14 +60,14 @@ func TestNeighboursExchange(t *testing.T) {
 			errs := make([]error, len(ts))
 			for r, tr := range ts {
 				top := tr.Topology()
-				if got := top.Neighbours; !slices.Equal(got, c.want(r)) {
+				if got := top.Neighbours(); !slices.Equal(got, c.want(r)) {
 					t.Fatalf("rank %d: Topology().Neighbours = %v, want %v", r, got, c.want(r))
 				}
 				wantCopy := c.want(r)
 				if c.opts.SingleCopyMin <= 0 || runtime.GOOS != "linux" {
 					wantCopy = nil
 				}
-				if got := top.SingleCopy; !slices.Equal(got, wantCopy) {
+				if got := top.SingleCopy(); !slices.Equal(got, wantCopy) {
 					t.Fatalf("rank %d: Topology().SingleCopy = %v, want %v", r, got, wantCopy)
 				}
 				wg.Go(func() {
@@ -89,7 +89,7 @@ func TestNeighboursExchange(t *testing.T) {
 // range outside the heap is refused before anything is copied.
 func TestNeighbourPutGet(t *testing.T) {
 	ts := newMesh(t, 3, engine.Options{HeapSize: 1 << 20})
-	if got := ts[0].Topology().Neighbours; !slices.Equal(got, []int{1, 2}) {
+	if got := ts[0].Topology().Neighbours(); !slices.Equal(got, []int{1, 2}) {
 		t.Fatalf("Topology().Neighbours = %v, want [1 2]", got)
 	}
 	bufs := make([]engine.SymmetricBuffer, 3)
@@ -171,7 +171,7 @@ func barrier(t *testing.T, ts []*engine.NetTransport) {
 // the neighbour's heap is mapped here, so its size is known.
 func TestNeighbourRemoteRefusal(t *testing.T) {
 	ts := heapMesh2(t, engine.Options{HeapSize: 1 << 20}, engine.Options{HeapSize: 64 << 20})
-	if got := ts[1].Topology().Neighbours; !slices.Equal(got, []int{0}) {
+	if got := ts[1].Topology().Neighbours(); !slices.Equal(got, []int{0}) {
 		t.Fatalf("Topology().Neighbours = %v, want [0]", got)
 	}
 	small := ts[0].Heap().Size()
@@ -200,7 +200,7 @@ func TestNeighbourDeadTarget(t *testing.T) {
 	}
 	defer tr.Close()
 	watchdog(t, 20*time.Second, tr)
-	if got := tr.Topology().Neighbours; !slices.Equal(got, []int{1}) {
+	if got := tr.Topology().Neighbours(); !slices.Equal(got, []int{1}) {
 		t.Fatalf("Topology().Neighbours = %v, want [1]", got)
 	}
 	b := engine.SymmetricBuffer{Rank: 1, Offset: 0, Len: 8 << 20}

@@ -194,7 +194,7 @@ type Options struct {
 	// byte is copied twice. Both ranks of a pair must set it. Pairs whose
 	// meeting found the kernel refusing it (Yama's ptrace_scope, a
 	// container), and systems without it, keep the rings;
-	// Topology().SingleCopy says which neighbours this rank copies from.
+	// Topology().SingleCopy() says which neighbours this rank copies from.
 	// Default 0: off, the rings for every size, as measured so far
 	// (bench/RESULTS.md, "Single copy between neighbours", and "Figures
 	// moved out of code comments", Options.SingleCopyMin). 256 KiB is the
@@ -215,7 +215,7 @@ type Options struct {
 	// neighbours, whose frames go through shared memory (needs a key).
 	// SealNever: none; a
 	// peer that must seal is refused. Ranks of one mesh should agree;
-	// Topology().Sealed lists the sealed peers. Default SealAuto.
+	// Topology().Sealed() lists the sealed peers. Default SealAuto.
 	Seal SealMode
 	// Logger receives warnings: a peer lost, once per peer with its rank
 	// and the cause (a crash, silence, tampering, a breach of the

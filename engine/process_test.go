@@ -118,7 +118,7 @@ func TestMeshAllPairsProcesses(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close()
-			if got := tr.Topology().Neighbours; !slices.Equal(got, c.want) {
+			if got := tr.Topology().Neighbours(); !slices.Equal(got, c.want) {
 				t.Errorf("rank 0's neighbours %v, want %v", got, c.want)
 			}
 			if err := exchange(tr, procTags, procMsgs, procMax); err != nil {

@@ -95,8 +95,8 @@ func TestSealedMesh(t *testing.T) {
 				want = append(want, p)
 			}
 		}
-		if fmt.Sprint(top.Sealed) != fmt.Sprint(want) || top.Cipher != sealed.Preferred().String() {
-			t.Errorf("rank %d: Topology().Sealed %v with %q, want %v with %q", r, top.Sealed, top.Cipher, want, sealed.Preferred())
+		if fmt.Sprint(top.Sealed()) != fmt.Sprint(want) || top.Cipher() != sealed.Preferred().String() {
+			t.Errorf("rank %d: Topology().Sealed %v with %q, want %v with %q", r, top.Sealed(), top.Cipher(), want, sealed.Preferred())
 		}
 	}
 	seen := rel.passed()
@@ -120,8 +120,8 @@ func TestSealedUnsealed(t *testing.T) {
 	opts.Seal = engine.SealAuto
 	ts, rel := relayedMesh(t, 2, opts, func(r *relay) { r.plain = true })
 	exchangeAll(t, ts, 100000)
-	if top := ts[1].Topology(); len(top.Sealed) != 0 || top.Cipher != "" {
-		t.Fatalf("Topology() says %v sealed with %q on loopback with SealAuto", top.Sealed, top.Cipher)
+	if top := ts[1].Topology(); len(top.Sealed()) != 0 || top.Cipher() != "" {
+		t.Fatalf("Topology() says %v sealed with %q on loopback with SealAuto", top.Sealed(), top.Cipher())
 	}
 	p := pattern(1, 0, 3, 0, 100000)
 	if !bytes.Contains(rel.passed(), p[50000:50032]) {
@@ -359,7 +359,7 @@ func TestSealLoopbackHosts(t *testing.T) {
 	}{{engine.SealAuto, "[]"}, {engine.SealAlways, "[1]"}} {
 		ts := meshtest.Hosts(t, []string{"host-a", "host-b"}, engine.Options{MeshKey: sealKey, Seal: tc.seal})
 		exchangeAll(t, ts, 100000)
-		if got := fmt.Sprint(ts[0].Topology().Sealed); got != tc.want {
+		if got := fmt.Sprint(ts[0].Topology().Sealed()); got != tc.want {
 			t.Errorf("Seal %v: rank 0's sealed peers %s, want %s", tc.seal, got, tc.want)
 		}
 	}
@@ -457,8 +457,8 @@ func TestSealedStar(t *testing.T) {
 	}
 	exchangeAll(t, ts, engine.RelayPart+100000) // relayed in parts between the workers
 	for r, want := range []string{"[1 2]", "[0]", "[0]"} {
-		if top := ts[r].Topology(); fmt.Sprint(top.Sealed) != want {
-			t.Errorf("rank %d: Topology().Sealed %v, want %s", r, top.Sealed, want)
+		if top := ts[r].Topology(); fmt.Sprint(top.Sealed()) != want {
+			t.Errorf("rank %d: Topology().Sealed %v, want %s", r, top.Sealed(), want)
 		}
 	}
 	armed.Store(true)

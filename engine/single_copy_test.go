@@ -26,7 +26,7 @@ func singleCopyPair(t *testing.T, opts engine.Options) []*engine.NetTransport {
 	}
 	ts := meshHosts(t, []string{"", ""}, opts)
 	for r, tr := range ts {
-		if got := tr.Topology().SingleCopy; len(got) != 1 || got[0] != 1-r {
+		if got := tr.Topology().SingleCopy(); len(got) != 1 || got[0] != 1-r {
 			t.Fatalf("rank %d: Topology().SingleCopy = %v, want [%d]", r, got, 1-r)
 		}
 	}

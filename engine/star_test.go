@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -296,8 +297,27 @@ func TestTopology(t *testing.T) {
 		if c.star {
 			wantCenter = 0
 		}
-		if c.got.Star != c.star || c.got.Center != wantCenter || !c.got.Loopback || len(c.got.Neighbours) != c.nbrs {
+		if c.got.Star != c.star || c.got.Center != wantCenter || !c.got.Loopback || len(c.got.Neighbours()) != c.nbrs {
 			t.Errorf("%s: Topology() = %+v", c.name, c.got)
+		}
+	}
+	// One link per peer, each with its medium: a star's worker reaches
+	// the other worker through the coordinator.
+	for _, c := range []struct {
+		name string
+		got  engine.Topology
+		want []engine.Link
+	}{
+		{"mesh over shared memory", shm, []engine.Link{{Rank: 1, Medium: engine.MediumShm}}},
+		{"mesh over TCP", tcp, []engine.Link{{Rank: 1, Medium: engine.MediumTCP}}},
+		{"star", star, []engine.Link{{Rank: 0, Medium: engine.MediumTCP}, {Rank: 2, Medium: engine.MediumRelay}}},
+	} {
+		got := make([]engine.Link, len(c.got.Links))
+		for i, l := range c.got.Links {
+			got[i] = engine.Link{Rank: l.Rank, Medium: l.Medium} // unsealed on loopback; single copy as the kernel allows
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: Links = %+v, want %+v", c.name, c.got.Links, c.want)
 		}
 	}
 }

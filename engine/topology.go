@@ -17,21 +17,9 @@ type Topology struct {
 	// loopback interface (all ranks local), as opposed to a real link.
 	// Collectives size their pieces by it.
 	Loopback bool
-	// Neighbours are, in rank order, the ranks whose frames go through
-	// shared memory (Options.SharedMemory): the ranks on this host that
-	// this rank met. Both ends of a pair agree. The others are reached
-	// over TCP.
-	Neighbours []int
-	// SingleCopy are the neighbours whose large messages this rank copies
-	// straight from their memory (Options.SingleCopyMin; Linux's
-	// process_vm_readv), as their meeting found it; from the other
-	// neighbours they come through the pipes' rings.
-	SingleCopy []int
-	// Sealed are, in rank order, the peers whose links are sealed
-	// (Options.Seal), and Cipher their AEAD ("aes-256-gcm" or
-	// "chacha20-poly1305"; "mixed" if they differ; "" with none sealed).
-	Sealed []int
-	Cipher string
+	// Links are this rank's links, in rank order: one per peer, each as
+	// its medium was found when the pair met.
+	Links []Link
 	// Hosts numbers, by rank, the host each rank runs on, as their
 	// HELLOs name it (Options.HostID): ranks with the same number share a
 	// host, numbered from 0 in the order of each host's lowest rank. A
@@ -41,8 +29,79 @@ type Topology struct {
 	Hosts []int
 }
 
-// Topology returns how the transport's world is joined. Neighbours is
-// the caller's, as is SingleCopy.
+// Link is one of this rank's links: how its frames go.
+type Link struct {
+	Rank int // the peer
+	// Medium is MediumShm for pipes in shared memory between ranks of
+	// one host (Options.SharedMemory; the peer is a neighbour),
+	// MediumRelay for a star worker's peer other than the coordinator
+	// (its frames pass through it), else MediumTCP.
+	Medium string
+	// Cipher is the AEAD its streams are sealed with (Options.Seal):
+	// "aes-256-gcm" or "chacha20-poly1305"; "" when they are not.
+	Cipher string
+	// SingleCopy: this rank copies the peer's large messages straight
+	// from its memory (Options.SingleCopyMin; Linux's process_vm_readv),
+	// as the pair's meeting found it; otherwise they come through the
+	// pipes' rings (MediumShm) or the sockets.
+	SingleCopy bool
+}
+
+// The media of a Link.
+const (
+	MediumTCP   = "tcp"   // TCP streams, sealed or not
+	MediumShm   = "shm"   // pipes in shared memory
+	MediumRelay = "relay" // through a star's coordinator
+)
+
+// Sealed reports whether the link's streams are sealed.
+func (l Link) Sealed() bool { return l.Cipher != "" }
+
+// Neighbours returns, in rank order, the ranks whose links are in shared
+// memory (MediumShm): the ranks on this host that this rank met. Both
+// ends of a pair agree.
+func (t Topology) Neighbours() []int {
+	return t.ranks(func(l Link) bool { return l.Medium == MediumShm })
+}
+
+// SingleCopy returns, in rank order, the neighbours whose large messages
+// this rank copies straight from their memory (Link.SingleCopy).
+func (t Topology) SingleCopy() []int {
+	return t.ranks(func(l Link) bool { return l.SingleCopy })
+}
+
+// Sealed returns, in rank order, the peers whose links are sealed.
+func (t Topology) Sealed() []int { return t.ranks(Link.Sealed) }
+
+// Cipher returns the AEAD of the sealed links: "" if none is sealed,
+// "mixed" if they differ.
+func (t Topology) Cipher() string {
+	c := ""
+	for _, l := range t.Links {
+		switch {
+		case l.Cipher == "" || l.Cipher == c:
+		case c == "":
+			c = l.Cipher
+		default:
+			return "mixed"
+		}
+	}
+	return c
+}
+
+// ranks returns, in rank order, the ranks of the links that is accepts.
+func (t Topology) ranks(is func(Link) bool) []int {
+	var r []int
+	for _, l := range t.Links {
+		if is(l) {
+			r = append(r, l.Rank)
+		}
+	}
+	return r
+}
+
+// Topology returns how the transport's world is joined; the Links are the
+// caller's.
 func (t *NetTransport) Topology() Topology {
 	top := Topology{Star: t.topo.star, Center: -1, Loopback: t.topo.loopback}
 	if top.Star {
@@ -51,22 +110,20 @@ func (t *NetTransport) Topology() Topology {
 		top.Hosts = t.hosts()
 	}
 	for _, p := range t.view().peers {
+		if p.rank == t.rank || p.link == nil {
+			continue
+		}
+		l := Link{Rank: p.rank, Medium: MediumTCP}
+		if _, routed := p.link.(*routeLink); routed {
+			l.Medium = MediumRelay
+		}
 		if c := sealed.Cipher(p.seal.Load()); c != 0 {
-			top.Sealed = append(top.Sealed, p.rank)
-			switch name := c.String(); top.Cipher {
-			case "":
-				top.Cipher = name
-			case name:
-			default:
-				top.Cipher = "mixed"
-			}
+			l.Cipher = c.String()
 		}
-		if p.can().mailbox != nil {
-			top.Neighbours = append(top.Neighbours, p.rank)
-			if p.can().copy.In {
-				top.SingleCopy = append(top.SingleCopy, p.rank)
-			}
+		if c := p.can(); c.mailbox != nil {
+			l.Medium, l.SingleCopy = MediumShm, c.copy.In
 		}
+		top.Links = append(top.Links, l)
 	}
 	return top
 }

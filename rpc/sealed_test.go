@@ -14,8 +14,8 @@ import (
 // request and reply sealed) all come back with their own answers.
 func TestSealedCalls(t *testing.T) {
 	ts := meshtest.Mesh(t, 3, engine.Options{SharedMemory: engine.SharedMemoryOff, Seal: engine.SealAlways, MeshKey: []byte("the rpc tests' key for sealing!!")})
-	if top := ts[0].Topology(); len(top.Sealed) != 2 {
-		t.Fatalf("rank 0's sealed peers: %v, want both", top.Sealed)
+	if top := ts[0].Topology(); len(top.Sealed()) != 2 {
+		t.Fatalf("rank 0's sealed peers: %v, want both", top.Sealed())
 	}
 	as := agentsOn(t, ts, rpc.Options{})
 	var wg sync.WaitGroup

@@ -76,7 +76,7 @@ type links struct {
 // linksOf reads t's links once its mesh has formed.
 func linksOf(t *engine.NetTransport, network string) links {
 	top := t.Topology()
-	l := links{network: network, shm: top.Neighbours, copy: top.SingleCopy, copyMin: t.Options().SingleCopyMin, sealed: top.Sealed, cipher: top.Cipher, hosts: top.Hosts}
+	l := links{network: network, shm: top.Neighbours(), copy: top.SingleCopy(), copyMin: t.Options().SingleCopyMin, sealed: top.Sealed(), cipher: top.Cipher(), hosts: top.Hosts}
 	for r := range t.WorldSize() {
 		if r != t.Rank() && !slices.Contains(l.shm, r) {
 			l.net = append(l.net, r)

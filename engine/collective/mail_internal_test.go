@@ -39,7 +39,7 @@ func TestMailboxExchange(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ts := bareMesh(t, 2, c.opts)
-			if got := ts[0].Topology().Neighbours; len(got) != 1 {
+			if got := ts[0].Topology().Neighbours(); len(got) != 1 {
 				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
 			ctx := context.Background()
@@ -295,7 +295,7 @@ func TestMailboxPartWins(t *testing.T) {
 				})
 			})
 			ts = bareMesh(t, 2, engine.Options{Spin: c.spin})
-			if got := ts[1].Topology().Neighbours; len(got) != 1 {
+			if got := ts[1].Topology().Neighbours(); len(got) != 1 {
 				t.Fatalf("Topology().Neighbours = %v: the test needs shared memory", got)
 			}
 			if c.at == hookSawPart {

@@ -401,7 +401,7 @@ func TestMatrixProcesses(t *testing.T) {
 				children = append(children, procStart(t, "matrix", r, lns[r], addrs, matrixLengthsEnv+"="+strings.Join(env, ",")))
 			}
 			tr, c := procRank0(t, n, lns[0], addrs)
-			if got := tr.Topology().Neighbours; len(got) != n-1 {
+			if got := tr.Topology().Neighbours(); len(got) != n-1 {
 				t.Fatalf("rank 0's neighbours %v: want all %d other ranks over shared memory", got, n-1)
 			}
 			for _, length := range lengths {
