@@ -292,13 +292,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // watch is Wait's spin on w.Site with no receive posted: the first looks
 // (one only where spinning is disabled), then the spin (spinSite) for
-// p's budget. An All wait gives up at once where a peer is lost.
+// p's budget. (Its owner looked for a lost peer just before: Wait with
+// a zero handle and no site.)
 func (t *NetTransport) watch(p *peer, w plumb.Waiting) (bool, error) {
-	if w.How&plumb.All != 0 {
-		if err := t.view().lostErr(ownedOp); err != nil {
-			return false, t.lossErr(err)
-		}
-	}
 	looks := 1
 	if t.spinBudget() > 0 {
 		looks = t.spinLooks()

@@ -2,37 +2,19 @@ package engine_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
 
-// pattern fills a payload that names its sender, receiver, tag and sequence
-// number and whose bytes depend on all four, so that a misrouted, reordered
-// or corrupted message is detected by check.
-func pattern(from, to, tag, seq, n int) []byte {
-	b := make([]byte, n)
-	fillPattern(b, from, to, tag, seq)
-	return b
-}
+// pattern is meshtest.Pattern: a payload that names its sender,
+// receiver, tag and sequence number, checked by check.
+func pattern(from, to, tag, seq, n int) []byte { return meshtest.Pattern(from, to, tag, seq, n) }
 
-func fillPattern(b []byte, from, to, tag, seq int) {
-	seed := uint64(from)<<48 ^ uint64(to)<<32 ^ uint64(tag)<<16 ^ uint64(seq)
-	r := rand.New(rand.NewPCG(seed, uint64(len(b))))
-	var block [4096]byte
-	for i := 0; i < len(block); i += 8 {
-		binary.LittleEndian.PutUint64(block[i:], r.Uint64())
-	}
-	// Tile the random block; stamp each block with its index so that a
-	// misplaced block is caught too.
-	for off := 0; off < len(b); off += len(block) {
-		n := copy(b[off:], block[:])
-		if n >= 8 {
-			binary.LittleEndian.PutUint64(b[off:], seed^uint64(off))
-		}
-	}
-}
+// fillPattern is meshtest.FillPattern.
+func fillPattern(b []byte, from, to, tag, seq int) { meshtest.FillPattern(b, from, to, tag, seq) }
 
 // check compares got with the expected pattern.
 func check(got []byte, from, to, tag, seq, n int) error {

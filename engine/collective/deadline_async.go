@@ -14,13 +14,13 @@ import (
 
 // The deadline allreduce never waits for a rank that is late, stopped or
 // lost: sends that do not wait (plumb.SendStart, SendPost) and receives
-// that give up only when their own peer is lost (recvFrom).
+// that give up only when their own peer is lost (take, with no All).
 //
 // The deadline allreduce, per round (call):
 //
-//	leaf: start(contribution, tag) -> recvFrom(root, tag+1: header)
+//	leaf: start(contribution, tag) -> take(root, tag+1: header)
 //	      -> Drop the contribution (withdrawn if the root did not take it)
-//	      -> header says behind: ErrBehind; else recvFrom(root, tag+2)
+//	      -> header says behind: ErrBehind; else take(root, tag+2)
 //	root: gather until the deadline (a lost leaf is left out) -> reduce ->
 //	      copy the result into a snapshot -> to each leaf not lost: if its
 //	      previous result is still on its way, a header saying behind;
@@ -94,14 +94,14 @@ func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root i
 	if err != nil {
 		return Contributors{}, err
 	}
-	hdr := c.dlHdr[:] // not on the stack: it goes through an interface
-	m, err := c.recvFrom(ctx, root, tag+1, hdr, time.Time{}, time.Time{})
-	c.drop(root, s) // the root took it, or never will
+	hdr := c.dlHdr[:]                          // not on the stack: it goes through an interface
+	m, err := c.take(ctx, root, tag+1, hdr, 0) // only the root's loss ends it
+	c.drop(root, s)                            // the root took it, or never will
 	if err == nil {
 		err = c.recvCheck(m, len(hdr), root)
 	}
 	if err != nil {
-		return Contributors{}, explain(err)
+		return Contributors{}, explain(wireErr(err))
 	}
 	if binary.LittleEndian.Uint64(hdr[8:])&flagBehind != 0 {
 		return Contributors{}, ErrBehind
@@ -110,11 +110,11 @@ func (c *Comm) deadlineLeaf(ctx context.Context, tag uint32, data []byte, root i
 	if n := c.t.WorldSize(); mask&(1<<root) == 0 || n < 64 && mask>>n != 0 {
 		return Contributors{}, fmt.Errorf("collective: root %d's contributor set %#x does not fit a world of %d with it: %w", root, mask, n, ErrMismatch)
 	}
-	m, err = c.recvFrom(ctx, root, tag+2, data, time.Time{}, time.Time{})
+	m, err = c.take(ctx, root, tag+2, data, 0)
 	if err == nil {
 		err = c.recvCheck(m, len(data), root)
 	}
-	return Contributors{Mask: mask, Count: bits.OnesCount64(mask)}, explain(err)
+	return Contributors{Mask: mask, Count: bits.OnesCount64(mask)}, explain(wireErr(err))
 }
 
 // deadlineGrace is how long after deadline the root still waits for the

@@ -91,7 +91,8 @@ func (g *gatherState) post(w plumb.Wire, self, n int, tag, meta uint32, size int
 	}
 }
 
-// wait waits for leaf p's receive as recvFrom does, and hands its buffer
+// wait waits for leaf p's receive until deadline (the bytes of one
+// being read in until grace), and hands its buffer
 // back unless the transport kept it (an in-flight message): the buffer
 // stays valid for the caller until the next post.
 func (g *gatherState) wait(w plumb.Wire, ctx context.Context, p int, deadline, grace time.Time) ([]byte, int, error) {

@@ -38,7 +38,7 @@ func (c *Comm) swap(ctx context.Context, to, from int, tag uint32, out, in []byt
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.take(ctx, from, tag, in)
+	n, err := c.take(ctx, from, tag, in, plumb.All)
 	// A failed receive ends the call: what has not gone out is dropped.
 	if _, _, serr := c.wire.Wait(to, h, plumb.Waiting{How: nowIf(err != nil) | plumb.All}); serr != nil && err == nil {
 		err = serr

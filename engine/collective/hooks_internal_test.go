@@ -2,10 +2,8 @@ package collective
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/boltmesh/boltmesh/engine"
 	"github.com/boltmesh/boltmesh/internal/meshtest"
@@ -60,7 +58,7 @@ func (h *testHooks) SendMsg(ctx context.Context, to int, tag, meta uint32, p []b
 // Comm's recv does.
 func (h *testHooks) Recv(ctx context.Context, from int, tag, meta uint32, dst []byte) (int, error) {
 	c := h.comm(meta)
-	n, err := c.take(ctx, from, tag, dst)
+	n, err := c.take(ctx, from, tag, dst, plumb.All)
 	return n, wireErr(err)
 }
 
@@ -84,34 +82,6 @@ func (h *testHooks) ExchangeChunks(ctx context.Context, to, from int, tag, meta 
 func (h *testHooks) comm(meta uint32) *Comm {
 	h.c.meta = meta
 	return h.c
-}
-
-// PostFrom posts a receive (plumb.Wire.Post) as a testRecv.
-func (h *testHooks) PostFrom(from int, tag, meta uint32, dst []byte) (*testRecv, error) {
-	hd, err := h.Post(from, tag, meta, dst, false)
-	if err != nil {
-		return nil, err
-	}
-	return &testRecv{w: h.Wire, from: from, h: hd}, nil
-}
-
-// testRecv is a posted receive and the ways a Comm finishes one.
-type testRecv struct {
-	w    plumb.Wire
-	from int
-	h    plumb.Handle
-}
-
-// Wait is recvFrom's wait.
-func (r *testRecv) Wait(ctx context.Context, deadline, inFlightUntil time.Time) (int, error) {
-	n, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{Ctx: ctx, Until: &plumb.Until{Deadline: deadline, InFlight: inFlightUntil}})
-	return n, wireErr(err)
-}
-
-// Drop is gatherState.drop's: it reports whether dst may be reused.
-func (r *testRecv) Drop() bool {
-	_, _, err := r.w.Wait(r.from, r.h, plumb.Waiting{How: plumb.Now, Until: pastInFlight})
-	return !errors.Is(err, plumb.ErrInFlight)
 }
 
 // mailboxPost writes rank tr's part of an exchange on tag with meta into

@@ -156,7 +156,7 @@ func (c *Comm) sleepMail(ctx context.Context, s *mailSite) (n int, byFrame bool,
 	}
 	// Rewritten since it was seen: the neighbour gave the call up and went
 	// on. The receive says so.
-	n, err = c.take(ctx, s.from, s.tag, s.in)
+	n, err = c.take(ctx, s.from, s.tag, s.in, plumb.All)
 	return n, false, err
 }
 

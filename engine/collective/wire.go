@@ -37,12 +37,14 @@ func (c *Comm) start(ctx context.Context, to int, tag uint32, p []byte) (plumb.H
 // dst. It gives up when ctx ends or any peer is lost (a call needs every
 // rank).
 func (c *Comm) recv(ctx context.Context, from int, tag uint32, dst []byte) (int, error) {
-	n, err := c.take(ctx, from, tag, dst)
+	n, err := c.take(ctx, from, tag, dst, plumb.All)
 	return n, explain(wireErr(err))
 }
 
-// take is recv, its errors the transport's.
-func (c *Comm) take(ctx context.Context, from int, tag uint32, dst []byte) (int, error) {
+// take is recv, its errors the transport's; how is plumb.All for a
+// call that needs every rank, 0 for one that gives up only when rank
+// from is lost (the deadline allreduce's leaf).
+func (c *Comm) take(ctx context.Context, from int, tag uint32, dst []byte, how plumb.How) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -50,28 +52,8 @@ func (c *Comm) take(ctx context.Context, from int, tag uint32, dst []byte) (int,
 	if err != nil {
 		return 0, err
 	}
-	n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: ctx, How: plumb.All})
+	n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: ctx, How: how})
 	return n, err
-}
-
-// recvFrom is recv that gives up only when rank from is lost (or ctx
-// ends, or deadline passes: engine.ErrTimeout; zero: none), not when any
-// other rank is lost or closes: for a call that goes on without ranks
-// that left. If it gives up while the message's bytes are being read into
-// dst, it waits for them until inFlightUntil (zero: for as long as they
-// take); once that passes too (a sender stopped halfway), it returns an
-// *plumb.InFlightError, and dst stays the transport's until the message
-// is in or from is lost.
-func (c *Comm) recvFrom(ctx context.Context, from int, tag uint32, dst []byte, deadline, inFlightUntil time.Time) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	h, err := c.wire.Post(from, tag, c.meta, dst, false)
-	if err != nil {
-		return 0, err
-	}
-	n, _, err := c.wire.Wait(from, h, plumb.Waiting{Ctx: ctx, Until: until(deadline, inFlightUntil)})
-	return n, wireErr(err)
 }
 
 // tryRecv is recv that takes only a message already in: ok is false if
@@ -132,14 +114,6 @@ func wireErr(err error) error {
 // while bytes are being read in: their buffer is then left to the
 // transport.
 var pastInFlight = &plumb.Until{InFlight: time.Unix(1, 0)}
-
-// until returns the time limits deadline and inFlight, or nil for none.
-func until(deadline, inFlight time.Time) *plumb.Until {
-	if deadline.IsZero() && inFlight.IsZero() {
-		return nil
-	}
-	return &plumb.Until{Deadline: deadline, InFlight: inFlight}
-}
 
 // nowIf is plumb.Now if b is set.
 func nowIf(b bool) plumb.How {
