@@ -287,7 +287,7 @@ func (t *NetTransport) reportReject(addr string, rank int, err error) {
 	if !errors.As(err, &he) {
 		he = &HandshakeError{Addr: addr, Rank: rank, Local: true, Reason: "handshake I/O", Err: err}
 	}
-	if ok, left := t.door.refusals.allow(time.Now()); ok {
+	if ok, left := t.door.refusals.Allow(time.Now()); ok {
 		args := []any{"rank", t.rank, "from", addr, "claimed_rank", rank, "err", he}
 		if left > 0 {
 			args = append(args, "refusals_not_logged", left)

@@ -57,18 +57,18 @@ func (t *NetTransport) barrierMail(p *peer, mb *linkshm.Mailbox, w waitOpts) err
 		b.sent = true
 	}
 	site := waitSite{kind: siteBarrier, mb: mb, v: v}
-	spun := p.spin.budget(t.spinBudget())
+	spun := p.spin.Budget(t.spinBudget())
 	done, err := t.spinSite(p, &site, spun, w)
 	if done || err != nil {
 		if done {
-			p.spin.note(false)
+			p.spin.Note(false)
 		}
 		return err
 	}
 	asleep := time.Now()
 	err = t.sleepBarrier(p, &site, w)
 	if err == nil {
-		p.spin.slept(spun, asleep, t.spinBudget())
+		p.spin.Slept(spun, asleep, t.spinBudget())
 	}
 	return err
 }

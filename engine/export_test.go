@@ -9,6 +9,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
+	"github.com/boltmesh/boltmesh/internal/lograte"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -20,8 +21,8 @@ var (
 
 // The refusal log's rate: a burst, then one line per interval.
 const (
-	RefusalBurst = refusalBurst
-	RefusalEvery = refusalEvery
+	RefusalBurst = lograte.Burst
+	RefusalEvery = lograte.Every
 )
 
 // The barrier's first reserved tag, for the fuzz target that plays a

@@ -52,7 +52,7 @@ func (t *NetTransport) beating() {
 				if p.up() {
 					p.link.checkLive(now) // a routed link has none of its own
 				}
-				p.warns.flush(t.opts.Logger, now)
+				p.warns.Flush(t.opts.Logger, now)
 			}
 		}
 	}

@@ -219,11 +219,11 @@ func (t *NetTransport) waitLent(p *peer, r *recvReq, w plumb.Waiting) (n int, fo
 			return 0, false, err
 		}
 	case w.Site != nil:
-		spun, slept := p.spin.budget(t.spinBudget()), time.Now()
+		spun, slept := p.spin.Budget(t.spinBudget()), time.Now()
 		site := waitSite{kind: siteLook, look: w.Site.Look, wake: w.Site.Wake}
 		done, cause := t.sleep(p, r, &site, wo, nil)
 		if cause == nil {
-			p.spin.slept(spun, slept, t.spinBudget())
+			p.spin.Slept(spun, slept, t.spinBudget())
 		}
 		if !done && cause == nil {
 			return 0, true, nil // r stays posted: its owner finishes it (Now)
@@ -301,14 +301,14 @@ func (t *NetTransport) watch(p *peer, w plumb.Waiting) (bool, error) {
 	}
 	if found, err := w.Site.Look(looks); found || err != nil {
 		if found {
-			p.spin.note(false)
+			p.spin.Note(false)
 		}
 		return found, err
 	}
 	site := waitSite{kind: siteLook, look: w.Site.Look, wake: w.Site.Wake}
-	found, err := t.spinSite(p, &site, p.spin.budget(t.spinBudget()), lentWait(t, w, 0))
+	found, err := t.spinSite(p, &site, p.spin.Budget(t.spinBudget()), lentWait(t, w, 0))
 	if found {
-		p.spin.note(false)
+		p.spin.Note(false)
 	}
 	return found, t.lossErr(err)
 }

@@ -166,12 +166,12 @@ func (l *streamLink) forward(c *ioloop.Conn, h *frame.Header, bb *ioloop.Buffer)
 
 // routable reports whether the coordinator can forward h, a frame from
 // this link's worker, to the worker its Dst names; it logs why not (at
-// most a line per repeatEvery for the worker: warns).
+// most a line per lograte.RepeatEvery for the worker: warns).
 func (l *streamLink) routable(h *frame.Header) bool {
 	t := l.p.t
 	to := int(h.Dst) - 1
 	if to <= 0 || to >= t.world || to == l.p.rank || !t.topo.starReady.Load() {
-		l.p.warns.warn(t.opts.Logger, time.Now(), "boltmesh: dropped a frame the coordinator cannot forward", "rank", t.rank, "peer", l.p.rank, "kind", h.Kind, "to", to)
+		l.p.warns.Warn(t.opts.Logger, time.Now(), "boltmesh: dropped a frame the coordinator cannot forward", "rank", t.rank, "peer", l.p.rank, "kind", h.Kind, "to", to)
 		return false
 	}
 	return true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/lograte"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -86,10 +87,10 @@ type topology struct {
 
 // door is the listener after the mesh formed and what it refuses.
 type door struct {
-	late     *acceptor  // the listener during LateJoinWindow, if this rank accepts
-	refusals logLimiter // which refused connections are logged
-	keyWarn  sync.Once  // the warning that the mesh has no key
-	sealWarn sync.Once  // the warning that a link leaves the host unsealed
+	late     *acceptor       // the listener during LateJoinWindow, if this rank accepts
+	refusals lograte.Limiter // which refused connections are logged
+	keyWarn  sync.Once       // the warning that the mesh has no key
+	sealWarn sync.Once       // the warning that a link leaves the host unsealed
 }
 
 // heartbeatLoop is the heartbeat goroutine's lifetime.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/boltmesh/boltmesh/internal/credit"
 
+	"github.com/boltmesh/boltmesh/internal/lograte"
+	"github.com/boltmesh/boltmesh/internal/spin"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -20,7 +22,7 @@ import (
 //	in/out credit.go           flow-control credit granted to the peer, and by it
 //	svcIn  service.go          the service frame being read
 //	bye    goodbye.go          the peer's orderly close
-//	warns  lograte.go          the warnings it causes over and over, rate-limited
+//	warns  internal/lograte    the warnings it causes over and over, rate-limited
 //
 // Lock rule: mu guards m, rdv, one (but for its atomics), lost and
 // windowOpen: the matcher, rendezvous and one-sided state move
@@ -46,12 +48,12 @@ type peer struct {
 	out   credit.Out // the credit the peer granted this rank
 	svcIn serviceIn
 	bye   farewell
-	spin  spinGauge                    // how long waits on the peer spin (spin_gauge.go)
+	spin  spin.Gauge                   // how long waits on the peer spin (internal/spin)
 	caps  atomic.Pointer[caps]         // what its link can do besides carry frames (caps.go)
 	copy  copyState                    // the single copy's count (single_copy.go)
 	seal  atomic.Uint32                // the sealed.Cipher its links are sealed with, 0: none (seal.go)
 	told  atomic.Pointer[DroppedError] // its last word, once read (lastword.go)
-	warns repeatLog
+	warns lograte.Repeat
 
 	windowOpen bool          // the first CREDIT went out
 	released   chan struct{} // closed when the link is released

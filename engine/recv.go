@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/internal/plumb"
+	"github.com/boltmesh/boltmesh/internal/spin"
 )
 
 // Recv implements Transport.
@@ -121,10 +122,10 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 		start = time.Now()
 	}
 	if done := t.spinOn(p, r); done {
-		p.spin.note(false)
+		p.spin.Note(false)
 		return nil
 	}
-	spun, asleep := p.spin.budget(t.spinBudget()), time.Now()
+	spun, asleep := p.spin.Budget(t.spinBudget()), time.Now()
 	var timeout <-chan time.Time
 	if w.timeout > 0 {
 		if r.timer == nil {
@@ -136,7 +137,7 @@ func (t *NetTransport) wait(p *peer, r *recvReq, w waitOpts) error {
 	}
 	done, cause := t.sleep(p, r, &waitSite{}, w, timeout)
 	if done {
-		p.spin.slept(spun, asleep, t.spinBudget())
+		p.spin.Slept(spun, asleep, t.spinBudget())
 		return nil
 	}
 	if w.leave {
@@ -259,7 +260,7 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 
 // spinPolls is spinUntil's loop, with the lanes' polling on.
 func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
-	budget := p.spin.budget(t.spinBudget())
+	budget := p.spin.Budget(t.spinBudget())
 	// The clock is read every step polls only, the first time after step:
 	// 8 polls of sockets (each a system call), 32 of pipes, whose poll
 	// costs less than a clock reading, so that a wait that ends within
@@ -294,7 +295,7 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 		}
 		if t.topo.crowded.Load() {
 			runtime.Gosched()
-			yieldCore()
+			spin.Yield()
 			continue
 		}
 		if yieldDue(cheap, el, yielded) {

@@ -14,6 +14,7 @@ import (
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/link/tcp"
 	"github.com/boltmesh/boltmesh/internal/shm"
+	"github.com/boltmesh/boltmesh/internal/spin"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -93,9 +94,9 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	if err := checkCongestion(o.Congestion); err != nil {
 		return nil, err
 	}
-	crowded := opts.Spin == 0 && local > availableCPUs()
+	crowded := opts.Spin == 0 && local > spin.Available()
 	if crowded {
-		o.Spin = crowdedSpin // oversubscribed: spins give the core up between polls
+		o.Spin = spin.CrowdedSpin // oversubscribed: spins give the core up between polls
 	}
 	if star {
 		o.Streams = 1 // a star's links carry every pair's traffic: no striping
@@ -105,7 +106,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	t.topo.crowded.Store(crowded)
 	t.topo.spin.Store(int64(o.Spin))
 	t.topo.defaultSpin = opts.Spin == 0
-	t.topo.sealCrew = sealCrew(availableCPUs(), local)
+	t.topo.sealCrew = sealCrew(spin.Available(), local)
 	t.topo.sameMachine = make([]atomic.Bool, world)
 	t.topo.hostIDs = make([]atomic.Pointer[[frame.HostIDSize]byte], world)
 	if m, err := shm.MachineID(); err == nil {
@@ -128,7 +129,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	return t, nil
 }
 
-// spinBudget is Options.Spin as settled: crowdedSpin once the machine
+// spinBudget is Options.Spin as settled: spin.CrowdedSpin once the machine
 // turned out crowded.
 func (t *NetTransport) spinBudget() time.Duration { return time.Duration(t.topo.spin.Load()) }
 
@@ -139,7 +140,7 @@ func (t *NetTransport) spinBudget() time.Duration { return time.Duration(t.topo.
 // cores though their addresses are not loopback ones. It runs once the
 // mesh has formed, before the transport is returned; an explicit
 // Options.Spin is kept.
-func (t *NetTransport) settleCrowding() { t.settleCrowdingOn(availableCPUs()) }
+func (t *NetTransport) settleCrowding() { t.settleCrowdingOn(spin.Available()) }
 
 // settleCrowdingOn is settleCrowding on a machine of cpus cores.
 func (t *NetTransport) settleCrowdingOn(cpus int) {
@@ -155,7 +156,7 @@ func (t *NetTransport) settleCrowdingOn(cpus int) {
 	if n <= cpus {
 		return
 	}
-	t.topo.spin.Store(int64(crowdedSpin))
+	t.topo.spin.Store(int64(spin.CrowdedSpin))
 	t.topo.crowded.Store(true)
 	t.loop.SetSpin(0)
 }
@@ -387,6 +388,19 @@ func (t *NetTransport) sealOptions() sealed.Options {
 		return *o
 	}
 	return sealed.Options{Crew: t.topo.sealCrew}
+}
+
+// noKeyWarning is logged once by a transport without a mesh key that
+// listens on, or dials, anything but loopback.
+const noKeyWarning = "boltmesh: NO MESH KEY: any host that can reach this rank can join the mesh as a rank, forge PUTs, read every heap and see control messages. " +
+	"Give every rank the same key: Options.MeshKey, the BOLTMESH_KEY environment variable, or the CLI's --key-file FILE (boltmesh keygen writes one)"
+
+// keylessExposed reports whether a rank with mesh key key that listens
+// at or dials addr (host:port) is open to strangers: it has no key and
+// addr is not this machine's loopback (a wildcard address such as
+// 0.0.0.0 or :7000 listens on every interface).
+func keylessExposed(key []byte, addr string) bool {
+	return len(key) == 0 && !isLoopback(addr)
 }
 
 // warnIfKeyless logs noKeyWarning, once per transport, if addr exposes a

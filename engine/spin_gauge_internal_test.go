@@ -6,60 +6,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boltmesh/boltmesh/internal/spin"
 )
 
-// TestSpinGauge: waits spin the full budget until most recent ones
-// outlast it (11 long waits in a row from none), then spinFloor, and the
-// full budget again after 3 short ones; a budget at or below spinFloor is
-// never cut.
-func TestSpinGauge(t *testing.T) {
-	const full = time.Millisecond
-	var g spinGauge
-	for i := 1; i <= 11; i++ {
-		if got := g.budget(full); got != full {
-			t.Fatalf("after %d long waits: budget %v, want %v", i-1, got, full)
-		}
-		g.note(true)
-	}
-	if got := g.budget(full); got != spinFloor {
-		t.Fatalf("after 11 long waits: budget %v, want spinFloor", got)
-	}
-	if got := g.budget(spinFloor / 2); got != spinFloor/2 {
-		t.Errorf("budget of a spin under the floor: %v, want it unchanged", got)
-	}
-	for range 50 {
-		g.note(true)
-	}
-	if v := g.long.Load(); v > gaugeOne {
-		t.Errorf("gauge %d after only long waits, above %d", v, gaugeOne)
-	}
-	for i := 1; i <= 3; i++ {
-		if got := g.budget(full); got != spinFloor {
-			t.Fatalf("after %d short waits: budget %v, want spinFloor still", i-1, got)
-		}
-		g.note(false)
-	}
-	if got := g.budget(full); got != full {
-		t.Fatalf("after 3 short waits: budget %v, want %v", got, full)
-	}
-	g.slept(spinFloor, time.Now().Add(-2*full), full) // spun and slept longer than full
-	g.slept(spinFloor, time.Now(), full)              // slept briefly: short
-	v := g.long.Load()
-	if v == 0 || v > gaugeHigh {
-		t.Errorf("gauge %d after a long and a short sleep", v)
-	}
-	g.slept(0, time.Now().Add(-time.Second), -1) // no spinning: nothing to learn
-	if got := g.long.Load(); got != v {
-		t.Errorf("a sleep with spinning off moved the gauge from %d to %d", v, got)
-	}
-}
-
 // TestSpinGaugeAdapts: receives from a peer that answers only after
-// longer than Options.Spin soon spin only spinFloor, and spin the full
+// longer than Options.Spin soon spin only spin.Floor, and spin the full
 // budget again once its answers come quickly.
 func TestSpinGaugeAdapts(t *testing.T) {
-	const spin = 5 * time.Millisecond
-	ts := pair(t, Options{Spin: spin})
+	const full = 5 * time.Millisecond
+	ts := pair(t, Options{Spin: full})
 	slow := make(chan time.Duration)
 	go echo(ts[1], slow)
 	defer close(slow)
@@ -77,16 +33,16 @@ func TestSpinGaugeAdapts(t *testing.T) {
 		}
 	}
 	for i := range 12 {
-		roundTrip(i, 4*spin)
+		roundTrip(i, 4*full)
 	}
-	if got := g.budget(spin); got != spinFloor {
-		t.Fatalf("after 12 answers 4 spins late: budget %v, want spinFloor", got)
+	if got := g.Budget(full); got != spin.Floor {
+		t.Fatalf("after 12 answers 4 spins late: budget %v, want spin.Floor", got)
 	}
 	for i := range 10 {
 		roundTrip(i, 0)
 	}
-	if got := g.budget(spin); got != spin {
-		t.Fatalf("after 10 quick answers: budget %v, want %v", got, spin)
+	if got := g.Budget(full); got != full {
+		t.Fatalf("after 10 quick answers: budget %v, want %v", got, full)
 	}
 }
 
@@ -131,7 +87,7 @@ func BenchmarkSlowPeer(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				if fixed {
-					g.long.Store(0)
+					g.Reset()
 				}
 				slow <- time.Millisecond
 				binary.LittleEndian.PutUint64(out[:], uint64(i))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+	"github.com/boltmesh/boltmesh/internal/spin"
 )
 
 // The wait policy. Every wait of the transport for what a peer brings (a
@@ -13,7 +14,7 @@ import (
 // mailbox, a neighbour's barrier signal) runs the same two phases:
 //
 //  1. Spin, for the peer's spin budget (Options.Spin, shortened by the
-//     peer's gauge where spins there keep running out: spin_gauge.go),
+//     peer's gauge where spins there keep running out: internal/spin),
 //     without sleeping: a receive drives the peer's link itself
 //     (spinUntil, recv.go); a mailbox wait looks at the mailbox
 //     (spinSite), spinLooks looks between pauses (spinPause). A spin
@@ -180,7 +181,7 @@ func (t *NetTransport) spinPause(c *spinClock, budget time.Duration) bool {
 	}
 	runtime.Gosched()
 	if t.topo.crowded.Load() {
-		yieldCore()
+		spin.Yield()
 	} else if give := t.opts.SpinYield; give > 0 && el >= give && el-c.gave >= spinYield {
 		giveCore()
 		c.gave = el
@@ -188,12 +189,12 @@ func (t *NetTransport) spinPause(c *spinClock, budget time.Duration) bool {
 	return true
 }
 
-// giveCore is yieldCore for a spin past Options.SpinYield.
+// giveCore is spin.Yield for a spin past Options.SpinYield.
 func giveCore() {
 	if testHookGiveCore != nil {
 		testHookGiveCore()
 	}
-	yieldCore()
+	spin.Yield()
 }
 
 // testHookGiveCore, set only by tests, is called as giveCore gives the

@@ -1,4 +1,4 @@
-package engine
+package spin
 
 import "testing"
 
@@ -28,7 +28,7 @@ func TestCPUsFromCgroup(t *testing.T) {
 			t.Errorf("%s: %d CPUs, want %d", tc.name, got, tc.want)
 		}
 	}
-	if n := availableCPUs(); n < 1 {
-		t.Errorf("availableCPUs() = %d on this machine", n)
+	if n := Available(); n < 1 {
+		t.Errorf("Available() = %d on this machine", n)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package spin
 
 import (
 	"math"
@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// availableCPUs is how many cores this process may use: runtime.NumCPU
+// Available is how many cores this process may use: runtime.NumCPU
 // (the CPUs its affinity mask allows, sched_getaffinity on Linux),
 // lowered on Linux to a cgroup CPU quota (cgroup v2 cpu.max, v1
 // cpu.cfs_quota_us over cpu.cfs_period_us, rounded up), as a container
 // with --cpus has. Ranks count against it to tell whether they outnumber
 // the cores (crowding). Read once.
-func availableCPUs() int { return cpuCount.n }
+func Available() int { return cpuCount.n }
 
 var cpuCount = struct{ n int }{n: cpusFrom(runtime.NumCPU(), readCgroupFile)}
 
