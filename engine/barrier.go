@@ -24,7 +24,7 @@ type barrierState struct {
 	inProgress bool
 	round      uint32 // next round of the current barrier
 	sent       bool   // this round's signal is sent
-	next       int    // a star's center: the next worker it hears from or releases in this round (barrier_star.go)
+	next       int    // a star's center: the next worker it hears from or releases in this round (starBarrier)
 	heard      bool   // this round's partner, a neighbour, signalled by frame (barrier_mail.go)
 	out        [8]byte
 	in         [8]byte
@@ -59,7 +59,7 @@ func (t *NetTransport) BarrierContext(ctx context.Context) error {
 }
 
 // barrier is a dissemination barrier (in a star of more than two ranks,
-// a gather and release at the coordinator instead: barrier_star.go): in
+// a gather and release at the coordinator instead: starBarrier): in
 // round k every rank signals rank+2^k
 // and waits for rank-2^k, so it completes in ceil(log2 n) rounds with no
 // root; in a world of a power of two ranks, rank XOR 2^k instead, so that
@@ -78,7 +78,7 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		return &PeerError{Op: w.op, Rank: t.rank, Err: ErrClosed}
 	}
 	v := t.view()
-	if err := v.lostErr(w.op); err != nil {
+	if err := lostErr(v, w.op); err != nil {
 		return err
 	}
 	b := &t.bar
@@ -87,7 +87,7 @@ func (t *NetTransport) barrier(w waitOpts) error {
 		b.inProgress, b.round, b.sent, b.next = true, 0, false, 0
 		binary.LittleEndian.PutUint64(b.out[:], b.epoch)
 	}
-	if err := v.closedBefore(b.epoch, w.op); err != nil {
+	if err := closedBefore(v, b.epoch, w.op); err != nil {
 		return err
 	}
 	w.epoch = b.epoch
@@ -154,4 +154,63 @@ func (t *NetTransport) barrierRecv(from int, tag uint32, w waitOpts) error {
 			return fmt.Errorf("%w: rank %d is at barrier %d, this rank at %d", ErrBarrierSkew, from, got, t.bar.epoch)
 		}
 	}
+}
+
+// starBarrier is the barrier of a star of more than two ranks: every
+// worker signals the coordinator (round 0), which, once it has heard from
+// every worker, signals each back (round 1). A dissemination barrier's
+// ceil(log2 n) rounds would each send most signals from worker to worker,
+// through the coordinator: two hops a round where this takes two in all.
+// Signals carry the epoch, as the dissemination barrier's do; a barrier
+// given up part way is resumed where it stopped (the round, and at the
+// center the next worker, bar.next). t.bar.mu is held.
+func (t *NetTransport) starBarrier(w waitOpts) error {
+	b := &t.bar
+	if t.rank != 0 {
+		for ; b.round < 2; b.round, b.sent = b.round+1, false {
+			var err error
+			if b.round == 0 {
+				err = t.barrierSignal(0, w)
+			} else {
+				err = t.barrierRecv(0, tagBarrier+1, w)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		t.barrierDone()
+		return nil
+	}
+	for ; b.round < 2; b.round, b.next = b.round+1, 1 {
+		for b.next = max(b.next, 1); b.next < t.world; b.next, b.sent = b.next+1, false {
+			var err error
+			if b.round == 0 {
+				err = t.barrierRecv(b.next, tagBarrier, w)
+			} else {
+				err = t.barrierSignal(b.next, w)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	t.barrierDone()
+	return nil
+}
+
+// barrierSignal sends rank to this barrier's signal for the round in
+// progress, unless it was sent already (a barrier resumed).
+func (t *NetTransport) barrierSignal(to int, w waitOpts) error {
+	b := &t.bar
+	if b.sent {
+		return nil
+	}
+	if err := t.send(w.cancel, to, tagBarrier+b.round, b.out[:]); err != nil {
+		if errors.Is(err, ioloop.ErrCanceled) {
+			return w.ctx.Err()
+		}
+		return err
+	}
+	b.sent = true
+	return nil
 }

@@ -157,7 +157,7 @@ type PeerError struct {
 	// rank this rank knew to be lost (Rank, and Cause), even when other
 	// ranks, giving up because of it, closed their transports in order
 	// before this rank saw the loss itself; ClosedAfter lists those ranks,
-	// in the order this rank heard of their closes (see loss.go).
+	// in the order this rank heard of their closes (see view.go).
 	ClosedAfter []int
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/lograte"
+	"github.com/boltmesh/boltmesh/internal/match"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -49,8 +50,8 @@ func QueuedBytes(t *NetTransport, rank int) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var n uint64
-	for _, q := range p.m.tags {
-		q.msgs.each(func(m queuedMsg) { n += m.cost() })
+	for _, q := range p.m.All() {
+		q.Msgs.Each(func(m match.Msg) { n += m.Cost() })
 	}
 	return n
 }
@@ -67,20 +68,20 @@ func DrainPeer(t *NetTransport, rank int) {
 	p.mu.Lock()
 	var freed uint64
 	var answer []uint64
-	for tag, q := range p.m.tags {
+	for tag, q := range p.m.All() {
 		for {
-			m, ok := q.msgs.pop()
+			m, ok := q.Msgs.Pop()
 			if !ok {
 				break
 			}
-			freed += m.cost()
-			if m.bb != nil {
-				ioloop.PutBuffer(m.bb)
+			freed += m.Cost()
+			if m.Buf != nil {
+				ioloop.PutBuffer(m.Buf)
 			} else {
-				answer = append(answer, m.id)
+				answer = append(answer, m.ID)
 			}
 		}
-		p.m.tidy(tag, q)
+		p.m.Tidy(tag, q)
 	}
 	p.mu.Unlock()
 	for _, id := range answer {
@@ -100,8 +101,8 @@ func PostedRecvs(t *NetTransport, rank int) int {
 	if p.m.claimed != nil {
 		n++
 	}
-	for _, q := range p.m.tags {
-		n += q.recvs.len()
+	for _, q := range p.m.All() {
+		n += q.Recvs.Len()
 	}
 	return n
 }
@@ -196,15 +197,15 @@ func SetStreamHook(f func(t *NetTransport, rank, stream int, s ioloop.Stream) io
 // next view replaces it.
 func View(t *NetTransport) (epoch uint64, members, left []int, next <-chan struct{}) {
 	v := t.view()
-	for r := range v.peers {
-		if v.member(r) {
+	for r := range v.Peers {
+		if v.Member(r) {
 			members = append(members, r)
 		}
 	}
-	for _, d := range v.left {
-		left = append(left, d.rank)
+	for _, d := range v.Left {
+		left = append(left, d.Rank)
 	}
-	return v.epoch, members, left, v.next
+	return v.Epoch, members, left, v.Next
 }
 
 // SingleCopies returns how many messages t copied from rank's memory

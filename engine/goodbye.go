@@ -14,7 +14,7 @@ import (
 // answers once it has noted the GOODBYE, so that any later break of the
 // connection, even a write that fails because the closing rank's socket
 // was reset before the peer read on, is taken for the orderly close it is
-// (ErrPeerClosed, and the loss its GOODBYE reported; see loss.go), not for
+// (ErrPeerClosed, and the loss its GOODBYE reported; see view.go), not for
 // a crash.
 
 // farewell is what a peer's GOODBYE told, and whether it answered this
@@ -23,7 +23,7 @@ type farewell struct {
 	said      atomic.Bool   // the peer announced an orderly close
 	done      atomic.Uint64 // barriers it had completed then
 	ownerDone atomic.Uint32 // and its owned range's owner's progress, which the engine does not read
-	lost      atomic.Int32  // and the first rank it knew lost, or -1 (loss.go)
+	lost      atomic.Int32  // and the first rank it knew lost, or -1 (internal/view: Loss)
 	answered  chan struct{} // closed when it answered this rank's GOODBYE, or was lost
 	once      sync.Once
 }
@@ -69,4 +69,17 @@ func (p *peer) byeAnswer() {
 func (p *peer) onGoodbye(c *ioloop.Conn, _ lane, h *frame.Header, _ []byte, bb *ioloop.Buffer) {
 	p.deliverGoodbye(c, h)
 	putBuffer(bb)
+}
+
+// goodbyeLost decodes the Tag of a GOODBYE from rank from: the first rank
+// the sender knew to be lost, or -1 for none (or a rank that cannot be
+// one: outside the world, the sender, or this rank, which is alive).
+func (t *NetTransport) goodbyeLost(from int, tag uint32) int {
+	if tag == 0 || tag > uint32(t.world) {
+		return -1
+	}
+	if r := int(tag) - 1; r != from && r != t.rank {
+		return r
+	}
+	return -1
 }

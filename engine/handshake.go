@@ -44,7 +44,7 @@ func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
 		hc.self.Topology = frame.TopologyStar
 	}
 	hc.self.Stream, hc.self.Streams = uint16(stream), uint16(t.opts.Streams)
-	hc.self.HostID = t.topo.nbr.host
+	hc.self.HostID = t.topo.nbr.Host()
 	hc.self.Machine = t.topo.machine
 	hc.self.Seal, hc.self.Cipher = t.opts.sealFlags(nc.RemoteAddr().String()), uint8(sealed.Preferred())
 	if _, err := rand.Read(hc.self.Nonce[:]); err != nil {

@@ -39,7 +39,7 @@ func init() {
 		frame.KindGetReply:  {(*peer).onGetReplyHeader, (*peer).onGetReply}, // peer_heap.go
 		frame.KindRPCReq:    {(*peer).onServiceHeader, (*peer).onService},   // service.go
 		frame.KindRPCReply:  {(*peer).onServiceHeader, (*peer).onService},   // service.go
-		frame.KindHeartbeat: {nil, (*peer).onHeartbeat},                     // heartbeat.go
+		frame.KindHeartbeat: {nil, (*peer).onHeartbeat},                     // link_live.go
 		frame.KindWake:      {nil, (*peer).onWake},                          // barrier_mail.go
 		frame.KindRelay:     {(*peer).onRelayHeader, (*peer).onRelay},       // relay.go
 		frame.KindPart:      {(*peer).onRelayHeader, (*peer).onRelay},       // relay.go

@@ -9,6 +9,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
+	"github.com/boltmesh/boltmesh/internal/match"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
@@ -172,7 +173,7 @@ func (h *plumbing) Wait(peer int, hd plumb.Handle, w plumb.Waiting) (int, bool, 
 			if w.How&plumb.All == 0 {
 				return 0, false, nil
 			}
-			return 0, false, t.lossErr(t.view().lostErr(ownedOp)) // a look at the view only: no wait set up
+			return 0, false, t.lossErr(lostErr(t.view(), ownedOp)) // a look at the view only: no wait set up
 		}
 		if err := t.checkRank(peer); err != nil {
 			return 0, false, err
@@ -351,7 +352,7 @@ func (h *plumbing) Tell(tag uint32, word uint64) {
 	if tag >= plumb.Tags {
 		return
 	}
-	for _, p := range t.view().peers {
+	for _, p := range t.view().Peers {
 		if !p.up() {
 			continue
 		}
@@ -431,7 +432,7 @@ func (p *peer) ownedPosting(tag, meta uint32) error {
 	if err := o.Judge(p.rank, tag-ownedTagBase, meta, plumb.Event{}); err != nil {
 		return err
 	}
-	return p.m.firstQueued(func(u uint32) bool { return u != tag && isOwnedTag(u) }, func(u, aux uint32) error {
+	return p.m.FirstQueued(func(u uint32) bool { return u != tag && isOwnedTag(u) }, func(u, aux uint32) error {
 		return o.Judge(p.rank, tag-ownedTagBase, meta, plumb.Event{Kind: plumb.Queued, Tag: u - ownedTagBase, Meta: aux})
 	})
 }
@@ -439,14 +440,14 @@ func (p *peer) ownedPosting(tag, meta uint32) error {
 // closedInRange returns an error if, in view v, a peer closed in order
 // leaving the receives on the range waiting now unanswerable, as the
 // owner judges it (Closed), or nil.
-func (t *NetTransport) closedInRange(v *view, op string) error {
+func (t *NetTransport) closedInRange(v *worldView, op string) error {
 	o := t.owner()
 	if o == nil {
 		return nil
 	}
-	for _, d := range v.left {
-		if d.closed && o.Judge(d.rank, 0, 0, plumb.Event{Kind: plumb.Closed, Word: uint64(d.ownerDone)}) != nil {
-			return &PeerError{Op: op, Rank: d.rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
+	for _, d := range v.Left {
+		if d.Closed && o.Judge(d.Rank, 0, 0, plumb.Event{Kind: plumb.Closed, Word: uint64(d.OwnerDone)}) != nil {
+			return &PeerError{Op: op, Rank: d.Rank, Err: ErrPeerLost, Cause: ErrPeerClosed}
 		}
 	}
 	return nil
@@ -458,7 +459,7 @@ func (h *plumbing) Forget(first, n uint32) {
 	if t.owner() == nil {
 		return
 	}
-	for _, p := range t.view().peers {
+	for _, p := range t.view().Peers {
 		p.dropUnwanted(first, n)
 		if mb := t.mailboxOf(p.rank); mb != nil && mb.DropDue() {
 			p.mu.Lock() // the owner's lock rule
@@ -479,23 +480,23 @@ func (h *plumbing) Forget(first, n uint32) {
 // it (the owner names the tags of the two calls before it), before its
 // tags come round again (callSlots/2 calls later).
 func (p *peer) dropUnwanted(first, n uint32) {
-	if p.m.held.Load() == 0 {
+	if p.m.Empty() {
 		return
 	}
 	p.mu.Lock()
-	if p.m.empty() {
+	if p.m.Empty() {
 		p.mu.Unlock()
 		return
 	}
 	var freed uint64
 	var answer []uint64
-	p.m.dropQueued(ownedTagBase+first, n, p.unwanted, func(m queuedMsg) {
-		if m.bb != nil {
-			freed += m.cost()
-			ioloop.PutBuffer(m.bb)
+	p.m.DropQueued(ownedTagBase+first, n, p.unwanted, func(m match.Msg) {
+		if m.Buf != nil {
+			freed += m.Cost()
+			ioloop.PutBuffer(m.Buf)
 		} else {
-			p.rdv.takeCopy(m.id)
-			answer = append(answer, m.id)
+			p.rdv.takeCopy(m.ID)
+			answer = append(answer, m.ID)
 		}
 	})
 	p.mu.Unlock()

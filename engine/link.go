@@ -14,7 +14,7 @@ import (
 //	meshLink   (link_mesh.go)    a full mesh: a control stream and Options.Streams
 //	                             data streams; a large message is striped over them;
 //	                             between neighbours, a data and a control pipe in
-//	                             shared memory (link_pipes.go, neighbour.go)
+//	                             shared memory (link_mesh.go, medium.go)
 //	streamLink (link_stream.go)  a star's worker and its coordinator: one stream
 //	                             that carries everything (and, at the coordinator,
 //	                             the frames it forwards between workers)
@@ -51,7 +51,7 @@ type link interface {
 	// with its control lane (the window may open).
 	attach(s int, c *ioloop.Conn) bool
 	// usePair makes the lanes pipes in the memory a neighbour pair shares
-	// (neighbour.go), before any stream is attached: a full mesh's link
+	// (medium.go, neighbourStep), before any stream is attached: a full mesh's link
 	// only.
 	usePair(pair *linkshm.Pair) error
 	// up reports whether the link's first data stream is registered.

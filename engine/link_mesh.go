@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -30,8 +31,8 @@ import (
 // atomic: credit may be granted before the control stream is attached.
 // watch belongs to the heartbeat goroutine (link_live.go).
 //
-// Between neighbours (neighbour.go) the link's lanes are two pipes in
-// shared memory instead (link_pipes.go): data is the data pipe alone and
+// Between neighbours (medium.go) the link's lanes are two pipes in
+// shared memory instead (usePipes): data is the data pipe alone and
 // ctl the control pipe, while the pair's TCP streams, tcp, stay open and
 // carry nothing. pipes is set, under mu, before either pipe or the TCP
 // control stream is attached.
@@ -43,7 +44,7 @@ type meshLink struct {
 	ctl     atomic.Pointer[ioloop.Conn] // the control stream
 	live    liveness                    // why the heartbeat goroutine dropped the link
 	watch   []streamWatch               // one per stream: the data streams', then the control stream's
-	pipes   atomic.Bool                 // the lanes are pipes (link_pipes.go)
+	pipes   atomic.Bool                 // the lanes are pipes (usePipes)
 	tcp     []*ioloop.Conn              // with pipes: the pair's TCP streams, idle
 }
 
@@ -437,4 +438,81 @@ func peerEnded(err error) bool {
 // peer's breach of the protocol rather than the connection's end.
 func brokeProtocol(err error) bool {
 	return errors.Is(err, ioloop.ErrProtocol) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrFlowControl)
+}
+
+// A neighbour's meshLink (medium.go, neighbourStep) has two pipes for lanes: the data
+// pipe carries SEND, RTS and DATA, the control pipe everything else, each
+// an ioloop.Conn over shared memory that the matcher cannot tell from a
+// TCP stream. There is no striping: one copy in and one out at memory
+// speed leave nothing for a second lane to add. The pair's TCP streams
+// stay registered, idle (meshStream.idle); the end of either pipe's bell
+// is the peer's end.
+
+// usePipes turns the link's lanes into pipes, before either is attached:
+// the TCP data streams attached so far, and every TCP stream attached
+// from now on, are idle.
+func (l *meshLink) usePipes() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.data {
+		if c != nil {
+			l.tcp = append(l.tcp, c)
+		}
+	}
+	l.data = make([]*ioloop.Conn, 1)
+	l.pipes.Store(true)
+}
+
+func (l *meshLink) usePair(pair *linkshm.Pair) error { return l.adoptPipes(pair) }
+
+// attachPipe registers c as lane n's pipe, as the event loop adopts it,
+// and reports whether both pipes are attached.
+func (l *meshLink) attachPipe(n lane, c *ioloop.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n == laneCtl {
+		l.ctl.Store(c)
+	} else {
+		l.data[0] = c
+	}
+	return l.data[0] != nil && l.ctl.Load() != nil
+}
+
+// adoptPipes makes l a neighbour's: the neighbour's heap
+// mapped for one-sided operations, then both pipes registered with the
+// event loop. Its window opens once both are attached.
+func (l *meshLink) adoptPipes(pair *linkshm.Pair) error {
+	p, t := l.p, l.p.t
+	l.usePipes()
+	mb := pair.Mailbox()
+	mb.SetRing(func(barrier bool) { t.wake(p, barrier) })
+	p.setCaps(&caps{cheap: true, mailbox: mb, heap: pair.MappedHeap(), copy: pair.Copy}) // the heap and mailbox are the peer's now: released at Close
+	for _, n := range []lane{laneCtl, laneData} {
+		take := pair.DataPipe
+		if n == laneCtl {
+			take = pair.CtlPipe
+		}
+		mem, bell, release := take()
+		open := false
+		s, err := linkshm.Open(mem, pair.Side(), bell, release)
+		if err != nil {
+			pair.CloseBells() // the other pipe's, if it was not opened
+			return err
+		}
+		_, err = t.loop.RegisterStream(s, p.rank, &meshStream{l: l, lane: n, pipe: true}, func(c *ioloop.Conn) {
+			ready := l.attachPipe(n, c)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			open = ready && !p.windowOpen
+			p.windowOpen = p.windowOpen || open
+		})
+		if err != nil {
+			pair.CloseBells() // the other pipe's, if it was not registered
+			return err
+		}
+		if open {
+			p.openWindow()
+		}
+	}
+	return nil
 }

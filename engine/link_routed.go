@@ -92,7 +92,7 @@ var _ ioloop.Failer = (*hub)(nil)
 // coordinator stream c. It runs as c is registered (adopt), before any
 // frame is read from it.
 func (u *hub) routeVia(c *ioloop.Conn) {
-	for _, p := range u.t.view().peers[1:] {
+	for _, p := range u.t.view().Peers[1:] {
 		if l, ok := p.link.(*routeLink); ok {
 			l.conn = c
 		}
@@ -173,7 +173,7 @@ func (u *hub) Failing(c *ioloop.Conn, err error) {
 // is lost.
 func (u *hub) Closed(_ *ioloop.Conn, err error) {
 	err = u.t.peer(0).link.cause(err) // the coordinator's link watches the stream
-	for _, p := range u.t.view().peers {
+	for _, p := range u.t.view().Peers {
 		if p.rank != u.t.rank {
 			p.closed(err)
 			p.readEnded(laneData, err)

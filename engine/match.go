@@ -1,42 +1,24 @@
 package engine
 
 import (
-	"sync/atomic"
-
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/match"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
-// matcher is a peer's matching state: for each tag, the messages from
+// matcher is a peer's matching state (internal/match), and the receive
+// an eager payload is being read into: for each tag, the messages from
 // the peer that arrived before anybody asked for them and the receives
-// posted before their message arrived, each in order, so that messages
-// from one source under one tag are received in the order they were sent.
-// The credit a queued message holds is released as a receive takes it
-// (credit.go): the peer's flow-control window bounds what it can queue.
+// posted before their message arrived, each in order. The credit a
+// queued message holds is released as a receive takes it (credit.go):
+// the peer's flow-control window bounds what it can queue.
 //
-// Lock rule: the peer's mu guards every field but charged (an atomic):
-// matcher methods are called with it held.
+// Lock rule: the peer's mu guards every field (match.Matcher says which
+// looks take none).
 type matcher struct {
-	tags  map[uint32]*tagQueue
-	most  int          // the most tags held since tags was made (shrink)
-	held  atomic.Int32 // the queues of tags in use, for a look without the peer's lock (dropUnwanted)
-	freeQ []*tagQueue  // emptied queues, for reuse
-	// parked is the last tag's queue emptied, left in tags (under
-	// parkedTag) so that a tag used message after message (a ping-pong,
-	// a loop of allreduces) costs no map insert and delete per message;
-	// it is not in use, and held does not count it. nil: none.
-	parked    *tagQueue
-	parkedTag uint32
-	claimed   *recvReq    // receive whose buffer an eager payload is being read into
-	freed     bool        // claimed's credit was used and released at once (sendPayload)
-	posted    int         // receives posted in the tags' recvs queues
-	deferred  bool        // a payload on data stream 0 waits in the socket for a receive
-	charged   atomic.Bool // the deferred SEND's credit is used (data stream 0's reader's)
-	// waiting are the queues holding posted receives, so that what must
-	// look at every waiting receive (failWaiting) need not look at every
-	// tag: a peer that runs calls ahead of this rank may have a message
-	// queued on each of many thousands of tags.
-	waiting []*tagQueue
+	match.Matcher[*recvReq]
+	claimed *recvReq // receive whose buffer an eager payload is being read into
+	freed   bool     // claimed's credit was used and released at once (sendPayload)
 }
 
 // match matches receive r from p with what has arrived, and reports
@@ -56,21 +38,21 @@ type matcher struct {
 func (p *peer) match(r *recvReq, try, owned bool, op string) (posted bool, err error) {
 	tag := uint32(r.tag)
 	p.mu.Lock()
-	q := p.m.queue(tag)
-	if m, ok := q.msgs.peek(); ok {
-		if r.into && m.size() > len(r.dst) {
+	q := p.m.Queue(tag)
+	if m, ok := q.Msgs.Peek(); ok {
+		if r.into && m.Size() > len(r.dst) {
 			p.mu.Unlock()
-			return false, r.truncated(m.size())
+			return false, r.truncated(m.Size())
 		}
-		if m.bb == nil {
+		if m.Buf == nil {
 			p.takeRTS(q, tag, m, r) // unlocks
 			return true, nil
 		}
-		p.m.takeHead(q)
-		p.m.tidy(tag, q)
+		p.m.TakeHead(q)
+		p.m.Tidy(tag, q)
 		p.mu.Unlock()
-		p.freeCredit(m.cost())
-		r.fill(m.bb, m.aux)
+		p.freeCredit(m.Cost())
+		r.fill(m.Buf, m.Aux)
 		return false, nil
 	}
 	switch {
@@ -82,170 +64,16 @@ func (p *peer) match(r *recvReq, try, owned bool, op string) (posted bool, err e
 		err = p.ownedPosting(tag, r.meta)
 	}
 	if err != nil {
-		p.m.tidy(tag, q)
+		p.m.Tidy(tag, q)
 		p.mu.Unlock()
 		return false, err
 	}
-	resume := p.m.postRecv(q, r)
+	resume := p.m.PostRecv(q, r)
 	p.mu.Unlock()
 	if resume {
 		p.link.resume()
 	}
 	return true, nil
-}
-
-func (m *matcher) init() { m.tags = make(map[uint32]*tagQueue) }
-
-// tagQueue holds, for one (source, tag), either messages that arrived before
-// anybody asked for them or receives posted before their message arrived.
-type tagQueue struct {
-	msgs  fifo[queuedMsg]
-	recvs fifo[*recvReq]
-	tag   uint32 // the tag it holds, while in tags
-}
-
-// queuedMsg is a message that arrived before its receive: an eager one's
-// payload, or a rendezvous one's announcement (RTS), and its header's Aux
-// (the owned range's meta).
-type queuedMsg struct {
-	bb  *ioloop.Buffer // an eager message's payload; nil for an RTS
-	aux uint32
-	id  uint64 // RTS: the send id
-	n   uint64 // RTS: the message's length (with Copy: rdvState.copyAt)
-}
-
-// size returns the message's length.
-func (m queuedMsg) size() int {
-	if m.bb != nil {
-		return len(m.bb.B)
-	}
-	return int(m.n)
-}
-
-// cost returns the flow-control credit the message holds.
-func (m queuedMsg) cost() uint64 {
-	if m.bb != nil {
-		return frame.Cost(uint64(len(m.bb.B)))
-	}
-	return frame.Cost(0)
-}
-
-// queue returns tag's queue, in use from now until tidy finds it empty.
-func (m *matcher) queue(tag uint32) *tagQueue {
-	q := m.tags[tag]
-	switch {
-	case q == nil:
-		if n := len(m.freeQ); n > 0 {
-			q, m.freeQ = m.freeQ[n-1], m.freeQ[:n-1]
-		} else {
-			q = &tagQueue{}
-		}
-		q.tag = tag
-		m.tags[tag] = q
-		m.most = max(m.most, len(m.tags))
-		m.held.Add(1)
-	case q == m.parked:
-		m.parked = nil
-		m.held.Add(1)
-	}
-	return q
-}
-
-// postRecv queues r for tag's next message, and reports whether the data
-// stream must be read again: what r waits for may be behind a deferred
-// payload.
-func (m *matcher) postRecv(q *tagQueue, r *recvReq) bool {
-	if q.recvs.len() == 0 {
-		m.waiting = append(m.waiting, q)
-	}
-	q.recvs.push(r)
-	m.posted++
-	return m.undefer()
-}
-
-// popRecv takes the first receive posted in q.
-func (m *matcher) popRecv(q *tagQueue) (*recvReq, bool) {
-	r, ok := q.recvs.pop()
-	if ok {
-		m.posted--
-		m.unwait(q)
-	}
-	return r, ok
-}
-
-// removeRecv takes r back from q, if it is there.
-func (m *matcher) removeRecv(q *tagQueue, r *recvReq) bool {
-	if !q.recvs.remove(r) {
-		return false
-	}
-	m.posted--
-	m.unwait(q)
-	return true
-}
-
-// unwait takes q out of waiting once it holds no receive.
-func (m *matcher) unwait(q *tagQueue) {
-	if q.recvs.len() != 0 {
-		return
-	}
-	for i, w := range m.waiting {
-		if w == q {
-			last := len(m.waiting) - 1
-			m.waiting[i], m.waiting[last] = m.waiting[last], nil
-			m.waiting = m.waiting[:last]
-			return
-		}
-	}
-}
-
-// tidy takes tag's queue out of use once it holds nothing: it parks it,
-// and drops the queue parked before, keeping it for reuse, so that tags
-// used once (collectives take fresh tags per call) neither pile up nor
-// cost an allocation each; a queue kept for reuse keeps at most a little
-// storage.
-func (m *matcher) tidy(tag uint32, q *tagQueue) {
-	if q.msgs.len() != 0 || q.recvs.len() != 0 || q == m.parked {
-		return
-	}
-	m.held.Add(-1)
-	if m.parked != nil {
-		delete(m.tags, m.parkedTag)
-		m.recycle(m.parked)
-		m.shrink()
-	}
-	m.parked, m.parkedTag = q, tag
-}
-
-// shrinkFrom is the most tags from which the map of tags is made anew
-// once it holds a sixteenth of that: a Go map never gives back the room
-// it grew to, so a peer that once queued a message on each of many tags
-// (a flood on distinct tags, up to its window's worth: 260,000 at the
-// default) would otherwise leave this rank holding that room (about 10
-// MiB) for good.
-const shrinkFrom = 4096
-
-// shrink makes the map of tags anew, with what it holds, once it holds a
-// sixteenth of the most it held: each copy costs a sixteenth of the
-// deletions since the last, so tags in use still cost no allocation in
-// a steady state.
-func (m *matcher) shrink() {
-	if m.most < shrinkFrom || len(m.tags) > m.most/16 {
-		return
-	}
-	tags := make(map[uint32]*tagQueue, len(m.tags))
-	for tag, q := range m.tags {
-		tags[tag] = q
-	}
-	m.tags, m.most = tags, len(tags)
-}
-
-// recycle keeps q, emptied and out of tags, for reuse.
-func (m *matcher) recycle(q *tagQueue) {
-	if len(m.freeQ) < 64 {
-		q.msgs.trim(64)
-		q.recvs.trim(64)
-		m.freeQ = append(m.freeQ, q)
-	}
 }
 
 // Deferred payloads. Where the control lane is a stream of its own (a
@@ -274,27 +102,11 @@ func (p *peer) deferrable(c *ioloop.Conn, l lane, h *frame.Header) bool {
 // can want it or what is behind it yet: no receive from p is posted and
 // no rendezvous message from p is coming in. p.mu is held.
 func (p *peer) maybeDefer(c *ioloop.Conn, deferrable bool) {
-	if !deferrable || p.m.posted > 0 || p.rdv.incoming() {
+	if !deferrable || p.m.Posted() > 0 || p.rdv.incoming() {
 		return
 	}
-	p.m.deferred = true
-	p.m.charged.Store(true)
+	p.m.Defer()
 	c.Defer()
-}
-
-// chargedDeferred reports whether the SEND whose payload the data stream's
-// reader asks for again is the one it deferred, whose credit was used.
-func (m *matcher) chargedDeferred() bool {
-	return m.charged.Load() && m.charged.CompareAndSwap(true, false) // only data stream 0 defers
-}
-
-// undefer reports whether the data stream must be read again because a
-// receive from p was posted (or a rendezvous message's DATA is expected):
-// what it waits for may be behind the deferred payload.
-func (m *matcher) undefer() bool {
-	was := m.deferred
-	m.deferred = false
-	return was
 }
 
 // sendPayload names where an eager SEND's payload goes: the first posted
@@ -307,10 +119,10 @@ func (m *matcher) undefer() bool {
 func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64) []byte {
 	deferrable := p.deferrable(c, l, h) // before p.mu: it asks the link
 	p.mu.Lock()
-	q := p.m.tags[h.Tag]
+	q := p.m.Lookup(h.Tag)
 	var r *recvReq
-	if q != nil && q.msgs.len() == 0 {
-		r, _ = q.recvs.peek()
+	if q != nil && q.Msgs.Len() == 0 {
+		r, _ = q.Recvs.Peek()
 	}
 	claim := r != nil && h.Length > 0 && r.fits(int(h.Length))
 	var grant uint64
@@ -327,8 +139,8 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64)
 	case r == nil:
 		p.maybeDefer(c, deferrable)
 	case claim:
-		p.m.popRecv(q)
-		p.m.tidy(h.Tag, q)
+		p.m.PopRecv(q)
+		p.m.Tidy(h.Tag, q)
 		r.state.Or(reqClaimed) // from reqPosted, keeping reqSpun
 		r.aux = h.Aux
 		p.m.claimed, p.m.freed = r, cost > 0
@@ -376,9 +188,9 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 		p.freeCredit(cost)
 		return
 	}
-	q := p.m.queue(tag)
+	q := p.m.Queue(tag)
 	if r := p.m.offer(q, len(bb.B)); r != nil {
-		p.m.tidy(tag, q)
+		p.m.Tidy(tag, q)
 		p.mu.Unlock()
 		p.freeCredit(cost)
 		r.take(bb, aux)
@@ -387,7 +199,7 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 	if isOwnedTag(tag) {
 		p.ownedQueued(tag, aux)
 	}
-	p.m.hold(q, queuedMsg{bb: bb, aux: aux})
+	p.m.Hold(q, match.Msg{Buf: bb, Aux: aux})
 	p.mu.Unlock()
 }
 
@@ -395,15 +207,15 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 // that arrived whole stay receivable. The claimed receive is left to the
 // end of the read into its buffer (fill.go). p.mu is held and p.lost set.
 func (p *peer) failRecvs() {
-	for tag, q := range p.m.tags {
+	for tag, q := range p.m.All() {
 		for {
-			r, ok := p.m.popRecv(q)
+			r, ok := p.m.PopRecv(q)
 			if !ok {
 				break
 			}
 			r.complete(p.errFor("recv"))
 		}
-		p.m.tidy(tag, q)
+		p.m.Tidy(tag, q)
 	}
 }
 
@@ -412,11 +224,11 @@ func (p *peer) failRecvs() {
 // did.
 func (m *matcher) withdraw(r *recvReq) bool {
 	tag := uint32(r.tag)
-	q := m.tags[tag]
-	if r.state.Load()&^reqSpun != reqPosted || q == nil || !m.removeRecv(q, r) {
+	q := m.Lookup(tag)
+	if r.state.Load()&^reqSpun != reqPosted || q == nil || !m.RemoveRecv(q, r) {
 		return false
 	}
-	m.tidy(tag, q)
+	m.Tidy(tag, q)
 	return true
 }
 
@@ -424,9 +236,9 @@ func (m *matcher) withdraw(r *recvReq) bool {
 // posted receive it fits, and returns it (popped), or nil: receives it
 // does not fit fail with a *TruncatedError, and the message is for later
 // ones.
-func (m *matcher) offer(q *tagQueue, n int) *recvReq {
+func (m *matcher) offer(q *match.Queue[*recvReq], n int) *recvReq {
 	for {
-		r, ok := m.popRecv(q)
+		r, ok := m.PopRecv(q)
 		if !ok {
 			return nil
 		}
@@ -437,27 +249,6 @@ func (m *matcher) offer(q *tagQueue, n int) *recvReq {
 	}
 }
 
-// empty reports whether no tag has anything queued or posted.
-func (m *matcher) empty() bool { return m.held.Load() == 0 }
-
-// hold queues msg on q, for a later receive.
-func (m *matcher) hold(q *tagQueue, msg queuedMsg) { q.msgs.push(msg) }
-
-// takeHead pops the first message queued on q, which the caller peeked.
-func (m *matcher) takeHead(q *tagQueue) { q.msgs.pop() }
-
-// removeRTS takes the queued announcement of rendezvous send id off tag's
-// queue, and reports whether it was there.
-func (m *matcher) removeRTS(tag uint32, id uint64) bool {
-	q := m.tags[tag]
-	if q == nil {
-		return false
-	}
-	_, found := q.msgs.removeFunc(func(msg queuedMsg) bool { return msg.bb == nil && msg.id == id })
-	m.tidy(tag, q)
-	return found
-}
-
 // failWaiting fails receives waiting on the tags in (in no order of the
 // tags, in posting order per tag): for each tag, errFor is asked of its
 // receives from the first, which fail with the error it returns, until it
@@ -465,14 +256,14 @@ func (m *matcher) removeRTS(tag uint32, id uint64) bool {
 func (m *matcher) failWaiting(in func(u uint32) bool, errFor func(u uint32, r *recvReq) error) {
 	// From the last: a queue emptied here leaves waiting by a swap with
 	// the last, one already looked at.
-	for i := len(m.waiting) - 1; i >= 0; i-- {
-		q := m.waiting[i]
-		u := q.tag
+	for i := len(m.Waiting()) - 1; i >= 0; i-- {
+		q := m.Waiting()[i]
+		u := q.Tag
 		if !in(u) {
 			continue
 		}
 		for {
-			r, ok := q.recvs.peek()
+			r, ok := q.Recvs.Peek()
 			if !ok || !r.owned {
 				break
 			}
@@ -480,59 +271,10 @@ func (m *matcher) failWaiting(in func(u uint32) bool, errFor func(u uint32, r *r
 			if err == nil {
 				break
 			}
-			m.popRecv(q)
+			m.PopRecv(q)
 			r.complete(err)
 		}
-		m.tidy(u, q)
-	}
-}
-
-// firstQueued calls each with the tag and Aux of the first message queued
-// on every tag in in, until it returns an error, which it returns.
-func (m *matcher) firstQueued(in func(u uint32) bool, each func(u, aux uint32) error) error {
-	for u, q := range m.tags {
-		if !in(u) {
-			continue
-		}
-		if msg, ok := q.msgs.peek(); ok {
-			if err := each(u, msg.aux); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// dropQueued takes every message queued on the n tags from first that
-// are in off its queue and hands it to each (which owns an eager one's
-// buffer). It looks up the n tags, or looks through the tags in use,
-// whichever are fewer.
-func (m *matcher) dropQueued(first, n uint32, in func(u uint32) bool, each func(msg queuedMsg)) {
-	drop := func(u uint32, q *tagQueue) {
-		if !in(u) {
-			return
-		}
-		for {
-			msg, ok := q.msgs.pop()
-			if !ok {
-				break
-			}
-			each(msg)
-		}
-		m.tidy(u, q)
-	}
-	if uint64(len(m.tags)) <= uint64(n) {
-		for u, q := range m.tags {
-			if u-first < n {
-				drop(u, q)
-			}
-		}
-		return
-	}
-	for i := range n {
-		if q := m.tags[first+i]; q != nil {
-			drop(first+i, q)
-		}
+		m.Tidy(u, q)
 	}
 }
 
@@ -540,7 +282,7 @@ func (m *matcher) dropQueued(first, n uint32, in func(u uint32) bool, each func(
 // it was used when the payload was deferred, and where it goes.
 func (p *peer) onSendHeader(c *ioloop.Conn, l lane, h *frame.Header) []byte {
 	cost := frame.Cost(h.Length)
-	if p.m.chargedDeferred() {
+	if p.m.ChargedDeferred() {
 		cost = 0 // used when the payload was deferred
 	}
 	return p.sendPayload(c, l, h, cost)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/match"
 )
 
 // TestClaimedReceiveLostMidRead: an eager payload is being read into a
@@ -27,7 +28,7 @@ func TestClaimedReceiveLostMidRead(t *testing.T) {
 		}()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 			p.mu.Lock()
-			posted := p.m.posted
+			posted := p.m.Posted()
 			p.mu.Unlock()
 			if posted == 1 {
 				break
@@ -69,82 +70,39 @@ func TestClaimedReceiveLostMidRead(t *testing.T) {
 	}
 }
 
-// TestMatcherParks: a tag's queue emptied stays in the map, parked (not
-// in use: held does not count it, empty is true), so that the tag's next
-// message costs no insert; a second tag's queue emptied takes its place,
-// and the first goes back to the free list.
-func TestMatcherParks(t *testing.T) {
-	var m matcher
-	m.init()
-	use := func(tag uint32) {
-		q := m.queue(tag)
-		if m.held.Load() != 1 || m.empty() {
-			t.Fatalf("tag %d in use: held %d, empty %v", tag, m.held.Load(), m.empty())
-		}
-		q.msgs.push(queuedMsg{n: 1})
-		q.msgs.pop()
-		m.tidy(tag, q)
-	}
-	for range 3 {
-		use(7)
-		if len(m.tags) != 1 || m.parked != m.tags[7] || m.held.Load() != 0 || !m.empty() {
-			t.Fatalf("after tag 7: %d tags, parked %v, held %d", len(m.tags), m.parked != nil, m.held.Load())
-		}
-	}
-	free := len(m.freeQ)
-	use(9)
-	if _, ok := m.tags[7]; ok || len(m.tags) != 1 || m.parked != m.tags[9] || len(m.freeQ) != free+1 {
-		t.Fatalf("after tag 9: tags %v, free %d (was %d)", m.tags, len(m.freeQ), free)
-	}
-	// A parked queue taken into use counts again, and tidying it twice
-	// counts once.
-	q := m.queue(9)
-	q.recvs.push(&recvReq{})
-	m.tidy(9, q)
-	if m.held.Load() != 1 || m.parked != nil {
-		t.Fatalf("a queue in use with a receive: held %d, parked %v", m.held.Load(), m.parked != nil)
-	}
-	q.recvs.pop()
-	m.tidy(9, q)
-	m.tidy(9, q)
-	if m.held.Load() != 0 || m.parked != q {
-		t.Fatalf("emptied again: held %d, parked %v", m.held.Load(), m.parked == q)
-	}
-}
-
 // TestMatcherWaiting: the queues in waiting are exactly those holding
 // posted receives, however receives leave (taken by a message, withdrawn,
 // failed by failWaiting), and failWaiting looks only at them: with 20000
 // tags holding a message each, it fails the one receive it is asked to.
 func TestMatcherWaiting(t *testing.T) {
 	var m matcher
-	m.init()
+	m.Init()
 	check := func(when string) {
 		t.Helper()
 		n := 0
-		for _, q := range m.tags {
-			if q.recvs.len() > 0 {
+		for _, q := range m.All() {
+			if q.Recvs.Len() > 0 {
 				n++
-				if !slices.Contains(m.waiting, q) {
-					t.Fatalf("%s: tag %d holds a receive but is not waiting", when, q.tag)
+				if !slices.Contains(m.Waiting(), q) {
+					t.Fatalf("%s: tag %d holds a receive but is not waiting", when, q.Tag)
 				}
 			}
 		}
-		if n != len(m.waiting) {
-			t.Fatalf("%s: %d queues hold receives, %d waiting", when, n, len(m.waiting))
+		if n != len(m.Waiting()) {
+			t.Fatalf("%s: %d queues hold receives, %d waiting", when, n, len(m.Waiting()))
 		}
 	}
 	for u := range uint32(20000) {
-		m.queue(1000 + u).msgs.push(queuedMsg{n: 1})
+		m.Queue(1000 + u).Msgs.Push(match.Msg{N: 1})
 	}
 	rs := make([]*recvReq, 4)
 	for i := range rs {
 		rs[i] = &recvReq{owned: true, done: make(chan struct{}, 1)}
 		rs[i].tag = 7 + i%2 // two on tag 7, two on tag 8
-		m.postRecv(m.queue(uint32(rs[i].tag)), rs[i])
+		m.PostRecv(m.Queue(uint32(rs[i].tag)), rs[i])
 	}
 	check("posted")
-	if r := m.offer(m.tags[7], 1); r != rs[0] {
+	if r := m.offer(m.Lookup(7), 1); r != rs[0] {
 		t.Fatal("tag 7's first receive was not offered the message")
 	}
 	check("one taken")
@@ -157,44 +115,8 @@ func TestMatcherWaiting(t *testing.T) {
 		calls++
 		return errors.New("conflict")
 	})
-	if calls != 2 || len(m.waiting) != 0 {
-		t.Fatalf("failWaiting asked about %d receives (want tag 8's 2), %d still waiting", calls, len(m.waiting))
+	if calls != 2 || len(m.Waiting()) != 0 {
+		t.Fatalf("failWaiting asked about %d receives (want tag 8's 2), %d still waiting", calls, len(m.Waiting()))
 	}
 	check("failed")
-}
-
-// TestDropQueuedRange: dropQueued drops the messages it is asked to (in
-// the range, and unwanted) whichever way it finds them: by looking
-// through few tags in use, or by looking up the range's tags among many.
-func TestDropQueuedRange(t *testing.T) {
-	for _, many := range []bool{false, true} {
-		var m matcher
-		m.init()
-		if many {
-			for u := range uint32(5000) {
-				m.queue(100000 + u).msgs.push(queuedMsg{n: 1})
-			}
-		}
-		for u := uint32(0); u < 40; u++ {
-			m.queue(u).msgs.push(queuedMsg{n: uint64(u) + 1})
-		}
-		var dropped []uint64
-		odd := func(u uint32) bool { return u%2 == 1 }
-		m.dropQueued(10, 20, odd, func(msg queuedMsg) { dropped = append(dropped, msg.n) })
-		if len(dropped) != 10 {
-			t.Fatalf("many %v: dropped %v, want the 10 odd tags in [10, 30)", many, dropped)
-		}
-		for _, n := range dropped {
-			if u := uint32(n - 1); u < 10 || u >= 30 || u%2 != 1 {
-				t.Fatalf("many %v: dropped tag %d's message", many, u)
-			}
-		}
-		for u := uint32(0); u < 40; u++ {
-			q, ok := m.tags[u]
-			kept := ok && q.msgs.len() == 1
-			if want := u < 10 || u >= 30 || u%2 == 0; kept != want {
-				t.Fatalf("many %v: tag %d kept %v, want %v", many, u, kept, want)
-			}
-		}
-	}
 }

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+
+	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 )
@@ -11,8 +14,8 @@ import (
 // registers what they made. A new medium (an RDMA link, a Thunderbolt DMA
 // ring) is one step here, a part of medium, and what adopt does with it.
 //
-//	neighbourStep  neighbour.go  ranks of one host: the pair's pipes and memory (on the control stream)
-//	sealStep       seal.go       the stream's keys, where the link is sealed
+//	neighbourStep  medium.go  ranks of one host: the pair's pipes and memory (on the control stream; internal/link/shm)
+//	sealStep       seal.go    the stream's keys, where the link is sealed
 var mediumSteps = [...]mediumStep{neighbourStep, sealStep}
 
 // mediumStep is one step of the medium of hc, the handshake with rank r
@@ -50,3 +53,109 @@ func (m *medium) release() {
 		m.pair = nil
 	}
 }
+
+// newNeighbours opens this rank's side of its host's neighbour meetings
+// (internal/link/shm). With Options.SharedMemory off, in a star, or
+// where the host cannot be told, it has no host: every pair stays on TCP.
+func newNeighbours(t *NetTransport, star bool) *linkshm.Neighbours {
+	ring := t.opts.PipeRing
+	if ring == 0 {
+		ring = DefaultPipeRing(t.world)
+	}
+	return linkshm.NewNeighbours(linkshm.NeighboursConfig{
+		On: t.opts.SharedMemory == SharedMemoryAuto && !star, HostID: t.opts.HostID,
+		Rank: t.rank, World: t.world, Ring: ring, HeapFD: t.heap.FD(), HeapSize: t.heap.Size(),
+		Timeout: t.opts.HandshakeTimeout, SingleCopyMin: t.opts.SingleCopyMin, Logger: t.opts.Logger,
+	})
+}
+
+// neighbourStep is the medium step of neighbours: on a mesh's control
+// stream between ranks of one host, the handshake ends with NEIGHBOUR,
+// and the pair meets over shared memory (m.pair) or stays on TCP.
+func neighbourStep(t *NetTransport, hc *hsConn, r, s int, dialer bool, m *medium) (err error) {
+	if s != t.ctlIndex() || !linkshm.Neighbourly(hc.self.HostID, hc.theirs.HostID) {
+		return nil
+	}
+	hs := hsNeighbour{hc: hc, rank: r, dialer: dialer}
+	if dialer {
+		m.pair, err = t.topo.nbr.Dial(hs, r)
+		return err
+	}
+	m.pair, err = t.topo.nbr.Accept(hs, r)
+	if errors.Is(err, linkshm.ErrNoMeeting) {
+		err = &HandshakeError{Addr: hc.addr(), Rank: r, Local: true, Reason: err.Error(), Err: ErrProtocol}
+	}
+	return err
+}
+
+// hsNeighbour is the handshake hc with rank, from this end, as the
+// neighbour meeting speaks over it.
+type hsNeighbour struct {
+	hc     *hsConn
+	rank   int
+	dialer bool
+}
+
+func (h hsNeighbour) Read(kind frame.Kind, flags frame.Flags) (frame.Header, []byte, error) {
+	hd, p, err := h.hc.readFrame(kind, flags)
+	switch {
+	case err == nil:
+	case h.dialer:
+		err = withRank(err, h.rank)
+	default:
+		err = wrapRemote(h.hc, h.rank, err)
+	}
+	return hd, p, err
+}
+
+func (h hsNeighbour) Write(kind frame.Kind, flags frame.Flags, aux uint32, payload []byte) error {
+	return h.hc.write(kind, flags, aux, payload)
+}
+
+func (h hsNeighbour) Token(label string) []byte {
+	if h.dialer {
+		return h.hc.mac(label, h.hc.raw[:], h.hc.peer[:])
+	}
+	return h.hc.mac(label, h.hc.peer[:], h.hc.raw[:])
+}
+
+// caps is what a peer's link can do besides carry frames, as its medium
+// found it when the pair met: one value per peer, filled by the medium
+// as the link is adopted (shared memory: usePair, link_mesh.go) and
+// never changed after, so that no component asks which medium a link is.
+// A new medium (RDMA, a Thunderbolt DMA ring) fills the same fields: a
+// remote heap it writes, a peer copy it reads, polls of its completion
+// queue that cost a load.
+//
+// Lock rule: none; a peer's caps are published once (peer.setCaps),
+// before its window opens, and read through an atomic pointer.
+type caps struct {
+	// cheap: a poll of the link costs a load, not a system call (pipes):
+	// a spin reads the clock less often and yields less (recv.go).
+	cheap bool
+	// mailbox is a mailbox shared with the peer (internal/link/shm): a
+	// collective exchange's parts and barrier signals without frames.
+	mailbox *linkshm.Mailbox
+	// heap is the peer's symmetric heap, mapped here: Put and Get copy
+	// (putget.go). It is the peer's: unmapped at Close.
+	heap *linkshm.MappedHeap
+	// copy is the single copy (single_copy.go): whether this rank copies
+	// the peer's messages itself (In), whether the peer copies this
+	// rank's (Out), and the peer's process.
+	copy linkshm.PairCopy
+}
+
+// noCaps is a link's caps when its medium found none: a TCP stream's, a
+// star's, this rank's own.
+var noCaps = &caps{}
+
+// can returns p's caps.
+func (p *peer) can() *caps {
+	if c := p.caps.Load(); c != nil {
+		return c
+	}
+	return noCaps
+}
+
+// setCaps publishes p's caps, once, as its link is adopted.
+func (p *peer) setCaps(c *caps) { p.caps.Store(c) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/internal/lograte"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 	"github.com/boltmesh/boltmesh/ioloop"
@@ -28,14 +29,14 @@ type NetTransport struct {
 	heap  *heap.Heap
 
 	closed   closeState    // Close ran (or runs)
-	members  membership    // the peers by rank, and who left (view.go)
+	members  members       // the peers by rank, and who left (view.go)
 	progress progress      // what this rank completed, told in GOODBYE
 	bar      barrierState  // barrier.go
 	pools    pools         // recycled requests
 	svc      serviceState  // the service handler, and requests that came before it
 	topo     topology      // a star or a full mesh
 	door     door          // the listener after formation, and what it refuses
-	beat     heartbeatLoop // heartbeat.go
+	beat     heartbeatLoop // link_live.go
 
 	carrier // the hooks of package collective and of the service, package rpc (plumb.go)
 }
@@ -66,11 +67,11 @@ type pools struct {
 // topology is how the ranks are joined. It is set before the mesh forms,
 // but for starReady.
 type topology struct {
-	star      bool        // a star: rank 0 is the coordinator, the hub of every pair
-	hub       *hub        // star worker: the handler of the coordinator stream
-	starReady atomic.Bool // star coordinator: every worker joined; forwarding may start
-	loopback  bool        // every rank is reached over loopback (this machine)
-	nbr       *neighbours // the ranks on this host, and where they meet this one
+	star      bool                // a star: rank 0 is the coordinator, the hub of every pair
+	hub       *hub                // star worker: the handler of the coordinator stream
+	starReady atomic.Bool         // star coordinator: every worker joined; forwarding may start
+	loopback  bool                // every rank is reached over loopback (this machine)
+	nbr       *linkshm.Neighbours // the ranks on this host, and where they meet this one
 	// crowded: more ranks run on this machine than it has cores, and
 	// Options.Spin was left to its default (see exchangeMail). Set before
 	// the mesh forms from the loopback addresses, or as it forms from the
@@ -111,7 +112,7 @@ func newNetTransport(rank, world int, o Options) *NetTransport {
 	for r := range peers {
 		peers[r] = newPeer(t, r)
 	}
-	t.members.cur.Store(firstView(peers))
+	t.members.Start(peers)
 	return t
 }
 
@@ -141,7 +142,7 @@ func (t *NetTransport) Close() error {
 		t.stopHeartbeat()
 		t.sayGoodbye()
 		t.closed.Store(true)
-		for _, p := range t.view().peers {
+		for _, p := range t.view().Peers {
 			p.fail(ErrClosed, nil)
 		}
 		if t.loop != nil {
@@ -155,7 +156,7 @@ func (t *NetTransport) Close() error {
 			// still target.
 			t.opts.Logger.Warn("boltmesh: a connection was not released at close; the symmetric heap stays mapped", "rank", t.rank)
 		} else {
-			for _, p := range t.view().peers {
+			for _, p := range t.view().Peers {
 				if c := p.can(); c.heap != nil {
 					c.heap.Close()
 				}
@@ -168,7 +169,7 @@ func (t *NetTransport) Close() error {
 			}
 		}
 		if t.topo.nbr != nil {
-			t.topo.nbr.close()
+			t.topo.nbr.Close()
 		}
 	})
 	return err
@@ -177,14 +178,14 @@ func (t *NetTransport) Close() error {
 // sayGoodbye sends GOODBYE to every connected peer, on its control and
 // data streams (the peer reads each in its own order, and whichever it
 // sees end first must not look like a crash), reporting the first loss
-// this rank knows of (loss.go), and waits for their answers (goodbye.go),
+// this rank knows of (view.go), and waits for their answers (goodbye.go),
 // for at most goodbyeWait in all: a peer whose socket stays full, or that
 // does not answer, is given up on.
 func (t *NetTransport) sayGoodbye() {
 	ctx, cancel := context.WithTimeout(context.Background(), goodbyeWait)
 	defer cancel()
-	lost := uint32(t.view().loss.first + 1)
-	for _, p := range t.view().peers {
+	lost := uint32(t.view().Loss.First + 1)
+	for _, p := range t.view().Peers {
 		if !p.up() {
 			continue
 		}
@@ -196,7 +197,7 @@ func (t *NetTransport) sayGoodbye() {
 			p.byeAnswer() // not sent: no answer will come
 		}
 	}
-	for _, p := range t.view().peers {
+	for _, p := range t.view().Peers {
 		if !p.up() {
 			continue
 		}
@@ -218,7 +219,7 @@ const closeReleaseWait = 2 * time.Second
 func (t *NetTransport) awaitReleased() bool {
 	timer := time.NewTimer(closeReleaseWait)
 	defer timer.Stop()
-	for _, p := range t.view().peers {
+	for _, p := range t.view().Peers {
 		if !p.up() {
 			continue
 		}

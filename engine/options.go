@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/link/tcp"
 )
 
 // Options configures a NetTransport. The zero value selects every default.
@@ -419,4 +421,77 @@ func (o Options) Validate() error {
 		return err
 	}
 	return checkCongestion(v.Congestion)
+}
+
+// PipeRingBudget is the shared memory, in bytes of data rings, that
+// DefaultPipeRing lets one rank's pipes to its possible neighbours take
+// in one direction: 16 MiB (about 40 MiB with both directions and the
+// control rings).
+const PipeRingBudget = 16 << 20
+
+// DefaultPipeRing is a pair's data ring (Options.PipeRing left 0) in a
+// world of world ranks: PipeRingBudget over the world's other ranks,
+// any of which may be a neighbour, rounded down to a power of two and
+// kept within [64 KiB, 1 MiB]: 1 MiB up to 17 ranks, 512 KiB up to 33,
+// 256 KiB up to 65, 128 KiB up to 129, then 64 KiB. Every pair of a host
+// has two rings, so their memory grows with the square of the host's
+// ranks: 32 ranks on one host take 1.2 GiB with 1 MiB rings, 620 MiB
+// with 512 KiB. Smaller rings cost a pair bandwidth (bench/RESULTS.md),
+// so worlds of up to 17 keep 1 MiB.
+func DefaultPipeRing(world int) int {
+	ring := 1 << 20
+	for ring > 64<<10 && ring*(world-1) > PipeRingBudget {
+		ring /= 2
+	}
+	return ring
+}
+
+// Congestion control choices for Options.Congestion.
+const (
+	// LoopbackCongestion is the TCP congestion control boltmesh asks for
+	// on loopback connections when Options.Congestion is empty; other
+	// connections keep the system's. On loopback BBR's pacing spreads
+	// every burst over timer ticks, which made allreduces slower than under
+	// cubic, while between network namespaces over veth BBR was the faster,
+	// so real links keep the system's choice (bench/RESULTS.md,
+	// "Figures moved out of code comments", LoopbackCongestion).
+	LoopbackCongestion = "cubic"
+	// CongestionSystem keeps the kernel's default congestion control
+	// (sysctl net.ipv4.tcp_congestion_control on Linux) on every
+	// connection, loopback included.
+	CongestionSystem = "system"
+)
+
+// checkCongestion fails with ErrCongestion, before any connection is
+// made, if no socket can take the congestion control that
+// Options.Congestion names.
+func checkCongestion(name string) error {
+	if name == "" || name == CongestionSystem {
+		return nil
+	}
+	if err := tcp.Probe(name); err != nil {
+		return fmt.Errorf("%w: Options.Congestion %q: %w", ErrCongestion, name, err)
+	}
+	return nil
+}
+
+// setCongestion applies Options.Congestion to a connection. The default is
+// a preference, for loopback connections only: if the kernel refuses it,
+// the connection keeps the system's. A name the caller chose must take
+// effect.
+func (o *Options) setCongestion(tc *net.TCPConn) error {
+	name := o.Congestion
+	switch name {
+	case CongestionSystem:
+		return nil
+	case "":
+		if isLoopback(tc.RemoteAddr().String()) {
+			tcp.SetCongestion(tc, LoopbackCongestion)
+		}
+		return nil
+	}
+	if err := tcp.SetCongestion(tc, name); err != nil {
+		return fmt.Errorf("%w: %q on the connection with %s: %w", ErrCongestion, name, tc.RemoteAddr(), err)
+	}
+	return nil
 }

@@ -49,7 +49,7 @@ type peer struct {
 	svcIn serviceIn
 	bye   farewell
 	spin  spin.Gauge                   // how long waits on the peer spin (internal/spin)
-	caps  atomic.Pointer[caps]         // what its link can do besides carry frames (caps.go)
+	caps  atomic.Pointer[caps]         // what its link can do besides carry frames (medium.go)
 	copy  copyState                    // the single copy's count (single_copy.go)
 	seal  atomic.Uint32                // the sealed.Cipher its links are sealed with, 0: none (seal.go)
 	told  atomic.Pointer[DroppedError] // its last word, once read (lastword.go)
@@ -61,7 +61,7 @@ type peer struct {
 
 func newPeer(t *NetTransport, rank int) *peer {
 	p := &peer{t: t, rank: rank, released: make(chan struct{})}
-	p.m.init()
+	p.m.Init()
 	p.rdv.init()
 	p.one.init()
 	p.bye.init()
@@ -105,7 +105,7 @@ func (p *peer) lose(err error) {
 		p.fail(ErrClosed, nil)
 	case p.bye.closing():
 		// Noted first, so that the errors of the receives failed next name
-		// the loss its GOODBYE reported (loss.go).
+		// the loss its GOODBYE reported (view.go).
 		done, coll, lost := p.bye.told()
 		p.t.noteClosed(p.rank, done, coll, lost)
 		p.fail(ErrPeerLost, ErrPeerClosed)

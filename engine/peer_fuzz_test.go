@@ -74,7 +74,7 @@ type fuzzWorld struct {
 	raw   *rawPeer
 	ids   uint64    // the raw rank's request and send ids, unique across iterations
 	used  [2]uint64 // the credit the raw rank used at each real rank
-	tombs [2]int    // the raw rank's withdrawals on the control stream of sends it never announced, since its last RTS to each real rank: each holds Cost(0) of credit there until an RTS with a higher id comes (tombs.go)
+	tombs [2]int    // the raw rank's withdrawals on the control stream of sends it never announced, since its last RTS to each real rank: each holds Cost(0) of credit there until an RTS with a higher id comes (match.Tombs)
 }
 
 // openFuzzWorld builds a mesh (or a star) of real ranks 0 and 1 and the

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/match"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -49,7 +50,7 @@ type rdvState struct {
 	// so that a queued message stays as small as before; made at first use.
 	copyAt map[uint64]uint64
 	rtsMu  sync.Mutex
-	tombs  tombs // RTSs withdrawn before they came (tombs.go)
+	tombs  match.Tombs // RTSs withdrawn before they came (internal/match)
 }
 
 // incoming reports whether a rendezvous message's DATA is expected from
@@ -298,7 +299,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 		return
 	}
 	p.rdv.maxRTS = id
-	stale, own := p.rdv.tombs.arrive(id)
+	stale, own := p.rdv.tombs.Arrive(id)
 	if own > 0 { // withdrawn before it came: answered then
 		p.mu.Unlock()
 		p.freeCredit(uint64(stale+own+1)*frame.Cost(0) + cp.extra) // the withdrawals' and the RTS's
@@ -313,17 +314,17 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 		p.answerRTS(id, false) // its owner no longer wants it: see owner.go
 		return
 	}
-	q := p.m.queue(tag)
+	q := p.m.Queue(tag)
 	if r := p.m.offer(q, int(n)); r != nil {
 		if cp.addr != 0 {
 			p.claimBuf(r, n, h.Aux)
-			p.m.tidy(tag, q)
+			p.m.Tidy(tag, q)
 			p.mu.Unlock()
 			p.copyInto(c, r, id, cp)
 			return
 		}
 		p.claimRdv(r, id, n, h.Aux)
-		p.m.tidy(tag, q)
+		p.m.Tidy(tag, q)
 		p.mu.Unlock()
 		p.answerRTS(id, true)
 		return
@@ -339,7 +340,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	if cp.addr != 0 {
 		p.rdv.queueCopy(id, cp.addr)
 	}
-	p.m.hold(q, queuedMsg{aux: h.Aux, id: id, n: n})
+	p.m.Hold(q, match.Msg{Aux: h.Aux, ID: id, N: n})
 	p.mu.Unlock()
 }
 
@@ -395,20 +396,20 @@ func (p *peer) sendCTS(id uint64, send bool) {
 
 // takeRTS hands r the queued RTS m: it is popped from q, r is claimed for
 // it, and its sender told to send. p.mu is held and released.
-func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
-	p.m.takeHead(q)
-	if addr := p.rdv.takeCopy(m.id); addr != 0 {
-		p.claimBuf(r, m.n, m.aux)
-		p.m.tidy(tag, q)
+func (p *peer) takeRTS(q *match.Queue[*recvReq], tag uint32, m match.Msg, r *recvReq) {
+	p.m.TakeHead(q)
+	if addr := p.rdv.takeCopy(m.ID); addr != 0 {
+		p.claimBuf(r, m.N, m.Aux)
+		p.m.Tidy(tag, q)
 		p.mu.Unlock()
-		p.copyInto(nil, r, m.id, rtsCopy{addr: addr})
+		p.copyInto(nil, r, m.ID, rtsCopy{addr: addr})
 		return
 	}
-	p.claimRdv(r, m.id, m.n, m.aux)
-	p.m.tidy(tag, q)
-	resume := p.m.undefer() // its DATA may be behind a deferred payload
+	p.claimRdv(r, m.ID, m.N, m.Aux)
+	p.m.Tidy(tag, q)
+	resume := p.m.Undefer() // its DATA may be behind a deferred payload
 	p.mu.Unlock()
-	p.answerRTS(m.id, true)
+	p.answerRTS(m.ID, true)
 	if resume {
 		p.link.resume()
 	}
@@ -423,14 +424,14 @@ func (p *peer) takeRTS(q *tagQueue, tag uint32, m queuedMsg, r *recvReq) {
 // withdrawal's credit) drops the RTS when it comes.
 func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	p.mu.Lock()
-	found := p.m.removeRTS(tag, id)
+	found := p.m.RemoveRTS(tag, id)
 	if found {
 		p.rdv.takeCopy(id)
 	}
 	_, taken := p.rdv.in[id]
 	tomb := !found && !taken && credited && id > p.rdv.maxRTS
 	if tomb {
-		p.rdv.tombs.add(id)
+		p.rdv.tombs.Add(id)
 	}
 	p.mu.Unlock()
 	switch {
@@ -521,7 +522,7 @@ func (p *peer) failRdv() {
 		delete(p.rdv.out, id)
 		s.finish(rdvFailed, p.errFor("send"))
 	}
-	p.rdv.tombs = nil
+	p.rdv.tombs = match.Tombs{}
 }
 
 // violation drops p, which broke the protocol with err on c.

@@ -94,7 +94,7 @@ func (t *NetTransport) setServiceHandler(h plumb.ServiceHandler) error {
 	}
 	s.h, s.installing = h, false
 	s.mu.Unlock()
-	for r, p := range t.view().peers {
+	for r, p := range t.view().Peers {
 		if err := p.lostErr("service"); err != nil && r != t.rank {
 			h.ServicePeerLost(r, err)
 		}

@@ -122,7 +122,7 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 		loopSpin = 0
 	}
 	if t.loop, err = ioloop.New(ioloop.Options{MaxFrame: o.MaxFrame, Spin: loopSpin, MaxPosted: maxPosted(o.MaxQueuedBytes)}); err != nil {
-		t.topo.nbr.close()
+		t.topo.nbr.Close()
 		t.heap.Close()
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (t *NetTransport) connect(ln net.Listener, peers []string) error {
 		}
 	}
 	wg.Wait()
-	t.topo.nbr.close() // formed, or failed: nobody else comes to meet
+	t.topo.nbr.Close() // formed, or failed: nobody else comes to meet
 	return first
 }
 
@@ -329,7 +329,7 @@ func (t *NetTransport) adopt(nc net.Conn, r, s int, m medium) error {
 			return err
 		}
 	}
-	stream, err := tcp.Adopt(nc, t.opts.SocketBuffer, t.opts.setCongestion) // heartbeats on every stream watch the link (heartbeat.go)
+	stream, err := tcp.Adopt(nc, t.opts.SocketBuffer, t.opts.setCongestion) // heartbeats on every stream watch the link (link_live.go)
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ var testHookStream atomic.Pointer[func(t *NetTransport, rank, stream int, s iolo
 // ends: a transport is returned only once it can send to every peer
 // without a first wait.
 func (t *NetTransport) awaitWindows(ctx context.Context) error {
-	for _, p := range t.view().peers {
+	for _, p := range t.view().Peers {
 		if !p.up() {
 			continue
 		}
@@ -417,7 +417,7 @@ func (t *NetTransport) makeLinks(star bool) {
 	if star {
 		t.makeStar()
 	}
-	for _, p := range t.view().peers {
+	for _, p := range t.view().Peers {
 		switch {
 		case p.rank == t.rank:
 		case !star:

@@ -70,11 +70,11 @@ func CoordinatorListen(world int, ln net.Listener, opts Options) (*NetTransport,
 // startStar tells every worker that the world is complete (a HEARTBEAT
 // from the coordinator), and that any worker lost meanwhile is gone.
 func (t *NetTransport) startStar() {
-	for _, p := range t.view().peers[1:] {
+	for _, p := range t.view().Peers[1:] {
 		h := frame.Header{Kind: frame.KindHeartbeat}
 		p.link.post(laneCtl, h, nil, false)
 	}
-	for _, p := range t.view().peers[1:] {
+	for _, p := range t.view().Peers[1:] {
 		if p.lostErr("") != nil {
 			t.announceGone(p)
 		}
@@ -119,18 +119,18 @@ func WorkerDial(rank, world int, coordAddr string, opts Options) (*NetTransport,
 // peer is lost meanwhile, or ctx ends first.
 func (t *NetTransport) awaitJoin(ctx context.Context, coordAddr string) error {
 	for cur := t.view(); ; cur = t.view() {
-		if err := cur.lostErr("join"); err != nil {
+		if err := lostErr(cur, "join"); err != nil {
 			return err
 		}
 		select {
 		case <-t.topo.hub.ready:
-			for _, p := range cur.peers[1:] {
+			for _, p := range cur.Peers[1:] {
 				if p.rank != t.rank {
 					p.openWindow() // through the coordinator, now forwarding
 				}
 			}
 			return t.joined()
-		case <-cur.next:
+		case <-cur.Next:
 		case <-ctx.Done():
 			return fmt.Errorf("boltmesh: rank %d: the coordinator at %s did not report every worker joined within %v: %w", t.rank, coordAddr, t.opts.DialTimeout, ctx.Err())
 		}
@@ -163,7 +163,7 @@ func (t *NetTransport) announceGone(p *peer) {
 	if !t.topo.star || t.rank != 0 || !t.topo.starReady.Load() || t.closed.Load() {
 		return
 	}
-	for _, q := range t.view().peers[1:] {
+	for _, q := range t.view().Peers[1:] {
 		if q != p {
 			h := frame.Header{Kind: frame.KindGone, Src: uint32(p.rank)}
 			q.link.post(laneCtl, h, nil, false)

@@ -109,7 +109,7 @@ func (t *NetTransport) Topology() Topology {
 	} else {
 		top.Hosts = t.hosts()
 	}
-	for _, p := range t.view().peers {
+	for _, p := range t.view().Peers {
 		if p.rank == t.rank || p.link == nil {
 			continue
 		}
@@ -136,8 +136,8 @@ func (t *NetTransport) hosts() []int {
 	next := 0
 	for r := range hosts {
 		id := t.topo.hostIDs[r].Load()
-		if r == t.rank && t.topo.nbr.host != ([frame.HostIDSize]byte{}) {
-			id = &t.topo.nbr.host
+		if host := t.topo.nbr.Host(); r == t.rank && host != ([frame.HostIDSize]byte{}) {
+			id = &host
 		}
 		n, ok := 0, false
 		if id != nil {

@@ -210,7 +210,7 @@ func (t *NetTransport) sleep(p *peer, r *recvReq, s *waitSite, w waitOpts, timeo
 	var changed <-chan struct{} // the view's next, if a change may end w
 	if w.waitsOnView() {
 		cur := t.view()
-		changed, cause = cur.next, t.changeCause(cur, w)
+		changed, cause = cur.Next, t.changeCause(cur, w)
 	}
 	wake := s.wakeup()
 	for cause == nil {
@@ -231,7 +231,7 @@ func (t *NetTransport) sleep(p *peer, r *recvReq, s *waitSite, w waitOpts, timeo
 			cause = ErrTimeout
 		case <-changed:
 			cur := t.view()
-			changed, cause = cur.next, t.changeCause(cur, w)
+			changed, cause = cur.Next, t.changeCause(cur, w)
 		}
 	}
 	return false, cause

@@ -27,3 +27,7 @@ var (
 // of the wrong size or descriptors, a rank or pipes that do not fit the
 // handshake's. The pair stays on TCP.
 var ErrMeeting = errors.New("shm: a neighbour's meeting broke its protocol")
+
+// ErrNoMeeting is the acceptor's error (Neighbours.Accept) when the
+// dialer chose shared memory but never met it.
+var ErrNoMeeting = errors.New("chose shared memory without meeting")

@@ -1,4 +1,4 @@
-package engine
+package match
 
 import "testing"
 
@@ -8,9 +8,9 @@ import "testing"
 // tombstone of an RTS never sent held its credit for good (FuzzPeer's
 // seed "of an unknown send: a tombstone").
 func TestTombsArrive(t *testing.T) {
-	var ts tombs
+	var ts Tombs
 	for _, id := range []uint64{9, 3, 7, 7, 12, 5} {
-		ts.add(id)
+		ts.Add(id)
 	}
 	cases := []struct {
 		id         uint64
@@ -24,9 +24,9 @@ func TestTombsArrive(t *testing.T) {
 		{20, 1, 0, 0},
 	}
 	for _, c := range cases {
-		stale, own := ts.arrive(c.id)
-		if stale != c.stale || own != c.own || len(ts) != c.left {
-			t.Fatalf("RTS %d: stale %d own %d, %d left; want %d %d %d", c.id, stale, own, len(ts), c.stale, c.own, c.left)
+		stale, own := ts.Arrive(c.id)
+		if stale != c.stale || own != c.own || ts.Len() != c.left {
+			t.Fatalf("RTS %d: stale %d own %d, %d left; want %d %d %d", c.id, stale, own, ts.Len(), c.stale, c.own, c.left)
 		}
 	}
 }

@@ -1,15 +1,15 @@
-package engine
+package match
 
-// fifo is a growable ring buffer queue. Its zero value is empty and ready.
-type fifo[T comparable] struct {
+// FIFO is a growable ring buffer queue. Its zero value is empty and ready.
+type FIFO[T comparable] struct {
 	buf  []T
 	head int
 	n    int
 }
 
-func (q *fifo[T]) len() int { return q.n }
+func (q *FIFO[T]) Len() int { return q.n }
 
-func (q *fifo[T]) push(v T) {
+func (q *FIFO[T]) Push(v T) {
 	if q.n == len(q.buf) {
 		q.grow()
 	}
@@ -17,7 +17,7 @@ func (q *fifo[T]) push(v T) {
 	q.n++
 }
 
-func (q *fifo[T]) grow() {
+func (q *FIFO[T]) grow() {
 	nb := make([]T, max(1, 2*len(q.buf))) // from 1: most queues hold one element (a tag used once)
 	for i := 0; i < q.n; i++ {
 		nb[i] = q.buf[(q.head+i)%len(q.buf)]
@@ -25,7 +25,7 @@ func (q *fifo[T]) grow() {
 	q.buf, q.head = nb, 0
 }
 
-func (q *fifo[T]) peek() (T, bool) {
+func (q *FIFO[T]) Peek() (T, bool) {
 	var zero T
 	if q.n == 0 {
 		return zero, false
@@ -33,7 +33,7 @@ func (q *fifo[T]) peek() (T, bool) {
 	return q.buf[q.head], true
 }
 
-func (q *fifo[T]) pop() (T, bool) {
+func (q *FIFO[T]) Pop() (T, bool) {
 	var zero T
 	if q.n == 0 {
 		return zero, false
@@ -45,9 +45,9 @@ func (q *fifo[T]) pop() (T, bool) {
 	return v, true
 }
 
-// remove deletes the first element equal to v, keeping the order of the
+// Remove deletes the first element equal to v, keeping the order of the
 // rest, and reports whether it was found.
-func (q *fifo[T]) remove(v T) bool {
+func (q *FIFO[T]) Remove(v T) bool {
 	var zero T
 	for i := 0; i < q.n; i++ {
 		if q.buf[(q.head+i)%len(q.buf)] != v {
@@ -63,33 +63,33 @@ func (q *fifo[T]) remove(v T) bool {
 	return false
 }
 
-// each calls f for every element in order.
-func (q *fifo[T]) each(f func(T)) {
+// Each calls f for every element in order.
+func (q *FIFO[T]) Each(f func(T)) {
 	for i := 0; i < q.n; i++ {
 		f(q.buf[(q.head+i)%len(q.buf)])
 	}
 }
 
-// reset empties the queue, keeping its storage.
-func (q *fifo[T]) reset() {
+// Reset empties the queue, keeping its storage.
+func (q *FIFO[T]) Reset() {
 	clear(q.buf)
 	q.head, q.n = 0, 0
 }
 
-// trim drops the storage of an empty queue that grew past n elements, so
+// Trim drops the storage of an empty queue that grew past n elements, so
 // that a queue kept for reuse does not keep a flood's worth of it.
-func (q *fifo[T]) trim(n int) {
+func (q *FIFO[T]) Trim(n int) {
 	if q.n == 0 && len(q.buf) > n {
 		q.buf, q.head = nil, 0
 	}
 }
 
-// removeFunc deletes the first element for which f reports true, keeping
+// RemoveFunc deletes the first element for which f reports true, keeping
 // the order of the rest, and returns it.
-func (q *fifo[T]) removeFunc(f func(T) bool) (T, bool) {
+func (q *FIFO[T]) RemoveFunc(f func(T) bool) (T, bool) {
 	for i := 0; i < q.n; i++ {
 		if v := q.buf[(q.head+i)%len(q.buf)]; f(v) {
-			q.remove(v)
+			q.Remove(v)
 			return v, true
 		}
 	}
