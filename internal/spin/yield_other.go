@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package spin
 
 // Yield would give this thread's core to another runnable thread; it
 // does nothing here, and crowded machines do not spin (CrowdedSpin).
