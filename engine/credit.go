@@ -28,6 +28,18 @@ func (o *Options) eagerMax(window uint64) uint64 {
 	return min(frame.Cost(uint64(o.EagerMax)), window/4)
 }
 
+// Grants. Released credit goes back when a grant is due (internal/credit
+// says when: In.Use and In.Free return the total then). A caller outside
+// a read (a receive that takes a queued message, an owner's drop, an RPC
+// release) writes it at once (sendGrant). A read upcall (a frame's
+// handler, on whichever goroutine drains the stream) records it instead
+// (noteGrant), and the drain writes what its upcalls recorded once it has
+// let the stream go (ioloop.Drainer: writeGrants): a reader writes no
+// CREDIT while it reads, and the grants a drain's frames make go out as
+// one. Lock rule: none; peer.grantDue and NetTransport.grantsDue are
+// atomics, and a grant written twice or out of order is harmless (the
+// peer keeps the largest total: credit.Out.Grant).
+
 // sendGrant sends p the grant total, if any.
 func (p *peer) sendGrant(total uint64) {
 	if total == 0 || p.link == nil {
@@ -35,6 +47,35 @@ func (p *peer) sendGrant(total uint64) {
 	}
 	h := frame.Header{Kind: frame.KindCredit, Src: uint32(p.t.rank), Offset: total}
 	p.link.post(laneCtl, h, nil, false) // a lost peer needs no credit
+}
+
+// noteGrant records the grant total, if any, for the end of the drain
+// whose upcall found it due (writeGrants).
+func (p *peer) noteGrant(total uint64) {
+	if total == 0 || p.link == nil {
+		return
+	}
+	for {
+		due := p.grantDue.Load()
+		if total <= due || p.grantDue.CompareAndSwap(due, total) {
+			break
+		}
+	}
+	p.t.grantsDue.Store(true)
+}
+
+// writeGrants writes the grants that read upcalls recorded (noteGrant),
+// every peer's: the Drained of every stream's handler, at the end of a
+// drain, with the stream let go.
+func (t *NetTransport) writeGrants() {
+	if !t.grantsDue.Load() || !t.grantsDue.CompareAndSwap(true, false) {
+		return
+	}
+	for _, p := range t.view().Peers {
+		if total := p.grantDue.Swap(0); total != 0 {
+			p.sendGrant(total)
+		}
+	}
 }
 
 // openWindow grants p its whole window: the first CREDIT of a connection.
@@ -48,7 +89,7 @@ func (p *peer) useCredit(c *ioloop.Conn, cost uint64) bool {
 		p.noCredit(c, err)
 		return false
 	}
-	p.sendGrant(total)
+	p.noteGrant(total)
 	return true
 }
 
@@ -57,8 +98,12 @@ func (p *peer) noCredit(c *ioloop.Conn, err error) {
 	p.drop(c, err)
 }
 
-// freeCredit releases cost of p's credit.
+// freeCredit releases cost of p's credit, outside a read.
 func (p *peer) freeCredit(cost uint64) { p.sendGrant(p.in.Free(cost)) }
+
+// freeInRead releases cost of p's credit in a read upcall: a grant it
+// makes due waits for the drain's end.
+func (p *peer) freeInRead(cost uint64) { p.noteGrant(p.in.Free(cost)) }
 
 // acquire takes cost of the credit for sending to p, waiting for it (and
 // driving p's connection while it spins) until cancel closes or p is lost.

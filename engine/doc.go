@@ -27,7 +27,8 @@
 //
 //	eager:      send -> acquire (credit) -> SEND frame ... Payload: posted
 //	            receive's buffer, or pooled -> deliver (queue) -> recv
-//	            takes it -> freeCredit -> CREDIT frame
+//	            takes it -> freeCredit -> CREDIT frame (from a read
+//	            upcall: recorded, written at the drain's end)
 //	rendezvous: send -> startRdv: RTS ... deliverRTS: matched (or queued
 //	            until recv takes it) -> CTS ... deliverCTS: DATA from the
 //	            sender's buffer ... dataPayload: the receive's buffer

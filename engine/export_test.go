@@ -85,7 +85,7 @@ func DrainPeer(t *NetTransport, rank int) {
 	}
 	p.mu.Unlock()
 	for _, id := range answer {
-		p.answerRTS(id, false) // releases the RTS's credit
+		p.answerRTS(id, false, false) // releases the RTS's credit
 		freed -= frame.Cost(0)
 	}
 	p.freeCredit(freed)

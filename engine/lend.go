@@ -504,6 +504,6 @@ func (p *peer) dropUnwanted(first, n uint32) {
 		p.freeCredit(freed)
 	}
 	for _, id := range answer {
-		p.answerRTS(id, false)
+		p.answerRTS(id, false, false)
 	}
 }

@@ -109,10 +109,6 @@ type link interface {
 	close()
 }
 
-// up reports whether p is joined by a link whose data stream is up: not
-// this rank itself, and not a peer still forming.
-func (p *peer) up() bool { return p.link != nil && p.link.up() }
-
 // oneStream is what the links of one stream (streamLink, routeLink) do
 // alike: every lane is conn, which is set once, as the event loop adopts
 // the stream and before any frame is read from it.

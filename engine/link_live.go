@@ -113,8 +113,8 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, w *streamWatch, name string, 
 		return false
 	} else if w.silent > checksPerBeat+1 {
 		// Longer than a live peer's heartbeats leave between them: what it
-		// sent may wait unread while the loop is busy elsewhere.
-		go c.Progress()
+		// sent may wait unread (an edge the loop missed); the loop looks.
+		c.Wake()
 	}
 	if written := c.BytesWritten(); written != w.written {
 		w.written, w.idle = written, 0
@@ -132,9 +132,9 @@ func (lv *liveness) check(p *peer, c *ioloop.Conn, w *streamWatch, name string, 
 	case c.Queued() > 0:
 		// No heartbeat: behind the queued frames it would tell the peer
 		// nothing sooner, and their own bytes are the sign of life. They
-		// wait for room in the socket, which the loop may be too busy to
-		// see: write them here too.
-		go c.Flush()
+		// wait for room in the socket, which the loop may have missed:
+		// it writes them on this wake-up.
+		c.Wake()
 	case w.idle >= checksPerBeat:
 		h := frame.Header{Kind: frame.KindHeartbeat, Src: uint32(p.t.rank)}
 		c.Post(&h, nil, false)

@@ -516,3 +516,6 @@ func (l *meshLink) adoptPipes(pair *linkshm.Pair) error {
 	}
 	return nil
 }
+
+// Drained writes the grants this drain's upcalls recorded (credit.go).
+func (s *meshStream) Drained(*ioloop.Conn) { s.l.p.t.writeGrants() }

@@ -183,3 +183,6 @@ func (u *hub) Closed(_ *ioloop.Conn, err error) {
 		}
 	}
 }
+
+// Drained writes the grants this drain's upcalls recorded (credit.go).
+func (u *hub) Drained(*ioloop.Conn) { u.t.writeGrants() }

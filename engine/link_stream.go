@@ -191,7 +191,7 @@ func (l *streamLink) pass(c *ioloop.Conn, dst *streamLink, out *frame.Header, bb
 // below half the limit.
 func (l *streamLink) forwarded(n int) {
 	if l.fwd.sub(fwdCost(n), l.p.t.opts.MaxQueuedBytes, l.conn) {
-		go l.conn.Look() // not here: the writer's locks may be held
+		l.conn.Wake() // not here: the writer's locks may be held
 	}
 }
 
@@ -247,3 +247,6 @@ func (f *fwdCounter) sub(n, limit int64, c *ioloop.Conn) bool {
 	}
 	return false
 }
+
+// Drained writes the grants this drain's upcalls recorded (credit.go).
+func (l *streamLink) Drained(*ioloop.Conn) { l.p.t.writeGrants() }

@@ -154,7 +154,7 @@ func (p *peer) sendPayload(c *ioloop.Conn, l lane, h *frame.Header, cost uint64)
 	}
 	// Otherwise nothing to read, or Deliver reports the truncation.
 	p.mu.Unlock()
-	p.sendGrant(grant)
+	p.noteGrant(grant)
 	return dst
 }
 
@@ -166,7 +166,7 @@ func (p *peer) completeClaimed(n int) {
 	p.m.claimed, p.m.freed = nil, false
 	p.mu.Unlock()
 	if !freed {
-		p.freeCredit(frame.Cost(uint64(n)))
+		p.freeInRead(frame.Cost(uint64(n)))
 	}
 	if r != nil { // (only the stream's end, readEnded, takes it otherwise)
 		r.n = n
@@ -185,14 +185,14 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 	if p.unwanted(tag) {
 		p.mu.Unlock()
 		ioloop.PutBuffer(bb) // its owner no longer wants it: see owner.go
-		p.freeCredit(cost)
+		p.freeInRead(cost)
 		return
 	}
 	q := p.m.Queue(tag)
 	if r := p.m.offer(q, len(bb.B)); r != nil {
 		p.m.Tidy(tag, q)
 		p.mu.Unlock()
-		p.freeCredit(cost)
+		p.freeInRead(cost)
 		r.take(bb, aux)
 		return
 	}

@@ -38,6 +38,8 @@ type NetTransport struct {
 	door     door          // the listener after formation, and what it refuses
 	beat     heartbeatLoop // link_live.go
 
+	grantsDue atomic.Bool // a read upcall recorded a grant (credit.go: noteGrant)
+
 	carrier // the hooks of package collective and of the service, package rpc (plumb.go)
 }
 
@@ -230,18 +232,4 @@ func (t *NetTransport) awaitReleased() bool {
 		}
 	}
 	return true
-}
-
-func (t *NetTransport) checkRank(r int) error {
-	if r < 0 || r >= t.world {
-		return &UnknownRankError{Rank: r, NumRanks: t.world}
-	}
-	return nil
-}
-
-func checkTag(tag int) error {
-	if tag < 0 || tag >= TagReservedBase {
-		return ErrReservedTag
-	}
-	return nil
 }

@@ -44,16 +44,17 @@ type peer struct {
 	one  oneSided
 	lost *PeerError // why the peer is gone, once it is
 
-	in    credit.In  // the credit granted to the peer
-	out   credit.Out // the credit the peer granted this rank
-	svcIn serviceIn
-	bye   farewell
-	spin  spin.Gauge                   // how long waits on the peer spin (internal/spin)
-	caps  atomic.Pointer[caps]         // what its link can do besides carry frames (medium.go)
-	copy  copyState                    // the single copy's count (single_copy.go)
-	seal  atomic.Uint32                // the sealed.Cipher its links are sealed with, 0: none (seal.go)
-	told  atomic.Pointer[DroppedError] // its last word, once read (lastword.go)
-	warns lograte.Repeat
+	in       credit.In     // the credit granted to the peer
+	out      credit.Out    // the credit the peer granted this rank
+	grantDue atomic.Uint64 // a grant total a read upcall recorded, for the drain's end (credit.go)
+	svcIn    serviceIn
+	bye      farewell
+	spin     spin.Gauge                   // how long waits on the peer spin (internal/spin)
+	caps     atomic.Pointer[caps]         // what its link can do besides carry frames (medium.go)
+	copy     copyState                    // the single copy's count (single_copy.go)
+	seal     atomic.Uint32                // the sealed.Cipher its links are sealed with, 0: none (seal.go)
+	told     atomic.Pointer[DroppedError] // its last word, once read (lastword.go)
+	warns    lograte.Repeat
 
 	windowOpen bool          // the first CREDIT went out
 	released   chan struct{} // closed when the link is released
@@ -155,3 +156,27 @@ func (p *peer) lostErr(op string) error {
 	}
 	return p.errFor(op)
 }
+
+// peer returns rank r's peer, r a checked rank (checkRank), from the
+// current view (view.go).
+func (t *NetTransport) peer(r int) *peer { return t.members.Load().Peers[r] }
+
+// checkRank checks a rank an operation names.
+func (t *NetTransport) checkRank(r int) error {
+	if r < 0 || r >= t.world {
+		return &UnknownRankError{Rank: r, NumRanks: t.world}
+	}
+	return nil
+}
+
+// checkTag checks a tag a user names: below TagReservedBase.
+func checkTag(tag int) error {
+	if tag < 0 || tag >= TagReservedBase {
+		return ErrReservedTag
+	}
+	return nil
+}
+
+// up reports whether p is joined by a link whose data stream is up: not
+// this rank itself, and not a peer still forming.
+func (p *peer) up() bool { return p.link != nil && p.link.up() }

@@ -98,17 +98,6 @@ func (s *rdvSend) reset() {
 	s.state.Store(rdvWaiting)
 }
 
-// striped reports whether a message of n bytes to p is cut into one DATA
-// piece per stream.
-func (t *NetTransport) striped(p *peer, n int) bool {
-	return p.link.width() > 1 && n >= t.opts.StripeMin
-}
-
-// rendezvous reports whether a message of n bytes to p goes by rendezvous.
-func (t *NetTransport) rendezvous(p *peer, n int, window uint64) bool {
-	return t.striped(p, n) || frame.Cost(uint64(n)) > t.opts.eagerMax(window)
-}
-
 // sendRdv sends data to p by rendezvous and waits until it is written.
 func (t *NetTransport) sendRdv(cancel <-chan struct{}, p *peer, tag, aux uint32, data []byte, window uint64) error {
 	s, err := t.startRdv(p, tag, aux, data, window, cancel)
@@ -302,16 +291,16 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	stale, own := p.rdv.tombs.Arrive(id)
 	if own > 0 { // withdrawn before it came: answered then
 		p.mu.Unlock()
-		p.freeCredit(uint64(stale+own+1)*frame.Cost(0) + cp.extra) // the withdrawals' and the RTS's
+		p.freeInRead(uint64(stale+own+1)*frame.Cost(0) + cp.extra) // the withdrawals' and the RTS's
 		return
 	}
 	if stale > 0 { // withdrawals of RTSs that never came: once p.mu is released
-		defer p.freeCredit(uint64(stale) * frame.Cost(0))
+		defer p.freeInRead(uint64(stale) * frame.Cost(0))
 	}
 	if p.unwanted(tag) {
 		p.mu.Unlock()
-		p.freeCredit(cp.extra)
-		p.answerRTS(id, false) // its owner no longer wants it: see owner.go
+		p.freeInRead(cp.extra)
+		p.answerRTS(id, false, true) // its owner no longer wants it: see owner.go
 		return
 	}
 	q := p.m.Queue(tag)
@@ -326,7 +315,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 		p.claimRdv(r, id, n, h.Aux)
 		p.m.Tidy(tag, q)
 		p.mu.Unlock()
-		p.answerRTS(id, true)
+		p.answerRTS(id, true, true)
 		return
 	}
 	if cp.extra > 0 { // to copy at once, and hold as an eager message
@@ -379,9 +368,13 @@ func (p *peer) claimBuf(r *recvReq, n uint64, aux uint32) {
 }
 
 // answerRTS releases an RTS's credit and answers it: CTS (send the data)
-// or CTS with Error (send nothing).
-func (p *peer) answerRTS(id uint64, send bool) {
-	p.freeCredit(frame.Cost(0))
+// or CTS with Error (send nothing); inRead: from a read upcall.
+func (p *peer) answerRTS(id uint64, send, inRead bool) {
+	if inRead {
+		p.freeInRead(frame.Cost(0))
+	} else {
+		p.freeCredit(frame.Cost(0))
+	}
 	p.sendCTS(id, send)
 }
 
@@ -409,7 +402,7 @@ func (p *peer) takeRTS(q *match.Queue[*recvReq], tag uint32, m match.Msg, r *rec
 	p.m.Tidy(tag, q)
 	resume := p.m.Undefer() // its DATA may be behind a deferred payload
 	p.mu.Unlock()
-	p.answerRTS(m.ID, true)
+	p.answerRTS(m.ID, true, false)
 	if resume {
 		p.link.resume()
 	}
@@ -436,13 +429,13 @@ func (p *peer) withdrawRTS(tag uint32, id uint64, credited bool) {
 	p.mu.Unlock()
 	switch {
 	case found:
-		p.answerRTS(id, false)
+		p.answerRTS(id, false, true)
 	case tomb:
 		p.sendCTS(id, false)
 		return // the tombstone holds the withdrawal's credit
 	}
 	if credited {
-		p.freeCredit(frame.Cost(0))
+		p.freeInRead(frame.Cost(0))
 	}
 }
 

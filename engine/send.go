@@ -52,6 +52,28 @@ func (t *NetTransport) SendNB(to, tag int, p []byte) (Request, error) {
 	return Request{t: t, o: o, send: true}, nil
 }
 
+// The way a message goes: eagerly (a SEND, once the peer's credit
+// allows), or by rendezvous (rendezvous.go: an RTS, answered once a
+// receive takes it) when it is striped over the data streams, longer than
+// an eager message may be, or copied by the neighbour itself (single
+// copy, single_copy.go).
+
+// striped reports whether a message of n bytes to p is cut into one DATA
+// piece per stream.
+func (t *NetTransport) striped(p *peer, n int) bool {
+	return p.link.width() > 1 && n >= t.opts.StripeMin
+}
+
+// rendezvous reports whether a message of n bytes to p goes by rendezvous.
+func (t *NetTransport) rendezvous(p *peer, n int, window uint64) bool {
+	return t.striped(p, n) || frame.Cost(uint64(n)) > t.opts.eagerMax(window)
+}
+
+// copies reports whether a message of n bytes to p goes by single copy.
+func (p *peer) copies(n int) bool {
+	return p.t.opts.SingleCopyMin > 0 && n >= p.t.opts.SingleCopyMin && p.can().copy.Out
+}
+
 // send is Send for any tag, reserved ones included.
 func (t *NetTransport) send(cancel <-chan struct{}, to int, tag uint32, p []byte) error {
 	return t.sendAux(cancel, to, tag, 0, p)

@@ -52,11 +52,6 @@ type copyState struct {
 	count atomic.Uint64 // messages this rank copied from the peer
 }
 
-// copies reports whether a message of n bytes to p goes by single copy.
-func (p *peer) copies(n int) bool {
-	return p.t.opts.SingleCopyMin > 0 && n >= p.t.opts.SingleCopyMin && p.can().copy.Out
-}
-
 // rtsCredit is the credit an RTS for a message of n bytes to p, whose
 // window is window, uses: a message by single copy that would be sent
 // eagerly uses its whole cost, as a SEND would, since the receiver copies
@@ -137,7 +132,11 @@ func (p *peer) copyInto(c *ioloop.Conn, r *recvReq, id uint64, cp rtsCopy) {
 		return
 	}
 	r.n = len(r.dst)
-	p.freeCredit(frame.Cost(0) + cp.extra)
+	if c != nil {
+		p.freeInRead(frame.Cost(0) + cp.extra)
+	} else {
+		p.freeCredit(frame.Cost(0) + cp.extra)
+	}
 	p.copied(id)
 	r.complete(nil)
 }

@@ -29,9 +29,6 @@ type worldView = view.View[*peer]
 // view returns the current membership view.
 func (t *NetTransport) view() *worldView { return t.members.Load() }
 
-// peer returns rank r's peer, r a checked rank.
-func (t *NetTransport) peer(r int) *peer { return t.members.Load().Peers[r] }
-
 // noteLoss makes the next view: rank's connection broke of cause, without
 // a GOODBYE. It runs before the peer's receives fail, so that their
 // errors name the first loss (lossErr), and so does a GOODBYE this rank

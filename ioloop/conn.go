@@ -22,10 +22,12 @@ type Conn struct {
 	bell    Belled
 	limiter DeferLimiter
 	holder  Buffering
+	drainer Drainer // the handler, if it is told when a drain ends
 
 	failed     atomic.Pointer[ConnError] // set once, by fail
 	releasable atomic.Bool               // fail is done with the fd
 	closed     bool                      // fd closed; guarded by both sides owned (rd.own, wr.own)
+	woken      atomic.Bool               // in the loop's wake-up queue, not served yet (wake.go)
 
 	rd reader
 	wr writer
@@ -37,6 +39,7 @@ func newConn(l *Loop, s Stream, id int, h Handler) *Conn {
 	c.bell, _ = s.(Belled)
 	c.limiter, _ = s.(DeferLimiter)
 	c.holder, _ = s.(Buffering)
+	c.drainer, _ = h.(Drainer)
 	c.rd.buf = make([]byte, l.opts.StagingSize)
 	c.wr.bufs = make([][]byte, 0, maxIovecs)
 	return c

@@ -101,12 +101,16 @@ func (c *Conn) progress(lazy bool) (read bool) {
 		served := c.rd.own.claim()
 		c.rd.lazy = lazy && !served
 		lazy = false // a retry serves an edge the loop could not: strict
+		before := c.rd.total.Load()
 		op, err := c.drainLocked()
 		again := c.rd.own.release()
 		if err != nil {
 			c.fail(op, err)
 		}
 		c.releaseIfDue()
+		if c.drainer != nil && (err != nil || c.rd.total.Load() != before) {
+			c.drainer.Drained(c)
+		}
 		if err != nil || !again {
 			return read
 		}

@@ -19,7 +19,9 @@
 // every message. Who may read or write a Conn at a time is one rule, stated
 // once (owner.go): each side has one owner, taken without waiting, and
 // work for a side that is owned is left to its owner, who serves it
-// before it lets go.
+// before it lets go. A caller that wants a Conn served later, not on its
+// own stack, does not start a goroutine for it: it wakes the Conn
+// (Conn.Wake, wake.go), and the loop serves it.
 //
 // The package knows file descriptors, readiness and vectored I/O only. It
 // does not know what a rank, a tag or a pipe is.

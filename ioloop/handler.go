@@ -28,6 +28,18 @@ type Handler interface {
 	Closed(c *Conn, err error)
 }
 
+// A Drainer is a Handler told when a drain of its connection ends: the
+// goroutine that read the Stream (the loop, or one in Progress or Poll)
+// has let the read side go, having read something or failed. What the
+// handler's upcalls left for later (a reply to write) goes out there,
+// once per drain, from no read upcall. Drained must not block; it may
+// write to any connection.
+type Drainer interface {
+	Handler
+	// Drained is told that a drain of c ended.
+	Drained(c *Conn)
+}
+
 // A Failer is a Handler told that its connection is about to end: Failing
 // runs once, as the connection fails (a read or decode error, Abort,
 // Close; not a failed write), after it is marked failed and before its

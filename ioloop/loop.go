@@ -75,6 +75,7 @@ type Loop struct {
 	hot      atomic.Pointer[Conn] // the connection that made it hot
 	mu       sync.RWMutex
 	conns    map[int]*Conn
+	wk       wakes // the Conns woken, for the loop to serve (wake.go)
 	closed   atomic.Bool
 	done     chan struct{}
 }
@@ -204,6 +205,7 @@ func (l *Loop) run() {
 				c.onReadable()
 			}
 		}
+		l.serveWakes()
 	}
 }
 
@@ -253,7 +255,7 @@ var epoch = time.Now()
 // park until the poller fd is readable and call it again.
 func (l *Loop) pollOnce(uintptr) bool {
 	l.evs, l.perr = l.p.wait()
-	return l.perr != nil || len(l.evs) > 0 || l.closed.Load()
+	return l.perr != nil || len(l.evs) > 0 || l.closed.Load() || l.wk.any.Load()
 }
 
 func (l *Loop) failAll(op string, err error) {

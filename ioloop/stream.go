@@ -143,7 +143,7 @@ func (s *socketStream) Fd() int { return s.fd }
 
 func (s *socketStream) Read(p []byte, _ bool) (int, error) { return unix.Read(s.fd, p) }
 
-func (s *socketStream) Writev(bufs [][]byte) (int, error) { return writev(s.fd, bufs, &s.iov) }
+// Writev: writev_syscall.go, writev_libc.go.
 
 func (s *socketStream) Shutdown() { unix.Shutdown(s.fd, unix.SHUT_RDWR) }
 

@@ -96,6 +96,10 @@ func (c *Out) Grant(total uint64) {
 	}
 }
 
+// Granted returns the peer's cumulative grant total so far; it takes no
+// lock.
+func (c *Out) Granted() uint64 { return c.granted.Load() }
+
 // Fail wakes every waiter for good: the peer is lost.
 func (c *Out) Fail() {
 	c.mu.Lock()
