@@ -28,7 +28,7 @@ var kinds [256]frameOps
 func init() {
 	kinds = [256]frameOps{
 		frame.KindSend:      {(*peer).onSendHeader, (*peer).onSend},         // match.go
-		frame.KindAbandon:   {nil, (*peer).onAbandon},                       // owner.go
+		frame.KindAbandon:   {nil, (*peer).onAbandon},                       // lend.go
 		frame.KindRTS:       {(*peer).onRTSHeader, (*peer).onRTS},           // rendezvous.go
 		frame.KindCTS:       {nil, (*peer).onCTS},                           // rendezvous.go
 		frame.KindData:      {(*peer).dataPayload, (*peer).onData},          // rendezvous.go

@@ -184,7 +184,7 @@ func (p *peer) deliverSend(tag, aux uint32, bb *ioloop.Buffer) {
 	p.mu.Lock()
 	if p.unwanted(tag) {
 		p.mu.Unlock()
-		ioloop.PutBuffer(bb) // its owner no longer wants it: see owner.go
+		ioloop.PutBuffer(bb) // its owner no longer wants it: see lend.go
 		p.freeInRead(cost)
 		return
 	}

@@ -51,7 +51,7 @@ type closeState struct {
 
 // progress is what this rank completed, told to its peers in GOODBYE:
 // the barriers, and the owned tag range's owner's progress, which the
-// engine does not read (owner.go). mu serializes installing the owner.
+// engine does not read (lend.go). mu serializes installing the owner.
 type progress struct {
 	barriers atomic.Uint64            // barriers completed
 	owner    atomic.Pointer[ownerRef] // the owner of the owned tag range, once installed

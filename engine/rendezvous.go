@@ -300,7 +300,7 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	if p.unwanted(tag) {
 		p.mu.Unlock()
 		p.freeInRead(cp.extra)
-		p.answerRTS(id, false, true) // its owner no longer wants it: see owner.go
+		p.answerRTS(id, false, true) // its owner no longer wants it: see lend.go
 		return
 	}
 	q := p.m.Queue(tag)

@@ -95,14 +95,14 @@ func (c *Conn) fail(op string, err error) {
 // side, and a reader releases the side before it loads releasable, so
 // that one of the two always sees the other.
 func (c *Conn) releaseIfDue() {
-	if !c.releasable.Load() || !c.rd.own.acquire() {
+	if !c.releasable.Load() || !c.rd.own.Acquire() {
 		return
 	}
 	if c.closed {
-		c.rd.own.release()
+		c.rd.own.Release()
 		return
 	}
-	c.wr.own.lock() // writers never wait for the read side, so this cannot deadlock
+	c.wr.own.Lock() // writers never wait for the read side, so this cannot deadlock
 	c.closed = true
 	c.closeFD()
 	if c.rd.bb != nil {
@@ -110,8 +110,8 @@ func (c *Conn) releaseIfDue() {
 		c.rd.bb = nil
 	}
 	c.rd.dst = nil
-	c.wr.own.release() // closed: nothing left to write
-	c.rd.own.release()
+	c.wr.own.Release() // closed: nothing left to write
+	c.rd.own.Release()
 	c.h.Closed(c, c.failed.Load())
 }
 
@@ -149,10 +149,10 @@ func (c *Conn) Queued() int { return int(c.wr.nqueued.Load()) }
 // into a Buffering stream, which may lose it as c is shut down).
 func (c *Conn) LastWord(h *frame.Header, payload []byte) bool {
 	w := &c.wr
-	if !w.own.acquire() {
+	if !w.own.Acquire() {
 		return false
 	}
-	defer w.own.release() // c has failed: what was asked meanwhile is not served
+	defer w.own.Release() // c has failed: what was asked meanwhile is not served
 	if w.nqueued.Load() != 0 || c.closed || c.holder != nil && c.holder.Buffered() {
 		return false
 	}

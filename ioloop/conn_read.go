@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/own"
 	"golang.org/x/sys/unix"
 )
 
 // reader is the read side of a Conn: a staging buffer for headers and small
 // payloads, and the frame being received.
 type reader struct {
-	own      side          // owned by whoever reads the socket, who calls releaseIfDue once it lets go; asked: readiness came while it was owned
+	own      own.Owned     // owned by whoever reads the socket, who calls releaseIfDue once it lets go; asked: readiness came while it was owned
 	paused   atomic.Bool   // the handler asked to stop reading
 	held4out atomic.Bool   // stopped: too much posted waits to be written (Options.MaxPosted)
 	deferred atomic.Bool   // stopped: the handler deferred the held frame's payload (Defer)
@@ -80,7 +81,7 @@ func (c *Conn) polledRecently() bool {
 func (c *Conn) loopedOn() bool { return c.poller != nil && c.poller.Pollers() > 0 }
 
 // progress drains the socket if no other goroutine is reading it (owns
-// the read side, owner.go), and reports whether it did. Like every owner
+// the read side, internal/own), and reports whether it did. Like every owner
 // of the read side, it calls releaseIfDue once it lets go, also when its
 // drain failed: a fail that ran meanwhile could not own the side and
 // left the release to it, and its own fail is then a no-op.
@@ -93,17 +94,17 @@ func (c *Conn) loopedOn() bool { return c.poller != nil && c.poller.Pollers() > 
 // behind that edge unread, with nobody to read them. (An ask after the
 // claim is seen as the side is released, and served by a strict retry.)
 func (c *Conn) progress(lazy bool) (read bool) {
-	for c.rd.own.acquire() {
+	for c.rd.own.Acquire() {
 		read = true
 		if testHookLocked != nil {
 			testHookLocked(c.id)
 		}
-		served := c.rd.own.claim()
+		served := c.rd.own.Claim()
 		c.rd.lazy = lazy && !served
 		lazy = false // a retry serves an edge the loop could not: strict
 		before := c.rd.total.Load()
 		op, err := c.drainLocked()
-		again := c.rd.own.release()
+		again := c.rd.own.Release()
 		if err != nil {
 			c.fail(op, err)
 		}
@@ -124,7 +125,7 @@ func (c *Conn) progress(lazy bool) (read bool) {
 // goroutine is reading c, it waits for that one to finish, for at most
 // within, rather than leave the bytes to it.
 func (c *Conn) ReadArrived(within time.Duration) {
-	c.rd.own.ask() // strict: up to EAGAIN, by whoever reads next
+	c.rd.own.Ask() // strict: up to EAGAIN, by whoever reads next
 	for end := time.Now().Add(within); !c.progress(false) && time.Now().Before(end); {
 		runtime.Gosched()
 	}
@@ -146,7 +147,7 @@ func (c *Conn) onBell() {
 }
 
 func (c *Conn) onReadable() {
-	c.rd.own.ask()
+	c.rd.own.Ask()
 	c.Progress()
 }
 
@@ -169,7 +170,7 @@ func (c *Conn) Stopped() bool { return c.rd.paused.Load() || c.rd.held4out.Load(
 // deferred, and reads what has arrived since.
 func (c *Conn) Resume() {
 	c.Unpause()
-	c.rd.own.ask()
+	c.rd.own.Ask()
 	c.Progress()
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/own"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +38,7 @@ func (r *sendReq) size() int { return frame.HeaderSize + len(r.payload) }
 // writer is the write side of a Conn: a FIFO of frames, written by whoever
 // holds mu (a sender, or the loop when the socket becomes writable again).
 type writer struct {
-	own    side        // owned while writing the socket; asked: frames were queued while it was owned
+	own    own.Owned   // owned while writing the socket; asked: frames were queued while it was owned
 	wanted atomic.Bool // a flush is under way: the queue is to be written out
 
 	qmu    sync.Mutex // guards the fields below
@@ -154,7 +155,7 @@ func (c *Conn) await(r *sendReq, cancel <-chan struct{}) (err error, detached bo
 // meanwhile, waiting for it, and serves what was asked then.
 func (c *Conn) detach(r *sendReq) (detached bool) {
 	w := &c.wr
-	w.own.lock() // no writev is using r.payload while we own it
+	w.own.Lock() // no writev is using r.payload while we own it
 	w.qmu.Lock()
 	if len(r.done) == 0 && w.queued(r) {
 		r.owned = GetBuffer(len(r.payload))
@@ -163,7 +164,7 @@ func (c *Conn) detach(r *sendReq) (detached bool) {
 		detached = true
 	}
 	w.qmu.Unlock()
-	if w.own.release() || detached {
+	if w.own.Release() || detached {
 		c.flush() // what was asked while detach owned the side, or the detached frame's rest
 	}
 	return detached
@@ -223,7 +224,7 @@ func (w *writer) keep(r *sendReq) {
 // queue like any other.
 func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bool) (r *sendReq, done bool, err error) {
 	w := &c.wr
-	if !w.own.acquire() {
+	if !w.own.Acquire() {
 		return nil, false, nil
 	}
 	// The queue's count and the failure without qmu: with mu held, no
@@ -266,7 +267,7 @@ func (c *Conn) sendDirect(h *frame.Header, payload []byte, async, copyPayload bo
 func (c *Conn) holdOn() {
 	if c.holder != nil && c.holder.Buffered() {
 		c.wr.wanted.Store(true)
-		c.wr.own.ask() // unlockWriter flushes
+		c.wr.own.Ask() // unlockWriter flushes
 	}
 }
 
@@ -274,7 +275,7 @@ func (c *Conn) holdOn() {
 // what was queued meanwhile: a flush that found the side owned left that
 // to us.
 func (c *Conn) unlockWriter() {
-	if c.wr.own.release() {
+	if c.wr.own.Release() {
 		c.flush()
 	}
 }
@@ -379,12 +380,12 @@ func (c *Conn) onWritable() {
 // always resumes it, while the frames that Queue adds afterwards wait for
 // the next flush.
 func (c *Conn) flush() {
-	c.wr.own.ask()
-	for c.wr.own.acquire() {
-		c.wr.own.claim()
+	c.wr.own.Ask()
+	for c.wr.own.Acquire() {
+		c.wr.own.Claim()
 		c.wr.wanted.Store(true)
 		err := c.flushLocked()
-		again := c.wr.own.release()
+		again := c.wr.own.Release()
 		if err != nil {
 			c.fail("writev", err)
 			return
@@ -400,7 +401,7 @@ func (c *Conn) flush() {
 // are below half of Options.MaxPosted again.
 func (c *Conn) releaseOutHold() {
 	if c.rd.held4out.Load() && c.wr.posted.Load() <= c.loop.opts.MaxPosted/2 && c.rd.held4out.CompareAndSwap(true, false) {
-		c.rd.own.ask()
+		c.rd.own.Ask()
 		c.Progress() // from inside a handler, the reader sees the ask as it lets go
 	}
 }

@@ -17,7 +17,7 @@
 // waiting for a message can read the socket itself instead of waiting for
 // the loop to wake it, which removes a goroutine hand-off from the latency of
 // every message. Who may read or write a Conn at a time is one rule, stated
-// once (owner.go): each side has one owner, taken without waiting, and
+// once (internal/own): each side has one owner, taken without waiting, and
 // work for a side that is owned is left to its owner, who serves it
 // before it lets go. A caller that wants a Conn served later, not on its
 // own stack, does not start a goroutine for it: it wakes the Conn

@@ -27,7 +27,7 @@ func SetTestHookLocked(f func(id int)) { testHookLocked = f }
 
 // ReadPending reports whether readiness was reported while the read side
 // was held elsewhere, and is still to be served.
-func ReadPending(c *Conn) bool { return c.rd.own.asked() }
+func ReadPending(c *Conn) bool { return c.rd.own.Asked() }
 
 // WriterKept returns what c's writer keeps for reuse: recycled requests,
 // and the room of its queue.

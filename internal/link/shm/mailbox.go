@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/boltmesh/boltmesh/internal/own"
 )
 
 // A Mailbox is where two neighbours (ranks on one host whose pair
@@ -48,7 +50,7 @@ import (
 // while the mailbox's memory is touched, and write-held by Close, which
 // unmaps it. Both are leaves but for xmu -> mu.
 type Mailbox struct {
-	xmu sync.Mutex
+	xmu own.Owned // the exchange: Lock waits, Drop only tries (internal/own)
 
 	mu   sync.RWMutex
 	mine []byte // this side's area; nil once closed
@@ -100,7 +102,7 @@ func NewMailbox(mem []byte, side int, release func()) *Mailbox {
 func (m *Mailbox) Lock() { m.xmu.Lock() }
 
 // Unlock releases the exchange lock.
-func (m *Mailbox) Unlock() { m.xmu.Unlock() }
+func (m *Mailbox) Unlock() { m.xmu.Release() }
 
 // Wake returns the channel the neighbour's WAKE for a part arrives on
 // (Woken): an exchange asleep (Sleep) selects on it, and looks again.
@@ -126,7 +128,7 @@ func (m *Mailbox) Ring(barrier bool) {
 // Writes returns how many parts this side has written (tests).
 func (m *Mailbox) Writes() uint64 {
 	m.xmu.Lock()
-	defer m.xmu.Unlock()
+	defer m.xmu.Release()
 	return m.wcount
 }
 
@@ -301,10 +303,10 @@ type Wanter interface{ WantedMail(tag uint32) bool }
 // dropped, so that their tags coming round again find nothing. It skips
 // a mailbox an exchange is using.
 func (m *Mailbox) Drop(w Wanter) {
-	if !m.xmu.TryLock() {
+	if !m.xmu.Acquire() {
 		return
 	}
-	defer m.xmu.Unlock()
+	defer m.xmu.Release()
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.peer == nil {
