@@ -239,7 +239,7 @@ func (a *acceptor) serve(nc net.Conn) {
 	hc, err := newHsConn(nc, t, 0)
 	rank, stream, claimed := -1, 0, false
 	if err == nil {
-		rank, stream, err = hc.accept(func(r, s int) string {
+		rank, stream, err = hc.Accept(func(r, s int) string {
 			why := a.claim(r, s, addr)
 			claimed = why == ""
 			return why

@@ -8,6 +8,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/heap"
 	"github.com/boltmesh/boltmesh/internal/credit"
+	"github.com/boltmesh/boltmesh/internal/handshake"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/plumb"
 )
@@ -42,22 +43,22 @@ var (
 	// ErrHandshake means a connection was refused during the HELLO
 	// handshake (wrong magic, version, world, rank, mesh or key). The
 	// *HandshakeError that wraps it may also wrap one of the causes below.
-	ErrHandshake = errors.New("boltmesh: handshake failed")
+	ErrHandshake = handshake.ErrHandshake
 	// ErrWrongKey is the cause of a *HandshakeError when the two ends of a
 	// connection hold different mesh keys, or only one has a key: the
 	// acceptor refused the dialer's proof of the key (a dialer sees this as
 	// a refusal by the peer), or the dialer the acceptor's.
-	ErrWrongKey = errors.New("boltmesh: mesh keys differ")
+	ErrWrongKey = handshake.ErrWrongKey
 	// ErrSlotTaken is the cause of a *HandshakeError when the acceptor
 	// already has a connection for the rank and stream the dialer proved
 	// the key for: another process joined in its place, during the mesh's
 	// formation or before (a rank keeps answering late dialers for
 	// Options.LateJoinWindow after its mesh formed). Without a mesh key,
 	// anyone who reaches the port can do that: set one (Options.MeshKey).
-	ErrSlotTaken = errors.New("boltmesh: this rank's place in the mesh is taken")
+	ErrSlotTaken = handshake.ErrSlotTaken
 	// ErrVersion is the cause of a *HandshakeError when the peer speaks
 	// another protocol version (frame.Version).
-	ErrVersion = errors.New("boltmesh: protocol versions differ")
+	ErrVersion = handshake.ErrVersion
 	// ErrUnknownRank means a rank outside [0, world) was named.
 	ErrUnknownRank = errors.New("boltmesh: unknown rank")
 	// ErrLengthMismatch means a buffer's length is not the one its
@@ -295,35 +296,13 @@ func (e *TruncatedError) Error() string {
 // Unwrap returns ErrTruncated.
 func (e *TruncatedError) Unwrap() error { return ErrTruncated }
 
-// HandshakeError reports a connection refused during the handshake, by this
-// rank (Local true) or by the peer.
-type HandshakeError struct {
-	Addr   string // the remote address
-	Rank   int    // the rank the peer claimed or was expected to be, or -1
-	Local  bool   // this rank refused the peer
-	Reason string
-	Err    error // a cause, if any
-}
-
-func (e *HandshakeError) Error() string {
-	side := "refused by peer"
-	if e.Local {
-		side = "refused"
-	}
-	s := fmt.Sprintf("%v: %s (rank %d) %s: %s", ErrHandshake, e.Addr, e.Rank, side, e.Reason)
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-// Unwrap returns ErrHandshake and the cause.
-func (e *HandshakeError) Unwrap() []error {
-	if e.Err == nil {
-		return []error{ErrHandshake}
-	}
-	return []error{ErrHandshake, e.Err}
-}
+// HandshakeError reports a connection refused during the handshake, by
+// this rank (Local true) or by the peer: Addr, the remote address; Rank,
+// the rank the peer claimed or was expected to be, or -1; Local; Reason;
+// and Err, a cause if any (ErrWrongKey, ErrSlotTaken, ErrVersion, ...).
+// It unwraps to ErrHandshake and the cause. The handshake itself is
+// internal/handshake's.
+type HandshakeError = handshake.Error
 
 // OptionError names an invalid Options field, of this package's Options
 // or of rpc.Options (package rpc returns it too).

@@ -8,6 +8,7 @@ import (
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/handshake"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/lograte"
 	"github.com/boltmesh/boltmesh/internal/match"
@@ -245,11 +246,14 @@ func SealCrew(cpus, local int) int { return sealCrew(cpus, local) }
 
 // Sealing is sealing: whether a connection whose HELLOs carry the seal
 // flags mine and theirs, and the host and machine identities, is sealed.
-func Sealing(mine, theirs frame.Hello) (bool, string) { return sealing(mine, theirs) }
+func Sealing(mine, theirs frame.Hello) (bool, string) { return handshake.Sealing(mine, theirs) }
 
 // UnsealedWarned reports whether a connection with these HELLOs makes a
 // transport log that its links leave the host unsealed.
-func UnsealedWarned(mine, theirs frame.Hello) bool { _, warn := sealedLink(mine, theirs); return warn }
+func UnsealedWarned(mine, theirs frame.Hello) bool {
+	_, warn := handshake.SealedLink(mine, theirs)
+	return warn
+}
 
 // CoordinatorPost has t, a star's coordinator, write h and p as they are
 // on its stream to worker to: a coordinator that breaks the protocol.

@@ -31,17 +31,7 @@ func TestGrantWaitsForDrainEnd(t *testing.T) {
 		_, err := ts[0].RecvInto(1, 7, buf)
 		done <- err
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		p.mu.Lock()
-		posted := p.m.Posted()
-		p.mu.Unlock()
-		if posted == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the receive was never posted")
-		}
-	}
+	waitPosted(t, p, 1)
 	h := frame.Header{Kind: frame.KindSend, Src: 1, Tag: 7, Length: n}
 	c := p.link.(*meshLink).conn(laneData)
 	dst := kinds[frame.KindSend].payload(p, c, laneData, &h)

@@ -26,17 +26,7 @@ func TestClaimedReceiveLostMidRead(t *testing.T) {
 			_, err := ts[0].RecvInto(1, 7, buf)
 			done <- err
 		}()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			p.mu.Lock()
-			posted := p.m.Posted()
-			p.mu.Unlock()
-			if posted == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the receive was never posted")
-			}
-		}
+		waitPosted(t, p, 1)
 		h := frame.Header{Kind: frame.KindSend, Src: 1, Tag: 7, Length: 8}
 		dst := kinds[frame.KindSend].payload(p, nil, laneData, &h)
 		if len(dst) != 8 {
@@ -119,4 +109,20 @@ func TestMatcherWaiting(t *testing.T) {
 		t.Fatalf("failWaiting asked about %d receives (want tag 8's 2), %d still waiting", calls, len(m.Waiting()))
 	}
 	check("failed")
+}
+
+// waitPosted waits until n receives are posted for p's messages.
+func waitPosted(t *testing.T, p *peer, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		posted := p.m.Posted()
+		p.mu.Unlock()
+		if posted == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d receives posted, want %d", posted, n)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/handshake"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 )
@@ -34,7 +35,7 @@ type medium struct {
 // steps of hc, the handshake with rank r on its stream s, from this end;
 // if one fails, what the steps before it made is released.
 func meetMedium(t *NetTransport, hc *hsConn, r, s int, dialer bool) (medium, error) {
-	t.noteMachine(r, hc.theirs)
+	t.noteMachine(r, hc.Theirs)
 	var m medium
 	for _, step := range mediumSteps {
 		if err := step(t, hc, r, s, dialer, &m); err != nil {
@@ -73,7 +74,7 @@ func newNeighbours(t *NetTransport, star bool) *linkshm.Neighbours {
 // stream between ranks of one host, the handshake ends with NEIGHBOUR,
 // and the pair meets over shared memory (m.pair) or stays on TCP.
 func neighbourStep(t *NetTransport, hc *hsConn, r, s int, dialer bool, m *medium) (err error) {
-	if s != t.ctlIndex() || !linkshm.Neighbourly(hc.self.HostID, hc.theirs.HostID) {
+	if s != t.ctlIndex() || !linkshm.Neighbourly(hc.Self.HostID, hc.Theirs.HostID) {
 		return nil
 	}
 	hs := hsNeighbour{hc: hc, rank: r, dialer: dialer}
@@ -83,7 +84,7 @@ func neighbourStep(t *NetTransport, hc *hsConn, r, s int, dialer bool, m *medium
 	}
 	m.pair, err = t.topo.nbr.Accept(hs, r)
 	if errors.Is(err, linkshm.ErrNoMeeting) {
-		err = &HandshakeError{Addr: hc.addr(), Rank: r, Local: true, Reason: err.Error(), Err: ErrProtocol}
+		err = &HandshakeError{Addr: hc.Addr(), Rank: r, Local: true, Reason: err.Error(), Err: ErrProtocol}
 	}
 	return err
 }
@@ -97,26 +98,26 @@ type hsNeighbour struct {
 }
 
 func (h hsNeighbour) Read(kind frame.Kind, flags frame.Flags) (frame.Header, []byte, error) {
-	hd, p, err := h.hc.readFrame(kind, flags)
+	hd, p, err := h.hc.ReadFrame(kind, flags)
 	switch {
 	case err == nil:
 	case h.dialer:
-		err = withRank(err, h.rank)
+		err = handshake.WithRank(err, h.rank)
 	default:
-		err = wrapRemote(h.hc, h.rank, err)
+		err = handshake.WrapRemote(h.hc, h.rank, err)
 	}
 	return hd, p, err
 }
 
 func (h hsNeighbour) Write(kind frame.Kind, flags frame.Flags, aux uint32, payload []byte) error {
-	return h.hc.write(kind, flags, aux, payload)
+	return h.hc.Write(kind, flags, aux, payload)
 }
 
 func (h hsNeighbour) Token(label string) []byte {
 	if h.dialer {
-		return h.hc.mac(label, h.hc.raw[:], h.hc.peer[:])
+		return h.hc.MAC(label, h.hc.Raw[:], h.hc.Peer[:])
 	}
-	return h.hc.mac(label, h.hc.peer[:], h.hc.raw[:])
+	return h.hc.MAC(label, h.hc.Peer[:], h.hc.Raw[:])
 }
 
 // caps is what a peer's link can do besides carry frames, as its medium

@@ -4,12 +4,13 @@ import (
 	"sync/atomic"
 
 	"github.com/boltmesh/boltmesh/frame"
+	"github.com/boltmesh/boltmesh/internal/handshake"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 )
 
 // Sealed links (Options.Seal; frame/spec.md, "Sealed links"). Each end
 // says in its HELLO what its options say and how it sees the connection
-// (sealFlags); both decide from both HELLOs alone (sealing), so they
+// (sealFlags); both decide from both HELLOs alone (handshake.Sealing), so they
 // agree, and a relay that alters either HELLO fails the proofs of the
 // key, which cover both. A sealed connection's keys come from the mesh
 // key and both HELLOs (sealKeys); adopt wraps its Stream in a
@@ -39,45 +40,10 @@ func (o *Options) sealFlags(remote string) uint8 {
 	return f
 }
 
-// sealing decides from both ends' HELLOs whether their connection is
-// sealed, or says why they cannot agree (one end's SealAlways, the
-// other's SealNever). Neighbours, whose frames go through shared memory,
-// are never sealed; an end's SealNever wins over the other's SealAuto,
-// which seals a keyed connection that leaves the host.
-func sealing(mine, theirs frame.Hello) (on bool, why string) {
-	var zero [frame.HostIDSize]byte
-	f := mine.Seal | theirs.Seal
-	switch {
-	case f&frame.SealNever != 0 && f&frame.SealAlways != 0:
-		return false, "one end seals every link (Options.Seal SealAlways) and the other none (SealNever)"
-	case f&frame.SealNever != 0 || mine.HostID != zero && mine.HostID == theirs.HostID:
-		return false, ""
-	case f&frame.SealAlways != 0:
-		return true, ""
-	}
-	return mine.Seal&theirs.Seal&frame.SealKeyed != 0 && leaves(mine, theirs), ""
-}
-
-// leaves reports whether a connection leaves the host, as its HELLOs
-// tell: an end sees the other's address as not loopback, and they do not
-// run on one machine (network namespaces, containers).
-func leaves(mine, theirs frame.Hello) bool {
-	var zero [frame.MachineIDSize]byte
-	return (mine.Seal|theirs.Seal)&frame.SealRemote != 0 && (mine.Machine == zero || mine.Machine != theirs.Machine)
-}
-
-// sealedLink reports whether a connection whose handshake agreed is sealed
-// (sealing), and whether unsealedWarning is about it: it leaves the host
-// and is not sealed.
-func sealedLink(mine, theirs frame.Hello) (on, warn bool) {
-	on, _ = sealing(mine, theirs)
-	return on, !on && leaves(mine, theirs)
-}
-
 // sealStep is the medium step of sealed links (medium.go): the keys of
 // a connection that is sealed.
 func sealStep(t *NetTransport, hc *hsConn, _, _ int, dialer bool, m *medium) (err error) {
-	m.keys, err = hc.sealKeys(t, dialer)
+	m.keys, err = sealKeys(t, hc, dialer)
 	return err
 }
 
@@ -85,20 +51,20 @@ func sealStep(t *NetTransport, hc *hsConn, _, _ int, dialer bool, m *medium) (er
 // completed, from this end (the dialer's or the acceptor's), or nil if it
 // is not sealed; it logs unsealedWarning, once, for a connection that
 // leaves the host unsealed.
-func (hc *hsConn) sealKeys(t *NetTransport, dialer bool) (*sealed.Keys, error) {
-	on, warn := sealedLink(hc.self, hc.theirs)
+func sealKeys(t *NetTransport, hc *hsConn, dialer bool) (*sealed.Keys, error) {
+	on, warn := handshake.SealedLink(hc.Self, hc.Theirs)
 	if warn {
-		t.door.sealWarn.Do(func() { t.opts.Logger.Warn(unsealedWarning, "rank", t.rank, "peer", hc.addr()) })
+		t.door.sealWarn.Do(func() { t.opts.Logger.Warn(unsealedWarning, "rank", t.rank, "peer", hc.Addr()) })
 	}
 	if !on {
 		return nil, nil
 	}
-	c := sealed.Agree(sealed.Cipher(hc.self.Cipher), sealed.Cipher(hc.theirs.Cipher))
-	d, a := hc.raw[:], hc.peer[:]
+	c := sealed.Agree(sealed.Cipher(hc.Self.Cipher), sealed.Cipher(hc.Theirs.Cipher))
+	d, a := hc.Raw[:], hc.Peer[:]
 	if !dialer {
 		d, a = a, d
 	}
-	kd, ka, err := sealed.Derive(c, hc.o.MeshKey, d, a)
+	kd, ka, err := sealed.Derive(c, t.opts.MeshKey, d, a)
 	if dialer {
 		return &kd, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/boltmesh/boltmesh/frame"
 	"github.com/boltmesh/boltmesh/heap"
+	"github.com/boltmesh/boltmesh/internal/handshake"
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/link/tcp"
 	"github.com/boltmesh/boltmesh/internal/shm"
@@ -298,10 +299,30 @@ func (t *NetTransport) ctlIndex() int {
 	return t.opts.Streams
 }
 
+// hsConn is the handshake of one connection (internal/handshake).
+type hsConn = handshake.Conn
+
+// newHsConn starts the handshake of nc, this rank's stream number stream
+// of the pair: its HELLO says what this transport is (world, rank, mesh,
+// topology, streams, host and machine, sealing) and its deadline is
+// Options.HandshakeTimeout.
+func newHsConn(nc net.Conn, t *NetTransport, stream int) (*hsConn, error) {
+	o := &t.opts
+	self := frame.Hello{Version: frame.Version, World: uint32(t.world), Rank: uint32(t.rank), MeshID: o.meshID()}
+	if t.topo.star {
+		self.Topology = frame.TopologyStar
+	}
+	self.Stream, self.Streams = uint16(stream), uint16(o.Streams)
+	self.HostID = t.topo.nbr.Host()
+	self.Machine = t.topo.machine
+	self.Seal, self.Cipher = o.sealFlags(nc.RemoteAddr().String()), uint8(sealed.Preferred())
+	return handshake.New(nc, o.MeshKey, self, o.HandshakeTimeout)
+}
+
 func (t *NetTransport) handshakeDial(nc net.Conn, r, s int) error {
 	hc, err := newHsConn(nc, t, s)
 	if err == nil {
-		err = hc.dial(r)
+		err = hc.Dial(r)
 	}
 	var m medium
 	if err == nil {
