@@ -92,13 +92,18 @@ func (r *relay) pipe(src, dst net.Conn, toAcceptor bool, c *relayed) {
 		// leaves dst open for the other way's pipe, which closes it: a
 		// close now, with that way's bytes unread, would send a reset,
 		// which may discard the forwarded bytes before they are read.
+		// The FIN goes before src is closed, so that dst sees the cut
+		// before src's end can make the peer behind it close its other
+		// streams (whose clean ends dst would otherwise see first when
+		// this goroutine is slow to run).
 		if tc, ok := dst.(*net.TCPConn); cut && ok {
 			tc.CloseWrite()
+			src.Close()
 			return
 		}
+		src.Close()
 		dst.Close()
 	}()
-	defer src.Close()
 	for i := range 2 {
 		var hdr [frame.HeaderSize]byte
 		if _, err := io.ReadFull(src, hdr[:]); err != nil {
