@@ -12,6 +12,7 @@ import (
 	"github.com/boltmesh/boltmesh/internal/link/sealed"
 	"github.com/boltmesh/boltmesh/internal/lograte"
 	"github.com/boltmesh/boltmesh/internal/match"
+	"github.com/boltmesh/boltmesh/internal/spin"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -275,6 +276,5 @@ const RelayPart = relayPart
 // SetGiveCoreHook has f called each time a spin gives its core up past
 // Options.SpinYield, until the test ends.
 func SetGiveCoreHook(tb testing.TB, f func()) {
-	testHookGiveCore = f
-	tb.Cleanup(func() { testHookGiveCore = nil })
+	tb.Cleanup(spin.SetGiveCoreHook(f))
 }

@@ -11,6 +11,7 @@ import (
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
 	"github.com/boltmesh/boltmesh/internal/match"
 	"github.com/boltmesh/boltmesh/internal/plumb"
+	"github.com/boltmesh/boltmesh/internal/spin"
 	"github.com/boltmesh/boltmesh/ioloop"
 )
 
@@ -23,21 +24,30 @@ import (
 // expects, and a message with another one fails it (*plumb.MetaError).
 // The transport asks the owner, with the peer's mu held, at the points
 // plumb.Owner lists, and knows nothing of what it does with the range.
-// Operations on the range are reported as ownedOp.
+// Operations on the range are reported under the owner's name (ownedOp).
 
 // ownedTagBase is the first tag of the lent range.
 const ownedTagBase = TagReservedBase + 0x0100_0000
 
 // ownedOp is the operation errors on the lent range name: what users call
-// its owner's operations.
-const ownedOp = "collective"
+// its owner's operations (the name it was lent under), or "lent" before
+// an owner is installed.
+func (t *NetTransport) ownedOp() string {
+	if o := t.progress.owner.Load(); o != nil {
+		return o.name
+	}
+	return "lent"
+}
 
 // isOwnedTag reports whether a wire tag is in the lent range.
 func isOwnedTag(tag uint32) bool { return tag-ownedTagBase < plumb.Tags }
 
-// ownerRef holds the installed owner, so that it sits behind one atomic
-// pointer.
-type ownerRef struct{ plumb.Owner }
+// ownerRef holds the installed owner and its name, so that they sit
+// behind one atomic pointer.
+type ownerRef struct {
+	plumb.Owner
+	name string
+}
 
 // owner returns the owner of the lent range, or nil.
 func (t *NetTransport) owner() plumb.Owner {
@@ -57,14 +67,14 @@ func (t *NetTransport) ownerProgress() uint32 {
 }
 
 // Lend implements plumb.Wire.
-func (h *plumbing) Lend(newOwner func() plumb.Owner) plumb.Owner {
+func (h *plumbing) Lend(name string, newOwner func() plumb.Owner) plumb.Owner {
 	t := h.t()
 	t.progress.mu.Lock()
 	defer t.progress.mu.Unlock()
 	if o := t.progress.owner.Load(); o != nil {
 		return o.Owner
 	}
-	o := &ownerRef{newOwner()}
+	o := &ownerRef{Owner: newOwner(), name: name}
 	t.progress.owner.Store(o)
 	return o.Owner
 }
@@ -132,7 +142,7 @@ func (t *NetTransport) postOwned(to int, tag, meta uint32, p []byte) error {
 	}
 	h := frame.Header{Kind: frame.KindSend, Src: uint32(t.rank), Tag: ownedTagBase + tag, Aux: meta}
 	if err := pr.link.post(laneData, h, p, true); err != nil {
-		return t.connErr(pr, ownedOp, err)
+		return t.connErr(pr, t.ownedOp(), err)
 	}
 	return nil
 }
@@ -148,7 +158,7 @@ func (h *plumbing) Post(from int, tag, meta uint32, dst []byte, try bool) (plumb
 	}
 	p := t.peer(from)
 	r := t.newRecv(from, ownedTagBase+tag, dst, true, waitOpts{meta: meta, checkMeta: true})
-	if posted, err := p.match(r, try, true, ownedOp); !posted {
+	if posted, err := p.match(r, try, true, t.ownedOp()); !posted {
 		if err == errNotQueued {
 			t.recycle(r)
 			return plumb.Handle{}, err
@@ -173,7 +183,7 @@ func (h *plumbing) Wait(peer int, hd plumb.Handle, w plumb.Waiting) (int, bool, 
 			if w.How&plumb.All == 0 {
 				return 0, false, nil
 			}
-			return 0, false, t.lossErr(lostErr(t.view(), ownedOp)) // a look at the view only: no wait set up
+			return 0, false, t.lossErr(lostErr(t.view(), t.ownedOp())) // a look at the view only: no wait set up
 		}
 		if err := t.checkRank(peer); err != nil {
 			return 0, false, err
@@ -186,7 +196,7 @@ func (h *plumbing) Wait(peer int, hd plumb.Handle, w plumb.Waiting) (int, bool, 
 
 // lentWait is the waitOpts of a wait w for a receive expecting meta.
 func lentWait(t *NetTransport, w plumb.Waiting, meta uint32) waitOpts {
-	wo := waitOpts{op: ownedOp, meta: meta, checkMeta: true}
+	wo := waitOpts{op: t.ownedOp(), meta: meta, checkMeta: true}
 	if w.Ctx != nil {
 		wo.cancel, wo.ctx = w.Ctx.Done(), w.Ctx
 	}
@@ -298,7 +308,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (t *NetTransport) watch(p *peer, w plumb.Waiting) (bool, error) {
 	looks := 1
 	if t.spinBudget() > 0 {
-		looks = t.spinLooks()
+		looks = spin.LookStep(t.topo.crowded.Load())
 	}
 	if found, err := w.Site.Look(looks); found || err != nil {
 		if found {

@@ -149,14 +149,3 @@ type caps struct {
 // noCaps is a link's caps when its medium found none: a TCP stream's, a
 // star's, this rank's own.
 var noCaps = &caps{}
-
-// can returns p's caps.
-func (p *peer) can() *caps {
-	if c := p.caps.Load(); c != nil {
-		return c
-	}
-	return noCaps
-}
-
-// setCaps publishes p's caps, once, as its link is adopted.
-func (p *peer) setCaps(c *caps) { p.caps.Store(c) }

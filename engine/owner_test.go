@@ -19,11 +19,11 @@ import (
 // own installs o as tr's owner of the lent range.
 func own(t *testing.T, tr *engine.NetTransport, o *plumbtest.Owner) {
 	t.Helper()
-	if got := hooks(tr).Lend(func() plumb.Owner { return o }); got != o {
+	if got := hooks(tr).Lend("test", func() plumb.Owner { return o }); got != o {
 		t.Fatalf("Lend installed %v, want the test's owner", got)
 	}
 	other := &plumbtest.Owner{}
-	if got := hooks(tr).Lend(func() plumb.Owner { return other }); got != o {
+	if got := hooks(tr).Lend("test", func() plumb.Owner { return other }); got != o {
 		t.Fatalf("a second Lend installed %v, want the first owner kept", got)
 	}
 }

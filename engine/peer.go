@@ -180,3 +180,14 @@ func checkTag(tag int) error {
 // up reports whether p is joined by a link whose data stream is up: not
 // this rank itself, and not a peer still forming.
 func (p *peer) up() bool { return p.link != nil && p.link.up() }
+
+// can returns p's caps.
+func (p *peer) can() *caps {
+	if c := p.caps.Load(); c != nil {
+		return c
+	}
+	return noCaps
+}
+
+// setCaps publishes p's caps, once, as its link is adopted.
+func (p *peer) setCaps(c *caps) { p.caps.Store(c) }

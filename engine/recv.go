@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -228,8 +227,8 @@ func (t *NetTransport) spinOn(p *peer, r *recvReq) bool {
 // arrived from p for Options.Spin: a message, small or large, that arrives
 // at wire speed is read straight from the socket by the waiting goroutine
 // with no wake-up in its path, and a receive that waits for a slow peer
-// burns at most Spin of CPU before it sleeps. It yields now and then (see
-// spinYield), so that it does not starve goroutines of its own process.
+// burns at most Spin of CPU before it sleeps. It yields now and then
+// (spin.Pacer), so that it does not starve goroutines of its own process.
 func (t *NetTransport) spin(p *peer, state *atomic.Uint32, on lane) bool {
 	return t.spinUntil(p, on, func() bool { return state.Load() == reqDone })
 }
@@ -258,21 +257,15 @@ func (t *NetTransport) spinUntil(p *peer, on lane, done func() bool) bool {
 	return false
 }
 
-// spinPolls is spinUntil's loop, with the lanes' polling on.
+// spinPolls is spinUntil's loop, with the lanes' polling on: it polls,
+// and pauses every few polls (internal/spin's Pacer: the clock read, the
+// budget since bytes last moved, the yields).
 func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
-	budget := p.spin.Budget(t.spinBudget())
-	// The clock is read every step polls only, the first time after step:
-	// 8 polls of sockets (each a system call), 32 of pipes, whose poll
-	// costs less than a clock reading, so that a wait that ends within
-	// about a microsecond reads no clock at all (see clockStep). quiet,
-	// yielded and gave are the time since start at which bytes last
-	// moved, at which it last yielded, and at which it last gave its core
-	// up (Options.SpinYield).
+	cheap, crowded := p.can().cheap, t.topo.crowded.Load()
+	var pace spin.Pacer
+	pace.Start(p.spin.Budget(t.spinBudget()), t.opts.SpinYield, cheap, crowded)
+	step := spin.PollStep(cheap, crowded)
 	seen, moved := p.link.bytesRead(on), false
-	cheap := p.can().cheap
-	step := clockStep(cheap, t.topo.crowded.Load())
-	var start time.Duration
-	var quiet, yielded, gave time.Duration
 	for i := 1; ; i++ {
 		p.link.poll(on)
 		if done() {
@@ -284,69 +277,12 @@ func (t *NetTransport) spinPolls(p *peer, on lane, done func() bool) bool {
 		if i%step != 0 {
 			continue
 		}
-		if i == step {
-			start = monotime()
-		}
-		el := monotime() - start
-		if moved {
-			quiet, moved = el, false
-		} else if el-quiet > budget {
+		if !pace.Pause(moved) {
 			return false
 		}
-		if t.topo.crowded.Load() {
-			runtime.Gosched()
-			spin.Yield()
-			continue
-		}
-		if yieldDue(cheap, el, yielded) {
-			runtime.Gosched()
-			yielded = el
-		}
-		if give := t.opts.SpinYield; give > 0 && el-quiet >= give && el-gave >= spinYield {
-			giveCore()
-			gave = el
-		}
+		moved = false
 	}
 }
-
-// clockStep returns how many polls a spin makes between clock readings:
-// 32 on a link whose polls are cheap (caps.cheap) on a machine with a core per rank, else 8. A
-// poll of a pipe that finds nothing costs little more than a cache-line
-// load, a reading of the clock several times that (bench/RESULTS.md,
-// "the spin's clock"); a spin on sockets, or one that gives up its core
-// between polls (crowded), reads the clock every 8.
-func clockStep(cheap, crowded bool) int {
-	if cheap && !crowded {
-		return 32
-	}
-	return 8
-}
-
-// monotime reads the monotonic clock only (time.Now reads the wall
-// clock too).
-func monotime() time.Duration { return time.Since(clockEpoch) }
-
-// clockEpoch is monotime's zero.
-var clockEpoch = time.Now()
-
-// yieldDue reports whether a spin whose polls are cheap (or system
-// calls), el into its timing and last yielding at yielded, yields at this
-// clock reading (see spinYield).
-func yieldDue(cheap bool, el, yielded time.Duration) bool {
-	return !cheap || el-yielded >= spinYield
-}
-
-// spinYield is how long a spin on pipes (caps.cheap) runs between
-// yields, and a spin past Options.SpinYield between giving its core up. A yield is not free: with a P idle it wakes a thread to look
-// for work, which takes a core from the other end of an exchange on the
-// same host; so a spin on a pipe that ends within a few microseconds, as
-// a small message's does, yields never. A spin on sockets yields every 8
-// polls, as it did before pipes: each poll is a system call, a small
-// message's wait there lasts several of them, and a goroutine of this
-// process that waits for the spinner's P (the other end of an exchange
-// within one process, an event loop) then runs within one wait instead
-// of after it.
-const spinYield = 10 * time.Microsecond
 
 // withdraw takes r back after a give-up. A receive whose payload is already
 // being read cannot be withdrawn: it waits for that read, which ends with

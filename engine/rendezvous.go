@@ -257,8 +257,8 @@ func piece(n, k, i int) (lo, hi int) {
 	return int(uint64(n) * uint64(i) / uint64(k)), int(uint64(n) * uint64(i+1) / uint64(k))
 }
 
-// deliverRTS handles an RTS from p: a withdrawal, or an announcement that
-// is matched to the first fitting posted receive for its tag or queued.
+// deliverRTS handles an RTS from p that came on lane l of c: a
+// withdrawal, or an announcement (announced).
 func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Buffer) {
 	putBuffer(bb) // the payload is in p.rtsBuf(l)
 	var n uint64
@@ -280,7 +280,15 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	if cp.extra > 0 && !p.useCredit(c, cp.extra) {
 		return // dropped
 	}
-	tag, id := h.Tag, h.Offset
+	p.announced(c, h.Tag, h.Offset, h.Aux, n, cp)
+}
+
+// announced takes the announcement of rendezvous send id (n bytes under
+// tag with aux; cp: where the peer's memory holds it, for a single
+// copy): after the withdrawals it overtook are settled, it is matched to
+// the first fitting posted receive for its tag (answered CTS, or copied
+// at once), copied and held as an eager message, or queued.
+func (p *peer) announced(c *ioloop.Conn, tag uint32, id uint64, aux uint32, n uint64, cp rtsCopy) {
 	p.mu.Lock()
 	if id <= p.rdv.maxRTS {
 		p.mu.Unlock()
@@ -306,13 +314,13 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	q := p.m.Queue(tag)
 	if r := p.m.offer(q, int(n)); r != nil {
 		if cp.addr != 0 {
-			p.claimBuf(r, n, h.Aux)
+			p.claimBuf(r, n, aux)
 			p.m.Tidy(tag, q)
 			p.mu.Unlock()
 			p.copyInto(c, r, id, cp)
 			return
 		}
-		p.claimRdv(r, id, n, h.Aux)
+		p.claimRdv(r, id, n, aux)
 		p.m.Tidy(tag, q)
 		p.mu.Unlock()
 		p.answerRTS(id, true, true)
@@ -320,16 +328,16 @@ func (p *peer) deliverRTS(c *ioloop.Conn, l lane, h *frame.Header, bb *ioloop.Bu
 	}
 	if cp.extra > 0 { // to copy at once, and hold as an eager message
 		p.mu.Unlock()
-		p.copyHeld(c, tag, h.Aux, id, n, cp)
+		p.copyHeld(c, tag, aux, id, n, cp)
 		return
 	}
 	if isOwnedTag(tag) {
-		p.ownedQueued(tag, h.Aux)
+		p.ownedQueued(tag, aux)
 	}
 	if cp.addr != 0 {
 		p.rdv.queueCopy(id, cp.addr)
 	}
-	p.m.Hold(q, match.Msg{Aux: h.Aux, ID: id, N: n})
+	p.m.Hold(q, match.Msg{Aux: aux, ID: id, N: n})
 	p.mu.Unlock()
 }
 

@@ -130,10 +130,6 @@ func newTransport(rank, world int, opts Options, local int, star bool) (*NetTran
 	return t, nil
 }
 
-// spinBudget is Options.Spin as settled: spin.CrowdedSpin once the machine
-// turned out crowded.
-func (t *NetTransport) spinBudget() time.Duration { return time.Duration(t.topo.spin.Load()) }
-
 // settleCrowding makes this rank wait as on a crowded machine (as
 // newTransport does from the loopback addresses) if the peers whose
 // HELLOs named this rank's machine, and this rank, outnumber its cores:

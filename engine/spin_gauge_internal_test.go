@@ -112,29 +112,3 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
-// TestYieldCadence: a spin on sockets yields at every 8th poll from the
-// first, so that within a TCP wait of some 10-15 polls a goroutine of this
-// process waiting for the spinner's P gets to run; one on pipes, whose
-// small messages come within a microsecond or two, only every spinYield.
-// Before, sockets waited for spinYield too, which put the TCP ping-pong's
-// mean up 15-25% and its p99 20-40% in one process (bench/RESULTS.md,
-// 2026-12-04 21:00).
-func TestYieldCadence(t *testing.T) {
-	for _, tc := range []struct {
-		cheap       bool
-		el, yielded time.Duration
-		want        bool
-	}{
-		{false, 0, 0, true},
-		{false, time.Microsecond, 0, true},
-		{true, 0, 0, false},
-		{true, spinYield - 1, 0, false},
-		{true, spinYield, 0, true},
-		{true, 2*spinYield - 1, spinYield, false},
-	} {
-		if got := yieldDue(tc.cheap, tc.el, tc.yielded); got != tc.want {
-			t.Errorf("yieldDue(cheap %v, %v, %v) = %v, want %v", tc.cheap, tc.el, tc.yielded, got, tc.want)
-		}
-	}
-}

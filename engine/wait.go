@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"runtime"
 	"time"
 
 	linkshm "github.com/boltmesh/boltmesh/internal/link/shm"
@@ -17,9 +16,10 @@ import (
 //     peer's gauge where spins there keep running out: internal/spin),
 //     without sleeping: a receive drives the peer's link itself
 //     (spinUntil, recv.go); a mailbox wait looks at the mailbox
-//     (spinSite), spinLooks looks between pauses (spinPause). A spin
-//     gives its core up between polls on a crowded machine, and past
-//     Options.SpinYield every spinYield elsewhere (giveCore).
+//     (spinSite), spin.LookStep looks between pauses. Both pause as
+//     internal/spin's Pacer says: the budget since bytes last moved, and
+//     the yields (the core given up between polls on a crowded machine,
+//     and past Options.SpinYield every spin.Every elsewhere).
 //  2. Sleep (sleep) until the posted receive completes, what the site
 //     watches is in (a mailbox's part or signal) (a WAKE frame from a neighbour that saw this
 //     side asleep rouses it to look), or the give-up set fires.
@@ -127,8 +127,10 @@ func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w wa
 	if budget <= 0 {
 		return false, nil
 	}
-	every := t.spinLooks()
-	var clock spinClock
+	crowded := t.topo.crowded.Load()
+	every := spin.LookStep(crowded)
+	var pace spin.Pacer
+	pace.Start(budget, t.opts.SpinYield, false, crowded)
 	for {
 		if found, err := s.lookFor(p, every, w.op); found || err != nil {
 			return found, err
@@ -146,60 +148,11 @@ func (t *NetTransport) spinSite(p *peer, s *waitSite, budget time.Duration, w wa
 			found := s.kind == siteBarrier && s.mb.Reached(s.v)
 			return found, ifNot(found, end)
 		}
-		if !t.spinPause(&clock, budget) {
+		if !pace.Pause(false) {
 			return false, nil
 		}
 	}
 }
-
-// spinLooks is how many looks a spin makes between two pauses: a few on
-// a crowded machine, where each pause gives the core up.
-func (t *NetTransport) spinLooks() int {
-	if t.topo.crowded.Load() {
-		return 8
-	}
-	return 256
-}
-
-// spinClock is a spin's timing: when it began (set at its first pause:
-// the first looks often find what they wait for, and need no clock read)
-// and how far into it it last gave its core up.
-type spinClock struct {
-	start time.Time
-	gave  time.Duration
-}
-
-// spinPause is a spin's pause between looks: it reports false once the
-// spin has lasted budget, and otherwise yields, giving the core up too
-// on a crowded machine, and every spinYield past Options.SpinYield.
-func (t *NetTransport) spinPause(c *spinClock, budget time.Duration) bool {
-	var el time.Duration
-	if c.start.IsZero() {
-		c.start = time.Now()
-	} else if el = time.Since(c.start); el > budget {
-		return false
-	}
-	runtime.Gosched()
-	if t.topo.crowded.Load() {
-		spin.Yield()
-	} else if give := t.opts.SpinYield; give > 0 && el >= give && el-c.gave >= spinYield {
-		giveCore()
-		c.gave = el
-	}
-	return true
-}
-
-// giveCore is spin.Yield for a spin past Options.SpinYield.
-func giveCore() {
-	if testHookGiveCore != nil {
-		testHookGiveCore()
-	}
-	spin.Yield()
-}
-
-// testHookGiveCore, set only by tests, is called as giveCore gives the
-// core up.
-var testHookGiveCore func()
 
 // sleep is a wait's second phase: it blocks until r, the receive posted
 // for what the wait waits for, completes (done), what s waits for is in
@@ -244,3 +197,7 @@ func ifNot(done bool, err error) error {
 	}
 	return err
 }
+
+// spinBudget is Options.Spin as settled: spin.CrowdedSpin once the machine
+// turned out crowded.
+func (t *NetTransport) spinBudget() time.Duration { return time.Duration(t.topo.spin.Load()) }

@@ -88,7 +88,7 @@ func callsOf(wire plumb.Wire, n int) *calls {
 // lend returns the owner of wire's tags, installing a calls for a world
 // of n ranks if it has none, and that calls if the owner is one.
 func lend(wire plumb.Wire, n int) (plumb.Owner, *calls) {
-	o := wire.Lend(func() plumb.Owner {
+	o := wire.Lend(opName, func() plumb.Owner {
 		return &calls{wire: wire, abandoned: make([][]abandonNote, n)}
 	})
 	c, _ := o.(*calls)

@@ -11,9 +11,9 @@ import (
 // tested alone.
 type unowned struct{ plumb.Wire }
 
-func (unowned) Lend(newOwner func() plumb.Owner) plumb.Owner { return newOwner() }
-func (unowned) Tell(uint32, uint64)                          {}
-func (unowned) Forget(uint32, uint32)                        {}
+func (unowned) Lend(_ string, newOwner func() plumb.Owner) plumb.Owner { return newOwner() }
+func (unowned) Tell(uint32, uint64)                                    {}
+func (unowned) Forget(uint32, uint32)                                  {}
 
 // TestAbandonedNotes: a peer's abandons fail receives for the calls they
 // named only, every one of them (a peer may give up several calls before

@@ -127,7 +127,7 @@ func setMailHook(tb testing.TB, f func(rank int, at int)) {
 func own(t testing.TB, tr *engine.NetTransport, o plumb.Owner) {
 	t.Helper()
 	w, _ := plumb.WireOf(tr)
-	if got := w.Lend(func() plumb.Owner { return o }); got != o {
+	if got := w.Lend("test", func() plumb.Owner { return o }); got != o {
 		t.Fatalf("Lend installed %v, want the test's owner", got)
 	}
 }

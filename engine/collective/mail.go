@@ -193,7 +193,7 @@ func mailResult(from int, tag, meta uint32, n int, got uint32, in []byte) (int, 
 // mapped heap does, so that the part of a neighbour that closed in order
 // right after writing it is still read.)
 func mailClosed(peer int) error {
-	return &engine.PeerError{Op: "collective", Rank: peer, Err: engine.ErrClosed}
+	return &engine.PeerError{Op: opName, Rank: peer, Err: engine.ErrClosed}
 }
 
 // testHookMail, if set (by tests, before any transport runs), is called

@@ -110,6 +110,11 @@ func wireErr(err error) error {
 	return err
 }
 
+// opName is what users call collective's operations: the Op of the
+// errors the transport reports on its tags (plumb.Wire.Lend), and of its
+// own.
+const opName = "collective"
+
 // pastInFlight is the time limits of a wait that gives up at once even
 // while bytes are being read in: their buffer is then left to the
 // transport.

@@ -47,8 +47,10 @@ type Wire interface {
 	// Lend installs the owner that newOwner returns, if none is installed
 	// yet, and returns the owner installed: a later call returns the first
 	// without calling newOwner, so that every user of one transport shares
-	// it. It stays for the transport's life.
-	Lend(newOwner func() Owner) Owner
+	// it. It stays for the transport's life. name is what users call the
+	// owner's operations: the Op of the errors the transport reports for
+	// the range (a *PeerError's, say).
+	Lend(name string, newOwner func() Owner) Owner
 	// Tell tells every peer that is up, without waiting, word about tag
 	// (an ABANDON frame, on the control stream, so that it overtakes the
 	// data in flight); each peer's owner hears it (Judge, Told). A lost
