@@ -3,9 +3,7 @@ package engine_test
 import (
 	"crypto/hmac"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -424,9 +422,4 @@ func (rp *rawPeer) close() {
 		}
 	}
 	rp.readers.Wait()
-}
-
-// isClosedErr reports whether err is a connection's orderly or abrupt end.
-func isClosedErr(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.As(err, new(*net.OpError))
 }

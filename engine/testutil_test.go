@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/boltmesh/boltmesh/internal/meshtest"
 )
@@ -49,15 +48,4 @@ func sizeFor(from, to, tag, seq, max int) int {
 	default:
 		return max - r.IntN(max/4+1)
 	}
-}
-
-func mustDur(s string) time.Duration {
-	if s == "-1" {
-		return -1
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	return d
 }

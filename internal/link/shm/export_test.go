@@ -37,10 +37,6 @@ const (
 	BoxCap          = boxCap
 )
 
-// BoxedWrites returns how many messages p has written through its box:
-// call it only while nothing writes p.
-func BoxedWrites(p *Pipe) uint64 { return p.tx.boxes }
-
 // SetTestHookAsk installs f as the hook that sees every time a pipe that
 // nobody polls asks for a bell (armEmpty; nil removes it). Set it only
 // while no Loop is running.
