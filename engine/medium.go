@@ -97,6 +97,8 @@ type hsNeighbour struct {
 	dialer bool
 }
 
+// Read reads the next frame of the handshake; its errors name the rank
+// (a dialer's) or are the handshake's (an acceptor's: handshake.WrapRemote).
 func (h hsNeighbour) Read(kind frame.Kind, flags frame.Flags) (frame.Header, []byte, error) {
 	hd, p, err := h.hc.ReadFrame(kind, flags)
 	switch {
@@ -109,10 +111,13 @@ func (h hsNeighbour) Read(kind frame.Kind, flags frame.Flags) (frame.Header, []b
 	return hd, p, err
 }
 
+// Write writes a frame of the handshake.
 func (h hsNeighbour) Write(kind frame.Kind, flags frame.Flags, aux uint32, payload []byte) error {
 	return h.hc.Write(kind, flags, aux, payload)
 }
 
+// Token is the meeting's token: the MAC of label over the dialer's and
+// then the acceptor's HELLO.
 func (h hsNeighbour) Token(label string) []byte {
 	if h.dialer {
 		return h.hc.MAC(label, h.hc.Raw[:], h.hc.Peer[:])

@@ -39,6 +39,7 @@ type Error struct {
 	Err    error // a cause, if any
 }
 
+// Error says who refused whom, and why.
 func (e *Error) Error() string {
 	side := "refused by peer"
 	if e.Local {

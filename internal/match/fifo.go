@@ -7,8 +7,10 @@ type FIFO[T comparable] struct {
 	n    int
 }
 
+// Len returns how many elements q holds.
 func (q *FIFO[T]) Len() int { return q.n }
 
+// Push appends v.
 func (q *FIFO[T]) Push(v T) {
 	if q.n == len(q.buf) {
 		q.grow()
@@ -25,6 +27,7 @@ func (q *FIFO[T]) grow() {
 	q.buf, q.head = nb, 0
 }
 
+// Peek returns the first element, if any, leaving it.
 func (q *FIFO[T]) Peek() (T, bool) {
 	var zero T
 	if q.n == 0 {
@@ -33,6 +36,7 @@ func (q *FIFO[T]) Peek() (T, bool) {
 	return q.buf[q.head], true
 }
 
+// Pop takes the first element, if any.
 func (q *FIFO[T]) Pop() (T, bool) {
 	var zero T
 	if q.n == 0 {
